@@ -1,0 +1,44 @@
+# rackplan quick start: `make run` and `make test` on a fresh Debian 12 machine.
+# Both install the missing Debian packages first (when run as root), then configure and build.
+
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+PACKAGES = meson ninja-build pkg-config gcc libglpk-dev libigraph-dev libxml2-dev libyaml-dev \
+           python3
+SUDO = $(if $(filter 0,$(shell id -u)),,sudo)
+
+.PHONY: all deps build run test test-asan clean
+
+all: build
+
+deps:
+	@missing=$$(for p in $(PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:" $$missing; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD)
+
+build: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+run: build
+	./$(BUILD)/rackplan fit models/deepseek-v3.yaml topologies/gb200-nvl72.xml
+
+test: build
+	@meson test -C $(BUILD) --print-errorlogs >/dev/null || true
+	@python3 tests/summarize.py $(BUILD)/meson-logs/testlog.json
+
+# The same suite built with AddressSanitizer and UndefinedBehaviorSanitizer, aborting on the
+# first report.
+test-asan: deps
+	@[ -f $(ASAN_BUILD)/build.ninja ] || meson setup $(ASAN_BUILD) -Db_sanitize=address,undefined \
+	  -Dc_args=-fno-sanitize-recover=all -Dc_link_args=-fno-sanitize-recover=all >/dev/null
+	ninja -C $(ASAN_BUILD)
+	@meson test -C $(ASAN_BUILD) --print-errorlogs >/dev/null || true
+	@python3 tests/summarize.py $(ASAN_BUILD)/meson-logs/testlog.json
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

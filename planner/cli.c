@@ -1,0 +1,353 @@
+/* cli.c: see cli.h. */
+#define _POSIX_C_SOURCE 200809L
+#include "cli.h"
+
+#include "model.h"
+#include "plan.h"
+#include "topology.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int cli_usage_error(const struct command *command, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "rackplan %s: ", command->name);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\nTry 'rackplan %s --help'.\n", command->name);
+    va_end(ap);
+    return EXIT_USAGE;
+}
+
+static bool parse_count(const char *text, int64_t min, int64_t max, int64_t *out)
+{
+    if (!text || *text < '0' || *text > '9')
+        return false;
+    errno = 0;
+    char *end;
+    long long v = strtoll(text, &end, 10);
+    if (*end || errno || v < min || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* "10%" (of HBM) or a size: "8GB", "8GiB", "512MB", "2e9" (bytes). */
+static bool parse_reserve(const char *text, struct options *o)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || !isfinite(v) || v < 0)
+        return false;
+    if (strcmp(end, "%") == 0) {
+        if (v >= 100)
+            return false;
+        o->reserve_fraction = v / 100;
+        o->reserve_bytes = -1;
+        return true;
+    }
+    static const struct {
+        const char *suffix;
+        double scale;
+    } units[] = {{"", 1},       {"B", 1},         {"KB", 1e3},        {"MB", 1e6},
+                 {"GB", 1e9},   {"TB", 1e12},     {"KiB", 1024.0},    {"MiB", 1048576.0},
+                 {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(end, units[i].suffix) == 0) {
+            o->reserve_bytes = v * units[i].scale;
+            return o->reserve_bytes < 1e18;
+        }
+    }
+    return false;
+}
+
+static void print_help(const struct command *c)
+{
+    printf("usage: %s\n\n%s", c->usage, c->help);
+    if (c->options & (OPTS_RACKS | OPTS_PRECISION | OPTS_CONTEXT | OPTS_BATCH | OPTS_FORMAT))
+        printf("\noptions:\n");
+    if (c->options & OPTS_RACKS)
+        printf("  --racks N        scale-up domains (racks, nodes, pods) in the cluster;\n"
+               "                   default: the topology's <cluster domains>\n");
+    if (c->options & OPTS_PRECISION)
+        printf("  --weights PREC   weight precision for every weight (fp4, fp8, bf16, fp16, fp32);\n"
+               "                   default: the model's (precision.weights / expert_weights)\n"
+               "  --kv PREC        KV-cache precision; default: the model's (precision.kv)\n");
+    if (c->options & OPTS_CONTEXT)
+        printf("  --context N      tokens of KV per sequence; default %d\n", CLI_DEFAULT_CONTEXT);
+    if (c->options & OPTS_BATCH)
+        printf("  --batch N        sequences in flight; default %d\n", CLI_DEFAULT_BATCH);
+    if (c->options & OPTS_FIT)
+        printf("  --reserve R      runtime reserve per device: a share of HBM (\"10%%\") or a size\n"
+               "                   (\"8GB\", \"6GiB\"); default %.0f%% (vLLM's gpu_memory_utilization 0.9)\n"
+               "  --tp N, --pp N   pin tensor-parallel / pipeline degrees; default: chosen\n",
+               PLAN_DEFAULT_RESERVE_FRACTION * 100);
+    if (c->options & OPTS_FORMAT)
+        printf("  --format F       text (default) or json\n"
+               "  -o, --output F   write to F (atomically: a temporary file renamed into place)\n");
+    printf("  -h, --help       this help\n");
+    printf("\nexit codes: 0 ok%s, 1 does not fit, 2 usage error, 3 invalid input,\n"
+           "            4 solver failure, 5 I/O or internal error\n",
+           c->options & OPTS_FIT ? " (fits)" : "");
+}
+
+enum { OPT_RACKS = 256, OPT_WEIGHTS, OPT_KV, OPT_CONTEXT, OPT_BATCH, OPT_FORMAT, OPT_RESERVE,
+       OPT_TP, OPT_PP };
+
+int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->command = c;
+    o->context = CLI_DEFAULT_CONTEXT;
+    o->batch = CLI_DEFAULT_BATCH;
+    o->reserve_fraction = PLAN_DEFAULT_RESERVE_FRACTION;
+    o->reserve_bytes = -1;
+    const struct {
+        struct option option;
+        unsigned needs;
+    } table[] = {
+        {{"help", no_argument, NULL, 'h'}, 0},
+        {{"racks", required_argument, NULL, OPT_RACKS}, OPTS_RACKS},
+        {{"weights", required_argument, NULL, OPT_WEIGHTS}, OPTS_PRECISION},
+        {{"kv", required_argument, NULL, OPT_KV}, OPTS_PRECISION},
+        {{"context", required_argument, NULL, OPT_CONTEXT}, OPTS_CONTEXT},
+        {{"batch", required_argument, NULL, OPT_BATCH}, OPTS_BATCH},
+        {{"format", required_argument, NULL, OPT_FORMAT}, OPTS_FORMAT},
+        {{"output", required_argument, NULL, 'o'}, OPTS_FORMAT},
+        {{"reserve", required_argument, NULL, OPT_RESERVE}, OPTS_FIT},
+        {{"tp", required_argument, NULL, OPT_TP}, OPTS_FIT},
+        {{"pp", required_argument, NULL, OPT_PP}, OPTS_FIT},
+    };
+    struct option longopts[sizeof table / sizeof table[0] + 1];
+    int n = 0;
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if ((table[i].needs & c->options) == table[i].needs)
+            longopts[n++] = table[i].option;
+    longopts[n] = (struct option){0};
+    const char *shortopts = (c->options & OPTS_FORMAT) ? ":ho:" : ":h";
+
+    int positionals = 0;
+    optind = 1;
+    opterr = 0;
+    for (;;) {
+        int index = -1;
+        int ch = getopt_long(argc, argv, shortopts, longopts, &index);
+        if (ch == -1)
+            break;
+        const char *arg = optarg;
+        switch (ch) {
+        case 'h':
+            print_help(c);
+            return EXIT_OK;
+        case OPT_RACKS:
+            if (!parse_count(arg, 1, PLAN_MAX_RACKS, &o->racks))
+                return cli_usage_error(c, "--racks takes a whole number from 1 to %d, not '%s'",
+                                       PLAN_MAX_RACKS, arg);
+            break;
+        case OPT_WEIGHTS:
+        case OPT_KV: {
+            enum precision p;
+            if (!precision_parse(arg, &p))
+                return cli_usage_error(c, "--%s takes fp4, fp8, bf16, fp16 or fp32, not '%s'",
+                                       ch == OPT_KV ? "kv" : "weights", arg);
+            if (ch == OPT_KV) {
+                o->kv = p;
+                o->kv_set = true;
+            } else {
+                o->weights = p;
+                o->weights_set = true;
+            }
+            break;
+        }
+        case OPT_CONTEXT:
+            if (!parse_count(arg, 1, 1073741824, &o->context))
+                return cli_usage_error(c, "--context takes a whole number of tokens from 1 to 1073741824, not '%s'", arg);
+            break;
+        case OPT_BATCH:
+            if (!parse_count(arg, 1, (int64_t)1 << 40, &o->batch))
+                return cli_usage_error(c, "--batch takes a whole number of sequences from 1 to 2^40, not '%s'", arg);
+            break;
+        case OPT_FORMAT:
+            if (strcmp(arg, "text") == 0)
+                o->format = FORMAT_TEXT;
+            else if (strcmp(arg, "json") == 0)
+                o->format = FORMAT_JSON;
+            else
+                return cli_usage_error(c, "--format takes text or json, not '%s'", arg);
+            break;
+        case 'o':
+            o->output = arg;
+            break;
+        case OPT_RESERVE:
+            if (!parse_reserve(arg, o))
+                return cli_usage_error(c, "--reserve takes a share of HBM like '10%%' or a size like '8GB', not '%s'", arg);
+            break;
+        case OPT_TP:
+        case OPT_PP:
+            if (!parse_count(arg, 1, 1000000, ch == OPT_TP ? &o->tp : &o->pp))
+                return cli_usage_error(c, "--%s takes a whole number from 1 to 1000000, not '%s'",
+                                       ch == OPT_TP ? "tp" : "pp", arg);
+            break;
+        case ':':
+            return cli_usage_error(c, "option '%s' needs a value", argv[optind - 1]);
+        default:
+            return cli_usage_error(c, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    /* getopt_long has moved the operands after the options. */
+    for (int i = optind; i < argc; i++) {
+        if (positionals >= 4)
+            return cli_usage_error(c, "too many arguments");
+        o->positional[positionals++] = argv[i];
+    }
+    if (positionals != c->positionals)
+        return cli_usage_error(c, "expected %d argument%s, got %d", c->positionals,
+                               c->positionals == 1 ? "" : "s", positionals);
+    return -1;
+}
+
+int cli_report(const struct diags *d, int status)
+{
+    diags_print(d, stderr);
+    return status;
+}
+
+bool sink_open(struct sink *s, const char *path)
+{
+    s->path = path;
+    s->temp_path = NULL;
+    if (!path) {
+        s->out = stdout;
+        return true;
+    }
+    size_t n = strlen(path) + 16;
+    s->temp_path = xmalloc(n);
+    snprintf(s->temp_path, n, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(s->temp_path);
+    if (fd < 0) {
+        fprintf(stderr, "rackplan: unable to write '%s': %s\n", path, strerror(errno));
+        free(s->temp_path);
+        s->temp_path = NULL;
+        return false;
+    }
+    s->out = fdopen(fd, "w");
+    if (!s->out) {
+        close(fd);
+        unlink(s->temp_path);
+        fprintf(stderr, "rackplan: unable to write '%s': %s\n", path, strerror(errno));
+        free(s->temp_path);
+        s->temp_path = NULL;
+        return false;
+    }
+    return true;
+}
+
+bool sink_commit(struct sink *s)
+{
+    if (!s->temp_path) {
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            fprintf(stderr, "rackplan: unable to write to standard output: %s\n", strerror(errno));
+            return false;
+        }
+        return true;
+    }
+    bool ok = fflush(s->out) == 0 && !ferror(s->out) && fsync(fileno(s->out)) == 0;
+    int saved = errno;
+    if (fclose(s->out) != 0 && ok) {
+        ok = false;
+        saved = errno;
+    }
+    s->out = NULL;
+    if (ok && rename(s->temp_path, s->path) != 0) {
+        ok = false;
+        saved = errno;
+    }
+    if (!ok) {
+        unlink(s->temp_path);
+        fprintf(stderr, "rackplan: unable to write '%s': %s\n", s->path, strerror(saved));
+    }
+    free(s->temp_path);
+    s->temp_path = NULL;
+    return ok;
+}
+
+void sink_abort(struct sink *s)
+{
+    if (!s->temp_path)
+        return;
+    if (s->out)
+        fclose(s->out);
+    s->out = NULL;
+    unlink(s->temp_path);
+    free(s->temp_path);
+    s->temp_path = NULL;
+}
+
+void format_gb(double bytes, char *buffer, size_t size)
+{
+    snprintf(buffer, size, "%.3f", bytes / 1e9);
+}
+
+void format_count(double value, char *buffer, size_t size)
+{
+    char digits[64];
+    snprintf(digits, sizeof digits, "%.0f", value);
+    const char *p = digits;
+    size_t out = 0;
+    if (*p == '-' && out + 1 < size)
+        buffer[out++] = *p++;
+    size_t len = strlen(p);
+    for (size_t i = 0; i < len && out + 1 < size; i++) {
+        if (i > 0 && (len - i) % 3 == 0 && out + 2 < size)
+            buffer[out++] = ',';
+        buffer[out++] = p[i];
+    }
+    buffer[out] = '\0';
+}
+
+int cli_load_model(const char *path, struct model *out)
+{
+    struct diags d;
+    diags_init(&d);
+    enum model_status status = model_load(path, out, &d);
+    diags_print(&d, stderr);
+    diags_release(&d);
+    return status == MODEL_OK ? EXIT_OK : status == MODEL_IO_ERROR ? EXIT_IO : EXIT_INVALID;
+}
+
+int cli_load_topology(const char *path, struct topology *out)
+{
+    struct diags d;
+    diags_init(&d);
+    enum topology_status status = topology_load(path, out, &d);
+    diags_print(&d, stderr);
+    diags_release(&d);
+    return status == TOPOLOGY_OK ? EXIT_OK : status == TOPOLOGY_IO_ERROR ? EXIT_IO : EXIT_INVALID;
+}
+
+int cli_resolve(struct options *o, const struct model *m, const struct topology *t)
+{
+    if (m && m->max_context > 0 && o->context > m->max_context)
+        return cli_usage_error(o->command,
+                               "--context %lld is longer than %s's maximum of %lld tokens",
+                               (long long)o->context, m->name, (long long)m->max_context);
+    if (t && o->racks == 0)
+        o->racks = t->default_domains;
+    if (t && (double)o->racks * (double)t->domain_devices > 1e7)
+        return cli_usage_error(o->command, "--racks %lld makes %.0f devices, more than 10000000",
+                               (long long)o->racks, (double)o->racks * (double)t->domain_devices);
+    if (m && !o->weights_set)
+        o->weights = m->weights_precision;
+    if (m)
+        o->expert_weights = o->weights_set ? o->weights : m->expert_weights_precision;
+    if (m && !o->kv_set)
+        o->kv = m->kv_precision;
+    return EXIT_OK;
+}

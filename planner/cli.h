@@ -1,0 +1,113 @@
+/* cli.h: what every subcommand shares: exit codes, option parsing, number formats, and the
+ * output sink (stdout, or a file written to a temporary name and renamed into place).
+ *
+ * Usage errors print one line naming the problem and a pointer to --help, and give
+ * EXIT_USAGE. Help that was asked for goes to stdout with EXIT_OK.
+ */
+#ifndef RACKPLAN_CLI_H
+#define RACKPLAN_CLI_H
+
+#include "diag.h"
+#include "precision.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum exit_code {
+    EXIT_OK = 0,       /* done; for fit: it fits */
+    EXIT_NO_FIT = 1,   /* does not fit, or no feasible plan */
+    EXIT_USAGE = 2,    /* bad command line */
+    EXIT_INVALID = 3,  /* invalid input file */
+    EXIT_SOLVER = 4,   /* a solver failed */
+    EXIT_IO = 5,       /* I/O or internal error */
+};
+
+#define CLI_DEFAULT_CONTEXT 8192
+#define CLI_DEFAULT_BATCH 1
+
+enum output_format { FORMAT_TEXT, FORMAT_JSON };
+
+/* Which options a command takes. */
+enum {
+    OPTS_FORMAT = 1 << 0,    /* --format, -o/--output */
+    OPTS_PRECISION = 1 << 1, /* --weights, --kv */
+    OPTS_CONTEXT = 1 << 2,   /* --context */
+    OPTS_RACKS = 1 << 3,     /* --racks */
+    OPTS_BATCH = 1 << 4,     /* --batch */
+    OPTS_FIT = 1 << 5,       /* --reserve, --tp, --pp */
+};
+
+struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+    const char *usage; /* after "usage: " */
+    const char *help;  /* the rest of --help */
+    unsigned options;
+    int positionals;   /* exactly this many */
+};
+
+struct options {
+    const struct command *command;
+    const char *positional[4];
+    int64_t racks; /* 0 = the topology's default */
+    bool weights_set;
+    enum precision weights;
+    enum precision expert_weights; /* set by cli_resolve */
+    bool kv_set;
+    enum precision kv;
+    int64_t context;
+    int64_t batch;
+    enum output_format format;
+    const char *output; /* NULL = stdout */
+    double reserve_fraction;
+    double reserve_bytes; /* < 0: use the fraction */
+    int64_t tp, pp;       /* 0 = choose */
+};
+
+/* Parses argv for `command`. Returns -1 to go on, or an exit code to return at once (help
+ * printed: EXIT_OK; usage error printed: EXIT_USAGE). */
+int cli_parse(const struct command *command, int argc, char **argv, struct options *out);
+
+/* Prints "rackplan CMD: message" and the --help pointer to stderr; returns EXIT_USAGE. */
+int cli_usage_error(const struct command *command, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Prints `d` and maps a reader status to an exit code. */
+int cli_report(const struct diags *d, int status);
+
+/* An output being written: stdout, or a temporary file renamed over `path` on success. */
+struct sink {
+    FILE *out;
+    const char *path;
+    char *temp_path;
+};
+
+/* Opens the sink for `path` (NULL: stdout). On failure prints why and returns false. */
+bool sink_open(struct sink *s, const char *path);
+/* Flushes, syncs and renames into place. On failure removes the temporary file, leaves any
+ * existing file untouched, prints why and returns false. */
+bool sink_commit(struct sink *s);
+/* Abandons the output: removes the temporary file. */
+void sink_abort(struct sink *s);
+
+/* Decimal gigabytes with 3 decimals ("26.123"). */
+void format_gb(double bytes, char *buffer, size_t size);
+/* An integer with thousands separators ("1,234,567"). */
+void format_count(double value, char *buffer, size_t size);
+
+
+struct model;
+struct topology;
+
+/* Reads the model and topology named on the command line, printing diagnostics. Return EXIT_OK
+ * or the exit code to give. */
+int cli_load_model(const char *path, struct model *out);
+int cli_load_topology(const char *path, struct topology *out);
+
+/* Checks --context against the model's maximum and --racks; fills the precisions the model
+ * runs at (the model's own unless overridden). Returns EXIT_OK or a usage error. */
+int cli_resolve(struct options *o, const struct model *m, const struct topology *t);
+
+#endif

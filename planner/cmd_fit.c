@@ -1,0 +1,242 @@
+/* cmd_fit.c: `rackplan fit MODEL TOPOLOGY`: does it fit, and how much room is left. */
+#include "cli.h"
+#include "commands.h"
+#include "model.h"
+#include "plan.h"
+#include "topology.h"
+
+#include "../reports/json.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+/* Memory is reported in whole bytes, rounded up: a fit is never claimed on a fraction. */
+static void json_bytes(struct json *j, const char *key, double bytes)
+{
+    json_key(j, key);
+    json_number(j, bytes >= 0 ? ceil(bytes) : -ceil(-bytes));
+}
+
+static void layout_description(const struct model *m, const struct layout *l, char *buffer,
+                               size_t size)
+{
+    if (model_is_moe(m))
+        snprintf(buffer, size,
+                 "routed experts spread over the %" PRId64 " devices of each stage (EP %" PRId64
+                 "); attention, dense and shared weights split %" PRId64 " ways by TP and "
+                 "replicated over DP %" PRId64 "; sequences split over DP",
+                 l->ep, l->ep, l->tp, l->dp);
+    else
+        snprintf(buffer, size,
+                 "every weight split %" PRId64 " ways by TP and replicated over DP %" PRId64
+                 "; sequences split over DP",
+                 l->tp, l->dp);
+    if (l->pp > 1) {
+        size_t n = strlen(buffer);
+        snprintf(buffer + n, size - n, "; %" PRId64 " pipeline stages of contiguous layers",
+                 l->pp);
+    }
+}
+
+static void json_layout(struct json *j, const struct model *m, const struct layout *l)
+{
+    char description[512];
+    layout_description(m, l, description, sizeof description);
+    json_begin_object(j);
+    json_key(j, "racks");
+    json_int(j, l->racks);
+    json_key(j, "devices");
+    json_int(j, l->devices);
+    json_key(j, "tp");
+    json_int(j, l->tp);
+    json_key(j, "pp");
+    json_int(j, l->pp);
+    json_key(j, "dp");
+    json_int(j, l->dp);
+    json_key(j, "ep");
+    json_int(j, l->ep);
+    json_key(j, "description");
+    json_string(j, description);
+    json_end_object(j);
+}
+
+static void write_json(FILE *out, const struct model *m, const struct topology *t,
+                       const struct options *o, const struct workload *w, const struct fit *f)
+{
+    struct json j;
+    json_init(&j, out);
+    json_begin_object(&j);
+    json_key(&j, "model");
+    json_string(&j, m->name);
+    json_key(&j, "topology");
+    json_string(&j, t->name);
+    json_key(&j, "announced");
+    json_bool(&j, t->announced);
+    json_key(&j, "racks");
+    json_int(&j, o->racks);
+    json_key(&j, "devices");
+    json_int(&j, f->layout.devices);
+    json_key(&j, "precision");
+    json_begin_object(&j);
+    json_key(&j, "weights");
+    json_string(&j, precision_name(w->weights));
+    json_key(&j, "expert_weights");
+    json_string(&j, precision_name(w->expert_weights));
+    json_key(&j, "kv");
+    json_string(&j, precision_name(w->kv));
+    json_end_object(&j);
+    json_key(&j, "context");
+    json_int(&j, w->context);
+    json_key(&j, "batch");
+    json_int(&j, w->batch);
+    json_key(&j, "layout");
+    json_layout(&j, m, &f->layout);
+    json_key(&j, "fits");
+    json_bool(&j, f->fits);
+    json_key(&j, "per_device");
+    json_begin_object(&j);
+    json_bytes(&j, "weights_bytes", f->memory.weights_bytes);
+    json_bytes(&j, "kv_bytes", f->memory.kv_bytes);
+    json_bytes(&j, "activation_bytes", f->memory.activation_bytes);
+    json_bytes(&j, "reserve_bytes", f->memory.reserve_bytes);
+    json_bytes(&j, "hbm_bytes", f->memory.hbm_bytes);
+    json_bytes(&j, "free_bytes", f->memory.free_bytes);
+    json_key(&j, "sequences");
+    json_int(&j, f->memory.sequences);
+    json_key(&j, "layers");
+    json_int(&j, f->memory.layers);
+    json_end_object(&j);
+    json_key(&j, "max_batch");
+    json_int(&j, f->max_batch);
+    json_key(&j, "min_devices");
+    if (f->min_devices)
+        json_int(&j, f->min_devices);
+    else
+        json_null(&j);
+    json_key(&j, "min_racks");
+    if (f->min_devices)
+        json_int(&j, f->min_racks);
+    else
+        json_null(&j);
+    json_key(&j, "min_layout");
+    if (f->min_devices)
+        json_layout(&j, m, &f->min_layout);
+    else
+        json_null(&j);
+    json_end_object(&j);
+    json_finish(&j);
+}
+
+static void row(FILE *out, const char *label, double bytes)
+{
+    char gb[64];
+    format_gb(bytes, gb, sizeof gb);
+    fprintf(out, "  %-34s %12s\n", label, gb);
+}
+
+static void write_text(FILE *out, const struct model *m, const struct topology *t,
+                       const struct options *o, const struct workload *w, const struct fit *f)
+{
+    char a[64], b[64], label[128], description[512];
+    const struct device_memory *mem = &f->memory;
+    fprintf(out, "%s on %s%s: %" PRId64 " rack%s, %" PRId64 " devices\n", m->name, t->name,
+            t->announced ? " (announced, not shipping)" : "", o->racks, o->racks == 1 ? "" : "s",
+            f->layout.devices);
+    format_count((double)w->context, a, sizeof a);
+    format_count((double)w->batch, b, sizeof b);
+    fprintf(out, "  weights %s", precision_name(w->weights));
+    if (w->expert_weights != w->weights)
+        fprintf(out, " (routed experts %s)", precision_name(w->expert_weights));
+    fprintf(out, ", KV %s, context %s tokens, batch %s sequence%s\n", precision_name(w->kv), a, b,
+            w->batch == 1 ? "" : "s");
+    fprintf(out, "  layout: TP %" PRId64 " x DP %" PRId64 " x PP %" PRId64, f->layout.tp,
+            f->layout.dp, f->layout.pp);
+    if (model_is_moe(m))
+        fprintf(out, ", EP %" PRId64, f->layout.ep);
+    layout_description(m, &f->layout, description, sizeof description);
+    fprintf(out, "\n    (%s)\n\n", description);
+
+    fprintf(out, "per device (the most loaded)            GB\n");
+    row(out, "weights", mem->weights_bytes);
+    format_count((double)mem->sequences, a, sizeof a);
+    snprintf(label, sizeof label, "KV cache (%s sequence%s)", a, mem->sequences == 1 ? "" : "s");
+    row(out, label, mem->kv_bytes);
+    row(out, "activations", mem->activation_bytes);
+    if (w->reserve_bytes >= 0)
+        snprintf(label, sizeof label, "runtime reserve");
+    else
+        snprintf(label, sizeof label, "runtime reserve (%.0f%% of HBM)", w->reserve_fraction * 100);
+    row(out, label, mem->reserve_bytes);
+    row(out, "used", mem->hbm_bytes - mem->free_bytes);
+    row(out, "HBM", mem->hbm_bytes);
+    row(out, mem->free_bytes >= 0 ? "free" : "short by", fabs(mem->free_bytes));
+
+    fprintf(out, "\n%s\n", f->fits ? "fits" : "does not fit");
+    format_count((double)f->max_batch, a, sizeof a);
+    format_count((double)w->context, b, sizeof b);
+    if (f->max_batch > 0)
+        fprintf(out, "max batch: %s sequences of %s tokens on this layout\n", a, b);
+    else
+        fprintf(out, "max batch: none (the weights and reserve alone do not fit this layout)\n");
+    format_count((double)w->batch, b, sizeof b);
+    if (f->min_devices) {
+        format_count((double)f->min_devices, a, sizeof a);
+        fprintf(out, "min devices: %s (%" PRId64 " rack%s) for batch %s, as TP %" PRId64 " x DP %" PRId64
+                     " x PP %" PRId64 "\n",
+                a, f->min_racks, f->min_racks == 1 ? "" : "s", b, f->min_layout.tp,
+                f->min_layout.dp, f->min_layout.pp);
+    } else {
+        fprintf(out, "min devices: more than %d racks would be needed for batch %s\n",
+                PLAN_MAX_RACKS, b);
+    }
+}
+
+int cmd_fit(int argc, char **argv)
+{
+    struct options o;
+    int status = cli_parse(&command_fit, argc, argv, &o);
+    if (status >= 0)
+        return status;
+    struct model m;
+    struct topology t;
+    if ((status = cli_load_model(o.positional[0], &m)) != EXIT_OK)
+        return status;
+    if ((status = cli_load_topology(o.positional[1], &t)) != EXIT_OK)
+        return status;
+    if ((status = cli_resolve(&o, &m, &t)) != EXIT_OK)
+        return status;
+    struct workload w = {
+        .batch = o.batch,
+        .context = o.context,
+        .weights = o.weights,
+        .expert_weights = o.expert_weights,
+        .kv = o.kv,
+        .reserve_fraction = o.reserve_fraction,
+        .reserve_bytes = o.reserve_bytes,
+        .tp = o.tp,
+        .pp = o.pp,
+    };
+    if (w.reserve_bytes >= t.hbm_bytes)
+        return cli_usage_error(o.command, "--reserve is more than the %.0f bytes of HBM per device",
+                               t.hbm_bytes);
+    struct fit f;
+    if (!plan_fit(&m, &t, o.racks, &w, &f))
+        return cli_usage_error(o.command,
+                               "no layout with TP %lld and PP %lld on %lld devices (TP must divide the "
+                               "%lld attention heads and fit in a %lld-device domain; TP x PP must "
+                               "divide the devices)",
+                               (long long)o.tp, (long long)o.pp,
+                               (long long)(o.racks * t.domain_devices),
+                               (long long)m.attention.heads, (long long)t.domain_devices);
+    struct sink sink;
+    if (!sink_open(&sink, o.output))
+        return EXIT_IO;
+    if (o.format == FORMAT_JSON)
+        write_json(sink.out, &m, &t, &o, &w, &f);
+    else
+        write_text(sink.out, &m, &t, &o, &w, &f);
+    if (!sink_commit(&sink))
+        return EXIT_IO;
+    return f.fits ? EXIT_OK : EXIT_NO_FIT;
+}

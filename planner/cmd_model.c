@@ -1,0 +1,188 @@
+/* cmd_model.c: `rackplan model FILE`: a model's architecture and derived sizes. */
+#include "cli.h"
+#include "commands.h"
+#include "model.h"
+
+#include "../reports/json.h"
+
+#include <inttypes.h>
+
+static const char *attention_name(const struct model *m)
+{
+    if (m->attention.type == ATTENTION_MLA)
+        return "mla";
+    if (m->attention.kv_heads == m->attention.heads)
+        return "mha";
+    return m->attention.kv_heads == 1 ? "mqa" : "gqa";
+}
+
+static int64_t windowed_layers(const struct model *m)
+{
+    int64_t n = 0;
+    for (int64_t i = 0; i < m->layers; i++)
+        n += model_layer_is_windowed(m, i);
+    return n;
+}
+
+static void write_json(FILE *out, const struct model *m, const struct options *o)
+{
+    struct model_params p;
+    model_params(m, &p);
+    struct json j;
+    json_init(&j, out);
+    json_begin_object(&j);
+    json_key(&j, "name");
+    json_string(&j, m->name);
+    json_key(&j, "source");
+    json_string(&j, m->source);
+    json_key(&j, "layers");
+    json_int(&j, m->layers);
+    json_key(&j, "moe_layers");
+    json_int(&j, model_moe_layers(m));
+    json_key(&j, "hidden_size");
+    json_int(&j, m->hidden_size);
+    json_key(&j, "vocab_size");
+    json_int(&j, m->vocab_size);
+    json_key(&j, "attention");
+    json_string(&j, attention_name(m));
+    json_key(&j, "heads");
+    json_int(&j, m->attention.heads);
+    json_key(&j, "windowed_layers");
+    json_int(&j, windowed_layers(m));
+    json_key(&j, "window_tokens");
+    if (windowed_layers(m))
+        json_int(&j, m->attention.window_tokens);
+    else
+        json_null(&j);
+    json_key(&j, "experts");
+    json_int(&j, m->moe.experts);
+    json_key(&j, "experts_per_token");
+    json_int(&j, m->moe.experts_per_token);
+    json_key(&j, "shared_experts");
+    json_int(&j, m->moe.shared_experts);
+    json_key(&j, "total_params");
+    json_number(&j, p.total);
+    json_key(&j, "active_params");
+    json_number(&j, p.active);
+    json_key(&j, "embedding_params");
+    json_number(&j, p.embedding);
+    json_key(&j, "params");
+    json_begin_object(&j);
+    const struct {
+        const char *key;
+        double value;
+    } parts[] = {{"embedding", p.embedding},         {"lm_head", p.lm_head},
+                 {"attention", p.attention},         {"dense_ffn", p.dense_ffn},
+                 {"shared_experts", p.shared_experts}, {"routed_experts", p.routed_experts},
+                 {"routers", p.routers},             {"norms", p.norms}};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        json_key(&j, parts[i].key);
+        json_number(&j, parts[i].value);
+    }
+    json_end_object(&j);
+    json_key(&j, "precision");
+    json_begin_object(&j);
+    json_key(&j, "weights");
+    json_string(&j, precision_name(o->weights));
+    json_key(&j, "expert_weights");
+    json_string(&j, precision_name(o->expert_weights));
+    json_key(&j, "kv");
+    json_string(&j, precision_name(o->kv));
+    json_end_object(&j);
+    json_key(&j, "weight_bytes");
+    json_number(&j, model_weight_bytes(m, o->weights, o->expert_weights));
+    json_key(&j, "weight_bytes_by_precision");
+    json_begin_object(&j);
+    for (int q = 0; q < PREC_COUNT; q++) {
+        json_key(&j, precision_name((enum precision)q));
+        json_number(&j, model_weight_bytes(m, (enum precision)q, (enum precision)q));
+    }
+    json_end_object(&j);
+    json_key(&j, "kv_bytes_per_token");
+    json_number(&j, model_kv_bytes_per_token(m, o->kv));
+    json_key(&j, "context");
+    json_int(&j, o->context);
+    json_key(&j, "kv_bytes_per_sequence");
+    json_number(&j, model_kv_bytes_per_sequence(m, o->kv, o->context));
+    json_key(&j, "matmul_flops_per_token");
+    json_number(&j, model_matmul_flops_per_token(m));
+    json_key(&j, "attention_flops_per_token");
+    json_number(&j, model_attention_flops_per_token(m, o->context));
+    json_key(&j, "flops_per_token");
+    json_number(&j, model_matmul_flops_per_token(m) + model_attention_flops_per_token(m, o->context));
+    json_key(&j, "max_context");
+    if (m->max_context)
+        json_int(&j, m->max_context);
+    else
+        json_null(&j);
+    json_end_object(&j);
+    json_finish(&j);
+}
+
+static void write_text(FILE *out, const struct model *m, const struct options *o)
+{
+    struct model_params p;
+    model_params(m, &p);
+    char a[64], b[64], c[64];
+    fprintf(out, "%s\n  source: %s\n", m->name, m->source);
+    fprintf(out, "  %" PRId64 " layers (%" PRId64 " MoE), hidden %" PRId64 ", vocab %" PRId64 "\n",
+            m->layers, model_moe_layers(m), m->hidden_size, m->vocab_size);
+    if (m->attention.type == ATTENTION_MLA)
+        fprintf(out, "  attention: MLA, %" PRId64 " heads, KV latent %" PRId64 " + rope %" PRId64 "\n",
+                m->attention.heads, m->attention.kv_lora_rank, m->attention.qk_rope_head_dim);
+    else
+        fprintf(out, "  attention: %s, %" PRId64 " query / %" PRId64 " KV heads of %" PRId64 "\n",
+                attention_name(m), m->attention.heads, m->attention.kv_heads,
+                m->attention.head_dim);
+    if (windowed_layers(m))
+        fprintf(out, "  %" PRId64 " layers attend to a %s window of %" PRId64 " tokens\n",
+                windowed_layers(m),
+                m->attention.window_kind == WINDOW_CHUNKED ? "chunked" : "sliding",
+                m->attention.window_tokens);
+    if (model_is_moe(m))
+        fprintf(out, "  experts: %" PRId64 " routed (%" PRId64 " per token) + %" PRId64 " shared per MoE layer\n",
+                m->moe.experts, m->moe.experts_per_token, m->moe.shared_experts);
+    format_count(p.total, a, sizeof a);
+    format_count(p.active, b, sizeof b);
+    format_count(p.embedding, c, sizeof c);
+    fprintf(out, "\nparameters\n  total        %s\n  active       %s per token (matmul weights)\n"
+                 "  embedding    %s (a lookup, not counted as active)\n",
+            a, b, c);
+    format_gb(model_weight_bytes(m, o->weights, o->expert_weights), a, sizeof a);
+    fprintf(out, "\nweights: %s GB at %s", a, precision_name(o->weights));
+    if (o->expert_weights != o->weights)
+        fprintf(out, " (routed experts %s)", precision_name(o->expert_weights));
+    fprintf(out, "\n");
+    for (int q = 0; q < PREC_COUNT; q++) {
+        format_gb(model_weight_bytes(m, (enum precision)q, (enum precision)q), a, sizeof a);
+        fprintf(out, "  all %-5s %12s GB\n", precision_name((enum precision)q), a);
+    }
+    format_count(model_kv_bytes_per_token(m, o->kv), a, sizeof a);
+    format_gb(model_kv_bytes_per_sequence(m, o->kv, o->context), b, sizeof b);
+    format_count((double)o->context, c, sizeof c);
+    fprintf(out, "\nKV cache at %s: %s bytes per token; %s GB per %s-token sequence\n",
+            precision_name(o->kv), a, b, c);
+    fprintf(out, "FLOPs per token: %.4g matmul + %.4g attention at %s tokens\n",
+            model_matmul_flops_per_token(m), model_attention_flops_per_token(m, o->context), c);
+}
+
+int cmd_model(int argc, char **argv)
+{
+    struct options o;
+    int status = cli_parse(&command_model, argc, argv, &o);
+    if (status >= 0)
+        return status;
+    struct model m;
+    if ((status = cli_load_model(o.positional[0], &m)) != EXIT_OK)
+        return status;
+    if ((status = cli_resolve(&o, &m, NULL)) != EXIT_OK)
+        return status;
+    struct sink sink;
+    if (!sink_open(&sink, o.output))
+        return EXIT_IO;
+    if (o.format == FORMAT_JSON)
+        write_json(sink.out, &m, &o);
+    else
+        write_text(sink.out, &m, &o);
+    return sink_commit(&sink) ? EXIT_OK : EXIT_IO;
+}

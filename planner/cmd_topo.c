@@ -1,0 +1,125 @@
+/* cmd_topo.c: `rackplan topo FILE`: the hardware inventory of a topology. */
+#include "cli.h"
+#include "commands.h"
+#include "topology.h"
+
+#include "../reports/json.h"
+
+#include <inttypes.h>
+
+static void write_json(FILE *out, const struct topology *t, int64_t racks)
+{
+    double devices = (double)racks * (double)t->domain_devices;
+    struct json j;
+    json_init(&j, out);
+    json_begin_object(&j);
+    json_key(&j, "name");
+    json_string(&j, t->name);
+    json_key(&j, "status");
+    json_string(&j, t->announced ? "announced" : "shipping");
+    json_key(&j, "accelerator");
+    json_string(&j, t->accelerator);
+    json_key(&j, "devices");
+    json_number(&j, devices);
+    json_key(&j, "domains");
+    json_int(&j, racks);
+    json_key(&j, "domain_size");
+    json_int(&j, t->domain_devices);
+    json_key(&j, "domain_kind");
+    json_string(&j, topology_kind_name(t->kind));
+    if (t->kind == DOMAIN_TORUS) {
+        json_key(&j, "torus_dims");
+        json_begin_array(&j);
+        for (int i = 0; i < t->dims; i++)
+            json_int(&j, t->dim_size[i]);
+        json_end_array(&j);
+    }
+    json_key(&j, "hbm_bytes_per_device");
+    json_number(&j, t->hbm_bytes);
+    json_key(&j, "hbm_bytes_total");
+    json_number(&j, t->hbm_bytes * devices);
+    json_key(&j, "hbm_bytes_per_s_per_device");
+    json_number(&j, t->hbm_bytes_per_s);
+    json_key(&j, "peak_flops_per_s_per_device");
+    json_begin_object(&j);
+    for (int p = 0; p < PREC_COUNT; p++) {
+        if (t->peak_flops_per_s[p] > 0) {
+            json_key(&j, precision_name((enum precision)p));
+            json_number(&j, t->peak_flops_per_s[p]);
+        }
+    }
+    json_end_object(&j);
+    json_key(&j, "scale_up_bytes_per_s_per_device");
+    json_number(&j, topology_scale_up_bytes_per_s(t));
+    json_key(&j, "scale_out_bytes_per_s_per_device");
+    json_number(&j, topology_scale_out_bytes_per_s(t));
+    json_key(&j, "scale_up_to_scale_out");
+    json_number(&j, topology_scale_up_bytes_per_s(t) / topology_scale_out_bytes_per_s(t));
+    json_key(&j, "power_watts_per_device");
+    if (t->power_watts > 0)
+        json_number(&j, t->power_watts);
+    else
+        json_null(&j);
+    json_key(&j, "price_usd_per_device_hour");
+    if (t->price_usd_per_hour > 0)
+        json_number(&j, t->price_usd_per_hour);
+    else
+        json_null(&j);
+    json_end_object(&j);
+    json_finish(&j);
+}
+
+static void write_text(FILE *out, const struct topology *t, int64_t racks)
+{
+    double devices = (double)racks * (double)t->domain_devices;
+    char a[64], b[64];
+    format_count(devices, a, sizeof a);
+    fprintf(out, "%s%s: %s devices of %s\n", t->name,
+            t->announced ? " (announced, not shipping)" : "", a, t->accelerator);
+    format_count((double)t->domain_devices, b, sizeof b);
+    fprintf(out, "  %" PRId64 " scale-up domain%s of %s devices, %s", racks, racks == 1 ? "" : "s",
+            b, topology_kind_name(t->kind));
+    if (t->kind == DOMAIN_TORUS) {
+        fprintf(out, " ");
+        for (int i = 0; i < t->dims; i++)
+            fprintf(out, "%s%" PRId64, i ? "x" : "", t->dim_size[i]);
+    }
+    fprintf(out, "\n\nper device\n");
+    format_gb(t->hbm_bytes, a, sizeof a);
+    fprintf(out, "  HBM            %s GB at %.3g TB/s\n", a, t->hbm_bytes_per_s / 1e12);
+    for (int p = 0; p < PREC_COUNT; p++)
+        if (t->peak_flops_per_s[p] > 0)
+            fprintf(out, "  peak %-5s     %.4g TFLOP/s dense\n", precision_name((enum precision)p),
+                    t->peak_flops_per_s[p] / 1e12);
+    fprintf(out, "  scale-up       %.4g GB/s per direction\n", topology_scale_up_bytes_per_s(t) / 1e9);
+    fprintf(out, "  scale-out      %.4g GB/s per direction (%.3gx slower)\n",
+            topology_scale_out_bytes_per_s(t) / 1e9,
+            topology_scale_up_bytes_per_s(t) / topology_scale_out_bytes_per_s(t));
+    if (t->power_watts > 0)
+        fprintf(out, "  power          %.4g W\n", t->power_watts);
+    if (t->price_usd_per_hour > 0)
+        fprintf(out, "  price          $%.2f per hour\n", t->price_usd_per_hour);
+    format_gb(t->hbm_bytes * devices, a, sizeof a);
+    fprintf(out, "\ncluster HBM: %s GB\n", a);
+}
+
+int cmd_topo(int argc, char **argv)
+{
+    struct options o;
+    int status = cli_parse(&command_topo, argc, argv, &o);
+    if (status >= 0)
+        return status;
+    struct topology t;
+    if ((status = cli_load_topology(o.positional[0], &t)) != EXIT_OK)
+        return status;
+    if ((status = cli_resolve(&o, NULL, &t)) != EXIT_OK)
+        return status;
+    struct sink sink;
+    if (!sink_open(&sink, o.output))
+        return EXIT_IO;
+    if (o.format == FORMAT_JSON)
+        write_json(sink.out, &t, o.racks);
+    else
+        write_text(sink.out, &t, o.racks);
+    return sink_commit(&sink) ? EXIT_OK : EXIT_IO;
+}

@@ -1,0 +1,15 @@
+/* commands.h: the subcommands, one file each, and their table (main.c). */
+#ifndef RACKPLAN_COMMANDS_H
+#define RACKPLAN_COMMANDS_H
+
+#include "cli.h"
+
+extern const struct command command_model;
+extern const struct command command_topo;
+extern const struct command command_fit;
+
+int cmd_model(int argc, char **argv);
+int cmd_topo(int argc, char **argv);
+int cmd_fit(int argc, char **argv);
+
+#endif

@@ -1,0 +1,104 @@
+/* diag.c: see diag.h. */
+#include "diag.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+void *xmalloc(size_t size)
+{
+    void *p = malloc(size ? size : 1);
+    if (!p) {
+        fputs("rackplan: out of memory\n", stderr);
+        abort();
+    }
+    return p;
+}
+
+void *xcalloc(size_t count, size_t size)
+{
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    if (!p) {
+        fputs("rackplan: out of memory\n", stderr);
+        abort();
+    }
+    return p;
+}
+
+void *xrealloc(void *ptr, size_t size)
+{
+    void *p = realloc(ptr, size ? size : 1);
+    if (!p) {
+        fputs("rackplan: out of memory\n", stderr);
+        abort();
+    }
+    return p;
+}
+
+char *xstrdup(const char *text)
+{
+    size_t n = strlen(text) + 1;
+    char *p = xmalloc(n);
+    memcpy(p, text, n);
+    return p;
+}
+
+void diags_init(struct diags *d)
+{
+    d->entries = NULL;
+    d->count = 0;
+    d->dropped = 0;
+}
+
+void diags_release(struct diags *d)
+{
+    if (!d)
+        return;
+    for (size_t i = 0; i < d->count; i++) {
+        free(d->entries[i].path);
+        free(d->entries[i].message);
+    }
+    free(d->entries);
+    diags_init(d);
+}
+
+void diags_add(struct diags *d, const char *path, int line, int col, const char *fmt, ...)
+{
+    if (d->count >= DIAGS_MAX) {
+        d->dropped++;
+        return;
+    }
+    char message[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    d->entries = xrealloc(d->entries, (d->count + 1) * sizeof *d->entries);
+    d->entries[d->count++] = (struct diag){
+        .path = xstrdup(path ? path : "<input>"),
+        .line = line,
+        .col = col,
+        .message = xstrdup(message),
+    };
+}
+
+void diag_format(const struct diag *e, char *buffer, size_t size)
+{
+    if (e->line > 0 && e->col > 0)
+        snprintf(buffer, size, "%s:%d:%d: error: %s", e->path, e->line, e->col, e->message);
+    else if (e->line > 0)
+        snprintf(buffer, size, "%s:%d: error: %s", e->path, e->line, e->message);
+    else
+        snprintf(buffer, size, "%s: error: %s", e->path, e->message);
+}
+
+void diags_print(const struct diags *d, FILE *out)
+{
+    char line[1400];
+    for (size_t i = 0; i < d->count; i++) {
+        diag_format(&d->entries[i], line, sizeof line);
+        fprintf(out, "%s\n", line);
+    }
+    if (d->dropped)
+        fprintf(out, "rackplan: %zu more errors not shown\n", d->dropped);
+}

@@ -1,0 +1,296 @@
+/* doc.c: see doc.h. The only file that includes yaml.h. */
+#include "doc.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+static struct doc_node *node_new(enum doc_kind kind, const yaml_mark_t *mark)
+{
+    struct doc_node *n = xcalloc(1, sizeof *n);
+    n->kind = kind;
+    n->line = (int)mark->line + 1;
+    n->col = (int)mark->column + 1;
+    return n;
+}
+
+static void node_free(struct doc_node *n)
+{
+    if (!n)
+        return;
+    for (size_t i = 0; i < n->count; i++) {
+        if (n->keys)
+            node_free(n->keys[i]);
+        node_free(n->items[i]);
+    }
+    free(n->keys);
+    free(n->items);
+    free(n->text);
+    free(n);
+}
+
+struct reader {
+    yaml_parser_t parser;
+    const char *path;
+    struct diags *diags;
+};
+
+static void syntax_error(struct reader *r)
+{
+    const yaml_parser_t *p = &r->parser;
+    const yaml_mark_t *mark = p->context ? &p->context_mark : &p->problem_mark;
+    if (p->problem)
+        mark = &p->problem_mark;
+    diags_add(r->diags, r->path, (int)mark->line + 1, (int)mark->column + 1, "%s%s%s",
+              p->context ? p->context : "", p->context ? ": " : "",
+              p->problem ? p->problem : "malformed YAML");
+}
+
+/* Parses the node that `first` opens. Returns NULL after adding a diagnostic. */
+static struct doc_node *parse_node(struct reader *r, yaml_event_t *first, int depth);
+
+static int next_event(struct reader *r, yaml_event_t *event)
+{
+    if (!yaml_parser_parse(&r->parser, event)) {
+        syntax_error(r);
+        return -1;
+    }
+    return 0;
+}
+
+static void append(struct doc_node *parent, struct doc_node *key, struct doc_node *item)
+{
+    size_t n = parent->count + 1;
+    if (parent->kind == DOC_MAP)
+        parent->keys = xrealloc(parent->keys, n * sizeof *parent->keys);
+    parent->items = xrealloc(parent->items, n * sizeof *parent->items);
+    if (parent->kind == DOC_MAP)
+        parent->keys[parent->count] = key;
+    parent->items[parent->count] = item;
+    parent->count = n;
+}
+
+static struct doc_node *parse_collection(struct reader *r, struct doc_node *node, int depth)
+{
+    yaml_event_type_t end =
+        node->kind == DOC_MAP ? YAML_MAPPING_END_EVENT : YAML_SEQUENCE_END_EVENT;
+    for (;;) {
+        yaml_event_t event;
+        if (next_event(r, &event) < 0)
+            goto fail;
+        if (event.type == end) {
+            yaml_event_delete(&event);
+            return node;
+        }
+        struct doc_node *key = NULL;
+        if (node->kind == DOC_MAP) {
+            key = parse_node(r, &event, depth + 1);
+            yaml_event_delete(&event);
+            if (!key)
+                goto fail;
+            if (key->kind != DOC_SCALAR) {
+                diags_add(r->diags, r->path, key->line, key->col, "mapping keys must be scalars");
+                node_free(key);
+                goto fail;
+            }
+            for (size_t i = 0; i < node->count; i++) {
+                if (strcmp(node->keys[i]->text, key->text) == 0) {
+                    diags_add(r->diags, r->path, key->line, key->col,
+                              "duplicate key '%s' (first at line %d)", key->text,
+                              node->keys[i]->line);
+                    node_free(key);
+                    goto fail;
+                }
+            }
+            if (next_event(r, &event) < 0) {
+                node_free(key);
+                goto fail;
+            }
+        }
+        struct doc_node *item = parse_node(r, &event, depth + 1);
+        yaml_event_delete(&event);
+        if (!item) {
+            node_free(key);
+            goto fail;
+        }
+        append(node, key, item);
+    }
+fail:
+    node_free(node);
+    return NULL;
+}
+
+static struct doc_node *parse_node(struct reader *r, yaml_event_t *event, int depth)
+{
+    if (depth > DOC_MAX_DEPTH) {
+        diags_add(r->diags, r->path, (int)event->start_mark.line + 1,
+                  (int)event->start_mark.column + 1, "nesting deeper than %d levels",
+                  DOC_MAX_DEPTH);
+        return NULL;
+    }
+    switch (event->type) {
+    case YAML_SCALAR_EVENT: {
+        if (event->data.scalar.anchor) {
+            diags_add(r->diags, r->path, (int)event->start_mark.line + 1,
+                      (int)event->start_mark.column + 1, "anchors and aliases are not supported");
+            return NULL;
+        }
+        struct doc_node *n = node_new(DOC_SCALAR, &event->start_mark);
+        n->text = xmalloc(event->data.scalar.length + 1);
+        memcpy(n->text, event->data.scalar.value, event->data.scalar.length);
+        n->text[event->data.scalar.length] = '\0';
+        if (strlen(n->text) != event->data.scalar.length) {
+            diags_add(r->diags, r->path, n->line, n->col, "NUL character in a string");
+            node_free(n);
+            return NULL;
+        }
+        n->quoted = event->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
+                    event->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE ||
+                    event->data.scalar.style == YAML_LITERAL_SCALAR_STYLE ||
+                    event->data.scalar.style == YAML_FOLDED_SCALAR_STYLE;
+        return n;
+    }
+    case YAML_MAPPING_START_EVENT:
+    case YAML_SEQUENCE_START_EVENT: {
+        const yaml_char_t *anchor = event->type == YAML_MAPPING_START_EVENT
+                                        ? event->data.mapping_start.anchor
+                                        : event->data.sequence_start.anchor;
+        if (anchor) {
+            diags_add(r->diags, r->path, (int)event->start_mark.line + 1,
+                      (int)event->start_mark.column + 1, "anchors and aliases are not supported");
+            return NULL;
+        }
+        struct doc_node *n = node_new(
+            event->type == YAML_MAPPING_START_EVENT ? DOC_MAP : DOC_SEQ, &event->start_mark);
+        return parse_collection(r, n, depth);
+    }
+    case YAML_ALIAS_EVENT:
+        diags_add(r->diags, r->path, (int)event->start_mark.line + 1,
+                  (int)event->start_mark.column + 1, "anchors and aliases are not supported");
+        return NULL;
+    default:
+        diags_add(r->diags, r->path, (int)event->start_mark.line + 1,
+                  (int)event->start_mark.column + 1, "unexpected YAML event");
+        return NULL;
+    }
+}
+
+int doc_load_buffer(const char *path, const char *data, size_t size, struct doc **out,
+                    struct diags *d)
+{
+    if (size > DOC_MAX_BYTES) {
+        diags_add(d, path, 0, 0, "file is larger than %u MiB", DOC_MAX_BYTES >> 20);
+        return -1;
+    }
+    struct reader r = {.path = path, .diags = d};
+    yaml_parser_initialize(&r.parser);
+    yaml_parser_set_input_string(&r.parser, (const unsigned char *)data, size);
+    struct doc_node *root = NULL;
+    int documents = 0;
+    int status = -1;
+    for (;;) {
+        yaml_event_t event;
+        if (next_event(&r, &event) < 0)
+            goto done;
+        yaml_event_type_t type = event.type;
+        if (type == YAML_STREAM_END_EVENT) {
+            yaml_event_delete(&event);
+            break;
+        }
+        if (type == YAML_DOCUMENT_START_EVENT) {
+            if (++documents > 1) {
+                diags_add(d, path, (int)event.start_mark.line + 1,
+                          (int)event.start_mark.column + 1, "more than one document in the file");
+                yaml_event_delete(&event);
+                goto done;
+            }
+        } else if (type != YAML_STREAM_START_EVENT && type != YAML_DOCUMENT_END_EVENT) {
+            root = parse_node(&r, &event, 1);
+            yaml_event_delete(&event);
+            if (!root)
+                goto done;
+            continue;
+        }
+        yaml_event_delete(&event);
+    }
+    if (!root) {
+        diags_add(d, path, 0, 0, "the file is empty");
+        goto done;
+    }
+    struct doc *doc = xcalloc(1, sizeof *doc);
+    doc->path = xstrdup(path);
+    doc->root = root;
+    root = NULL;
+    *out = doc;
+    status = 0;
+done:
+    node_free(root);
+    yaml_parser_delete(&r.parser);
+    return status;
+}
+
+int doc_load(const char *path, struct doc **out, struct diags *d)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        diags_add(d, path, 0, 0, "unable to open: %s", strerror(errno));
+        return DOC_IO_ERROR;
+    }
+    size_t cap = 1 << 16, size = 0;
+    char *data = xmalloc(cap);
+    for (;;) {
+        size_t got = fread(data + size, 1, cap - size, f);
+        size += got;
+        if (got == 0)
+            break;
+        if (size > DOC_MAX_BYTES)
+            break;
+        if (size == cap) {
+            cap *= 2;
+            data = xrealloc(data, cap);
+        }
+    }
+    int read_failed = ferror(f);
+    fclose(f);
+    int status;
+    if (read_failed) {
+        diags_add(d, path, 0, 0, "unable to read: %s", strerror(errno));
+        status = DOC_IO_ERROR;
+    } else {
+        status = doc_load_buffer(path, data, size, out, d);
+    }
+    free(data);
+    return status;
+}
+
+void doc_free(struct doc *doc)
+{
+    if (!doc)
+        return;
+    node_free(doc->root);
+    free(doc->path);
+    free(doc);
+}
+
+const struct doc_node *doc_get(const struct doc_node *map, const char *key)
+{
+    if (!map || map->kind != DOC_MAP)
+        return NULL;
+    for (size_t i = 0; i < map->count; i++)
+        if (strcmp(map->keys[i]->text, key) == 0)
+            return map->items[i];
+    return NULL;
+}
+
+const char *doc_kind_name(const struct doc_node *node)
+{
+    switch (node->kind) {
+    case DOC_MAP:
+        return "a mapping";
+    case DOC_SEQ:
+        return "a list";
+    default:
+        return node->quoted ? "a string" : "a scalar";
+    }
+}

@@ -1,0 +1,116 @@
+/* main.c: rackplan's entry point and its table of subcommands. */
+#include "cli.h"
+#include "commands.h"
+
+#include <locale.h>
+#include <stdio.h>
+#include <string.h>
+
+#ifndef RACKPLAN_VERSION
+#define RACKPLAN_VERSION "unknown"
+#endif
+
+const struct command command_model = {
+    .name = "model",
+    .run = cmd_model,
+    .summary = "a model's parameters, weight bytes, KV bytes and FLOPs per token",
+    .usage = "rackplan model FILE [--weights PREC] [--kv PREC] [--context N] [--format text|json] [-o FILE]",
+    .help = "Reads a model spec (YAML, schemas/model.schema.yaml) or a Hugging Face config.json\n"
+            "and prints what follows from it: total and active parameters, weight bytes at each\n"
+            "precision, KV-cache bytes per token and per sequence, FLOPs per token.\n",
+    .options = OPTS_FORMAT | OPTS_PRECISION | OPTS_CONTEXT,
+    .positionals = 1,
+};
+
+const struct command command_topo = {
+    .name = "topo",
+    .run = cmd_topo,
+    .summary = "a topology's devices, memory, compute and network",
+    .usage = "rackplan topo FILE [--racks N] [--format text|json] [-o FILE]",
+    .help = "Reads a topology (XML, validated against schemas/topology.xsd) and prints its\n"
+            "inventory: devices, scale-up domains, HBM, peak FLOP/s, scale-up and scale-out\n"
+            "bandwidth per device (bytes/s per direction).\n",
+    .options = OPTS_FORMAT | OPTS_RACKS,
+    .positionals = 1,
+};
+
+const struct command command_fit = {
+    .name = "fit",
+    .run = cmd_fit,
+    .summary = "does a model fit a cluster: memory per device, max batch, min devices",
+    .usage = "rackplan fit MODEL TOPOLOGY [--racks N] [--weights PREC] [--kv PREC] [--context N]\n"
+             "                    [--batch N] [--reserve R] [--tp N] [--pp N] [--format text|json] [-o FILE]",
+    .help = "Per device: weights under the parallel layout it assumes (printed), the KV cache of the\n"
+            "batch at the context, activation workspace, runtime reserve and what is left. Also the\n"
+            "largest batch that fits at that context, and the fewest devices (and racks) that hold\n"
+            "the weights and the batch's KV. Exit 0 when it fits, 1 when it does not.\n",
+    .options = OPTS_FORMAT | OPTS_PRECISION | OPTS_CONTEXT | OPTS_RACKS | OPTS_BATCH | OPTS_FIT,
+    .positionals = 2,
+};
+
+static const struct command *const commands[] = {&command_fit, &command_model, &command_topo};
+#define COMMAND_COUNT (sizeof commands / sizeof commands[0])
+
+static void print_usage(FILE *out)
+{
+    fprintf(out, "usage: rackplan <command> [options] [files]\n"
+                 "       rackplan --help | --version | help <command>\n\n"
+                 "Plans large language model deployments on real accelerator hardware.\n\n"
+                 "commands:\n");
+    for (size_t i = 0; i < COMMAND_COUNT; i++)
+        fprintf(out, "  %-8s %s\n", commands[i]->name, commands[i]->summary);
+    fprintf(out, "\n'rackplan <command> --help' shows a command's options.\n\n"
+                 "exit codes:\n"
+                 "  0  ok (fit: it fits)\n"
+                 "  1  does not fit, or no feasible plan\n"
+                 "  2  usage error\n"
+                 "  3  invalid input file\n"
+                 "  4  solver failure\n"
+                 "  5  I/O or internal error\n");
+}
+
+static const struct command *find(const char *name)
+{
+    for (size_t i = 0; i < COMMAND_COUNT; i++)
+        if (strcmp(commands[i]->name, name) == 0)
+            return commands[i];
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    /* Numbers are always written with a decimal point: never take LC_NUMERIC from the user. */
+    setlocale(LC_ALL, "C");
+    if (argc < 2) {
+        print_usage(stderr);
+        return EXIT_USAGE;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+        print_usage(stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(name, "--version") == 0) {
+        printf("rackplan %s\n", RACKPLAN_VERSION);
+        return EXIT_OK;
+    }
+    if (strcmp(name, "help") == 0) {
+        if (argc < 3) {
+            print_usage(stdout);
+            return EXIT_OK;
+        }
+        const struct command *c = find(argv[2]);
+        if (!c) {
+            fprintf(stderr, "rackplan: unknown command '%s'\nTry 'rackplan --help'.\n", argv[2]);
+            return EXIT_USAGE;
+        }
+        char *help_argv[] = {argv[2], "--help", NULL};
+        return c->run(2, help_argv);
+    }
+    const struct command *c = find(name);
+    if (!c) {
+        fprintf(stderr, "rackplan: unknown command '%s'\nTry 'rackplan --help'.\n", name);
+        return EXIT_USAGE;
+    }
+    return c->run(argc - 1, argv + 1);
+}

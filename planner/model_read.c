@@ -1,0 +1,793 @@
+/* model_read.c: model specs (YAML) and Hugging Face config.json files into struct model.
+ *
+ * Both readers walk a doc tree (doc.h) and report every problem with its position. The spec
+ * reader is strict (unknown keys are errors); the HF reader takes the fields it knows and
+ * ignores the rest, since config.json files carry many fields rackplan has no use for.
+ */
+#include "model.h"
+
+#include "doc.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LIMIT_LAYERS 10000
+#define LIMIT_WIDTH 1048576       /* hidden sizes, head dims, ranks */
+#define LIMIT_FFN_WIDTH 4194304
+#define LIMIT_VOCAB 100000000
+#define LIMIT_HEADS 65536
+#define LIMIT_EXPERTS 1000000
+#define LIMIT_CONTEXT 1073741824  /* 2^30 tokens */
+#define LIMIT_TOTAL_PARAMS 1e15   /* a thousand times the largest public model */
+
+struct reader {
+    const char *path;
+    struct diags *diags;
+    int errors;
+};
+
+static void error_at(struct reader *r, const struct doc_node *at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void error_at(struct reader *r, const struct doc_node *at, const char *fmt, ...)
+{
+    char message[900];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    diags_add(r->diags, r->path, at ? at->line : 0, at ? at->col : 0, "%s", message);
+    r->errors++;
+}
+
+static bool is_null(const struct doc_node *n)
+{
+    return n && n->kind == DOC_SCALAR && !n->quoted &&
+           (strcmp(n->text, "null") == 0 || strcmp(n->text, "~") == 0 || n->text[0] == '\0');
+}
+
+/* The value of `key`, or NULL when absent or null. A missing required field is reported at the
+ * mapping that should hold it. */
+static const struct doc_node *field(struct reader *r, const struct doc_node *map, const char *key,
+                                    const char *display, bool required)
+{
+    const struct doc_node *n = doc_get(map, key);
+    if (is_null(n))
+        n = NULL;
+    if (!n && required)
+        error_at(r, map, "missing field '%s'", display);
+    return n;
+}
+
+static bool parse_integer(const char *text, int64_t *out)
+{
+    if (!*text)
+        return false;
+    const char *p = text;
+    if (*p == '-' || *p == '+')
+        p++;
+    if (*p < '0' || *p > '9')
+        return false;
+    errno = 0;
+    char *end;
+    long long v = strtoll(text, &end, 10);
+    if (*end != '\0')
+        return false;
+    if (errno == ERANGE)
+        v = v < 0 ? INT64_MIN : INT64_MAX;
+    *out = v;
+    return true;
+}
+
+static bool read_int(struct reader *r, const struct doc_node *map, const char *key,
+                     const char *display, bool required, int64_t min, int64_t max, int64_t *out)
+{
+    const struct doc_node *n = field(r, map, key, display, required);
+    if (!n)
+        return false;
+    int64_t v;
+    if (n->kind != DOC_SCALAR || n->quoted || !parse_integer(n->text, &v)) {
+        error_at(r, n, "field '%s' must be an integer, not %s%s%s%s", display, doc_kind_name(n),
+                 n->kind == DOC_SCALAR ? " '" : "", n->kind == DOC_SCALAR ? n->text : "",
+                 n->kind == DOC_SCALAR ? "'" : "");
+        return false;
+    }
+    if (v < min || v > max) {
+        error_at(r, n, "field '%s' is %s; it must be between %" PRId64 " and %" PRId64, display,
+                 n->text, min, max);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+static bool read_bool(struct reader *r, const struct doc_node *map, const char *key,
+                      const char *display, bool *out)
+{
+    const struct doc_node *n = field(r, map, key, display, false);
+    if (!n)
+        return false;
+    if (n->kind == DOC_SCALAR && !n->quoted &&
+        (strcmp(n->text, "true") == 0 || strcmp(n->text, "false") == 0)) {
+        *out = n->text[0] == 't';
+        return true;
+    }
+    error_at(r, n, "field '%s' must be true or false, not %s%s%s%s", display, doc_kind_name(n),
+             n->kind == DOC_SCALAR ? " '" : "", n->kind == DOC_SCALAR ? n->text : "",
+             n->kind == DOC_SCALAR ? "'" : "");
+    return false;
+}
+
+static bool read_string(struct reader *r, const struct doc_node *map, const char *key,
+                        const char *display, bool required, char *out, size_t size)
+{
+    const struct doc_node *n = field(r, map, key, display, required);
+    if (!n)
+        return false;
+    if (n->kind != DOC_SCALAR) {
+        error_at(r, n, "field '%s' must be a string, not %s", display, doc_kind_name(n));
+        return false;
+    }
+    if (strlen(n->text) >= size) {
+        error_at(r, n, "field '%s' is longer than %zu characters", display, size - 1);
+        return false;
+    }
+    strcpy(out, n->text);
+    return true;
+}
+
+static bool read_precision(struct reader *r, const struct doc_node *map, const char *key,
+                           const char *display, enum precision *out)
+{
+    const struct doc_node *n = field(r, map, key, display, false);
+    if (!n)
+        return false;
+    if (n->kind != DOC_SCALAR || !precision_parse(n->text, out)) {
+        error_at(r, n, "field '%s' must be one of fp4, fp8, bf16, fp16, fp32", display);
+        return false;
+    }
+    return true;
+}
+
+static const struct doc_node *read_map(struct reader *r, const struct doc_node *map,
+                                       const char *key, const char *display, bool required)
+{
+    const struct doc_node *n = field(r, map, key, display, required);
+    if (n && n->kind != DOC_MAP) {
+        error_at(r, n, "field '%s' must be a mapping, not %s", display, doc_kind_name(n));
+        return NULL;
+    }
+    return n;
+}
+
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 40 || lb > 40)
+        return 99;
+    size_t row[41];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diagonal = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+            size_t best = diagonal + cost;
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diagonal = up;
+        }
+    }
+    return row[lb];
+}
+
+/* Reports keys of `map` that are not in the NULL-terminated `known`. */
+static void check_keys(struct reader *r, const struct doc_node *map, const char *prefix,
+                       const char *const *known)
+{
+    if (!map)
+        return;
+    for (size_t i = 0; i < map->count; i++) {
+        const char *key = map->keys[i]->text;
+        const char *nearest = NULL;
+        size_t nearest_distance = 3;
+        bool found = false;
+        for (const char *const *k = known; *k; k++) {
+            if (strcmp(*k, key) == 0) {
+                found = true;
+                break;
+            }
+            size_t distance = edit_distance(*k, key);
+            if (distance < nearest_distance) {
+                nearest_distance = distance;
+                nearest = *k;
+            }
+        }
+        if (found)
+            continue;
+        if (nearest)
+            error_at(r, map->keys[i], "unknown field '%s%s' (did you mean '%s%s'?)", prefix, key,
+                     prefix, nearest);
+        else
+            error_at(r, map->keys[i], "unknown field '%s%s'", prefix, key);
+    }
+}
+
+static void set_defaults(struct model *m)
+{
+    memset(m, 0, sizeof *m);
+    m->weights_precision = PREC_BF16;
+    m->expert_weights_precision = PREC_BF16;
+    m->kv_precision = PREC_BF16;
+    m->attention.type = ATTENTION_GQA;
+    m->ffn.gated = true;
+    m->moe.interleave = 1;
+    m->moe.groups = 1;
+    m->moe.groups_per_token = 1;
+}
+
+/* Checks that hold across fields, for both readers. `at` locates messages. */
+static void check_model(struct reader *r, const struct doc_node *at, struct model *m)
+{
+    if (m->attention.type == ATTENTION_GQA && m->attention.kv_heads > 0 &&
+        m->attention.heads % m->attention.kv_heads != 0)
+        error_at(r, at, "attention heads (%" PRId64 ") must be a multiple of kv_heads (%" PRId64 ")",
+                 m->attention.heads, m->attention.kv_heads);
+    if (m->moe.experts > 0) {
+        if (m->moe.experts_per_token > m->moe.experts)
+            error_at(r, at,
+                     "experts_per_token (%" PRId64 ") is larger than the number of experts (%" PRId64 ")",
+                     m->moe.experts_per_token, m->moe.experts);
+        if (m->moe.first_dense_layers > m->layers)
+            error_at(r, at, "first_dense_layers (%" PRId64 ") is more than the %" PRId64 " layers",
+                     m->moe.first_dense_layers, m->layers);
+        if (m->moe.experts % m->moe.groups != 0)
+            error_at(r, at, "experts (%" PRId64 ") must be a multiple of groups (%" PRId64 ")",
+                     m->moe.experts, m->moe.groups);
+        if (m->moe.groups_per_token > m->moe.groups)
+            error_at(r, at, "groups_per_token (%" PRId64 ") is more than groups (%" PRId64 ")",
+                     m->moe.groups_per_token, m->moe.groups);
+        if (m->moe.shared_intermediate_size == 0)
+            m->moe.shared_intermediate_size = m->moe.intermediate_size;
+        if (r->errors == 0 && model_moe_layers(m) == 0)
+            error_at(r, at, "the model has MoE settings but no MoE layer");
+    }
+    if (r->errors)
+        return;
+    bool has_dense = model_moe_layers(m) < m->layers;
+    if (has_dense && m->ffn.intermediate_size == 0)
+        error_at(r, at, "missing field 'ffn.intermediate_size' (the model has dense layers)");
+    if (r->errors)
+        return;
+    struct model_params p;
+    model_params(m, &p);
+    if (!(p.total <= LIMIT_TOTAL_PARAMS))
+        error_at(r, at, "the model has %.3g parameters, more than the %.0e rackplan accepts",
+                 p.total, LIMIT_TOTAL_PARAMS);
+}
+
+/* ---- rackplan model spec ---- */
+
+static void read_window(struct reader *r, const struct doc_node *window, struct model *m)
+{
+    static const char *const known[] = {"tokens", "kind", "pattern", NULL};
+    check_keys(r, window, "attention.window.", known);
+    read_int(r, window, "tokens", "attention.window.tokens", true, 1, LIMIT_CONTEXT,
+             &m->attention.window_tokens);
+    const struct doc_node *kind = field(r, window, "kind", "attention.window.kind", true);
+    if (kind) {
+        if (kind->kind == DOC_SCALAR && strcmp(kind->text, "sliding") == 0)
+            m->attention.window_kind = WINDOW_SLIDING;
+        else if (kind->kind == DOC_SCALAR && strcmp(kind->text, "chunked") == 0)
+            m->attention.window_kind = WINDOW_CHUNKED;
+        else
+            error_at(r, kind, "field 'attention.window.kind' must be sliding or chunked");
+    }
+    const struct doc_node *pattern = field(r, window, "pattern", "attention.window.pattern", true);
+    if (!pattern)
+        return;
+    if (pattern->kind != DOC_SEQ || pattern->count == 0 || pattern->count > MODEL_MAX_PATTERN) {
+        error_at(r, pattern, "field 'attention.window.pattern' must be a list of 1 to %d items, each 0 or 1",
+                 MODEL_MAX_PATTERN);
+        return;
+    }
+    bool any = false;
+    for (size_t i = 0; i < pattern->count; i++) {
+        const struct doc_node *item = pattern->items[i];
+        if (item->kind != DOC_SCALAR || item->quoted ||
+            (strcmp(item->text, "0") != 0 && strcmp(item->text, "1") != 0)) {
+            error_at(r, item, "items of 'attention.window.pattern' must be 0 or 1");
+            return;
+        }
+        m->attention.window_pattern[i] = item->text[0] == '1';
+        any |= m->attention.window_pattern[i];
+    }
+    m->attention.window_pattern_length = (int)pattern->count;
+    if (!any)
+        error_at(r, pattern, "field 'attention.window.pattern' has no windowed layer (no 1)");
+}
+
+static void read_attention(struct reader *r, const struct doc_node *a, struct model *m)
+{
+    static const char *const known[] = {
+        "type",         "heads",       "kv_heads",         "head_dim",         "bias",
+        "output_bias",  "qk_norm",     "sinks",            "q_lora_rank",      "kv_lora_rank",
+        "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "window", NULL};
+    check_keys(r, a, "attention.", known);
+    const struct doc_node *type = field(r, a, "type", "attention.type", true);
+    if (type) {
+        if (type->kind == DOC_SCALAR && strcmp(type->text, "gqa") == 0)
+            m->attention.type = ATTENTION_GQA;
+        else if (type->kind == DOC_SCALAR && strcmp(type->text, "mla") == 0)
+            m->attention.type = ATTENTION_MLA;
+        else {
+            error_at(r, type, "field 'attention.type' must be gqa or mla");
+            return;
+        }
+    }
+    read_int(r, a, "heads", "attention.heads", true, 1, LIMIT_HEADS, &m->attention.heads);
+    bool mla = m->attention.type == ATTENTION_MLA;
+    const char *gqa_only[] = {"kv_heads", "head_dim", NULL};
+    const char *mla_only[] = {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+                              "qk_rope_head_dim", "v_head_dim", NULL};
+    for (const char **k = mla ? gqa_only : mla_only; *k; k++) {
+        const struct doc_node *misplaced = doc_get(a, *k);
+        if (misplaced)
+            error_at(r, misplaced, "field 'attention.%s' does not apply to %s attention", *k,
+                     mla ? "mla" : "gqa");
+    }
+    if (mla) {
+        read_int(r, a, "q_lora_rank", "attention.q_lora_rank", false, 0, LIMIT_WIDTH,
+                 &m->attention.q_lora_rank);
+        read_int(r, a, "kv_lora_rank", "attention.kv_lora_rank", true, 1, LIMIT_WIDTH,
+                 &m->attention.kv_lora_rank);
+        read_int(r, a, "qk_nope_head_dim", "attention.qk_nope_head_dim", true, 0, LIMIT_WIDTH,
+                 &m->attention.qk_nope_head_dim);
+        read_int(r, a, "qk_rope_head_dim", "attention.qk_rope_head_dim", true, 0, LIMIT_WIDTH,
+                 &m->attention.qk_rope_head_dim);
+        read_int(r, a, "v_head_dim", "attention.v_head_dim", true, 1, LIMIT_WIDTH,
+                 &m->attention.v_head_dim);
+    } else {
+        read_int(r, a, "kv_heads", "attention.kv_heads", true, 1, LIMIT_HEADS,
+                 &m->attention.kv_heads);
+        read_int(r, a, "head_dim", "attention.head_dim", true, 1, LIMIT_WIDTH,
+                 &m->attention.head_dim);
+    }
+    read_bool(r, a, "bias", "attention.bias", &m->attention.bias);
+    read_bool(r, a, "output_bias", "attention.output_bias", &m->attention.output_bias);
+    read_bool(r, a, "qk_norm", "attention.qk_norm", &m->attention.qk_norm);
+    read_bool(r, a, "sinks", "attention.sinks", &m->attention.sinks);
+    const struct doc_node *window = read_map(r, a, "window", "attention.window", false);
+    if (window)
+        read_window(r, window, m);
+}
+
+static void read_spec(struct reader *r, const struct doc_node *root, struct model *m)
+{
+    static const char *const known[] = {"name",      "source",         "layers",
+                                        "hidden_size", "vocab_size",   "tie_embeddings",
+                                        "max_context", "precision",    "attention",
+                                        "ffn",       "moe",            NULL};
+    check_keys(r, root, "", known);
+    read_string(r, root, "name", "name", true, m->name, sizeof m->name);
+    read_string(r, root, "source", "source", true, m->source, sizeof m->source);
+    read_int(r, root, "layers", "layers", true, 1, LIMIT_LAYERS, &m->layers);
+    read_int(r, root, "hidden_size", "hidden_size", true, 1, LIMIT_WIDTH, &m->hidden_size);
+    read_int(r, root, "vocab_size", "vocab_size", true, 1, LIMIT_VOCAB, &m->vocab_size);
+    read_bool(r, root, "tie_embeddings", "tie_embeddings", &m->tie_embeddings);
+    read_int(r, root, "max_context", "max_context", false, 0, LIMIT_CONTEXT, &m->max_context);
+
+    const struct doc_node *precision = read_map(r, root, "precision", "precision", false);
+    if (precision) {
+        static const char *const known_precision[] = {"weights", "expert_weights", "kv", NULL};
+        check_keys(r, precision, "precision.", known_precision);
+        read_precision(r, precision, "weights", "precision.weights", &m->weights_precision);
+        if (!read_precision(r, precision, "expert_weights", "precision.expert_weights",
+                            &m->expert_weights_precision))
+            m->expert_weights_precision = m->weights_precision;
+        read_precision(r, precision, "kv", "precision.kv", &m->kv_precision);
+    }
+
+    const struct doc_node *attention = read_map(r, root, "attention", "attention", true);
+    if (attention)
+        read_attention(r, attention, m);
+
+    const struct doc_node *ffn = read_map(r, root, "ffn", "ffn", false);
+    if (ffn) {
+        static const char *const known_ffn[] = {"intermediate_size", "gated", "bias", NULL};
+        check_keys(r, ffn, "ffn.", known_ffn);
+        read_int(r, ffn, "intermediate_size", "ffn.intermediate_size", false, 1, LIMIT_FFN_WIDTH,
+                 &m->ffn.intermediate_size);
+        read_bool(r, ffn, "gated", "ffn.gated", &m->ffn.gated);
+        read_bool(r, ffn, "bias", "ffn.bias", &m->ffn.bias);
+    }
+
+    const struct doc_node *moe = read_map(r, root, "moe", "moe", false);
+    if (moe) {
+        static const char *const known_moe[] = {
+            "experts",        "experts_per_token", "shared_experts", "intermediate_size",
+            "shared_intermediate_size", "first_dense_layers", "interleave", "router_bias",
+            "groups",         "groups_per_token",  NULL};
+        check_keys(r, moe, "moe.", known_moe);
+        read_int(r, moe, "experts", "moe.experts", true, 1, LIMIT_EXPERTS, &m->moe.experts);
+        read_int(r, moe, "experts_per_token", "moe.experts_per_token", true, 1, LIMIT_EXPERTS,
+                 &m->moe.experts_per_token);
+        read_int(r, moe, "shared_experts", "moe.shared_experts", false, 0, 1024,
+                 &m->moe.shared_experts);
+        read_int(r, moe, "intermediate_size", "moe.intermediate_size", true, 1, LIMIT_FFN_WIDTH,
+                 &m->moe.intermediate_size);
+        read_int(r, moe, "shared_intermediate_size", "moe.shared_intermediate_size", false, 1,
+                 LIMIT_FFN_WIDTH, &m->moe.shared_intermediate_size);
+        read_int(r, moe, "first_dense_layers", "moe.first_dense_layers", false, 0, LIMIT_LAYERS,
+                 &m->moe.first_dense_layers);
+        read_int(r, moe, "interleave", "moe.interleave", false, 1, LIMIT_LAYERS,
+                 &m->moe.interleave);
+        read_bool(r, moe, "router_bias", "moe.router_bias", &m->moe.router_bias);
+        read_int(r, moe, "groups", "moe.groups", false, 1, LIMIT_EXPERTS, &m->moe.groups);
+        read_int(r, moe, "groups_per_token", "moe.groups_per_token", false, 1, LIMIT_EXPERTS,
+                 &m->moe.groups_per_token);
+    }
+}
+
+/* ---- Hugging Face config.json ---- */
+
+static const char *const hf_supported =
+    "deepseek_v3, deepseek_v2, kimi_k2, qwen3, qwen3_moe, llama, llama4, mixtral, gpt_oss, glm4_moe";
+
+static bool hf_string_is(const struct doc_node *map, const char *key, const char *value)
+{
+    const struct doc_node *n = doc_get(map, key);
+    return n && n->kind == DOC_SCALAR && strcmp(n->text, value) == 0;
+}
+
+/* Weight precision from `torch_dtype` and `quantization_config`. */
+static void hf_precision(const struct doc_node *root, struct model *m)
+{
+    const struct doc_node *dtype = doc_get(root, "torch_dtype");
+    if (!dtype)
+        dtype = doc_get(root, "dtype");
+    if (dtype && dtype->kind == DOC_SCALAR) {
+        if (strcmp(dtype->text, "float16") == 0)
+            m->weights_precision = PREC_FP16;
+        else if (strcmp(dtype->text, "float32") == 0)
+            m->weights_precision = PREC_FP32;
+    }
+    m->expert_weights_precision = m->weights_precision;
+    const struct doc_node *q = doc_get(root, "quantization_config");
+    if (hf_string_is(q, "quant_method", "fp8")) {
+        m->weights_precision = PREC_FP8;
+        m->expert_weights_precision = PREC_FP8;
+    } else if (hf_string_is(q, "quant_method", "mxfp4")) {
+        m->expert_weights_precision = PREC_FP4; /* gpt-oss: experts only, the rest stays bf16 */
+    }
+}
+
+/* Window pattern from a `layer_types` list: its shortest period. */
+static void hf_layer_types(struct reader *r, const struct doc_node *types, struct model *m)
+{
+    if (types->kind != DOC_SEQ || (int64_t)types->count != m->layers) {
+        error_at(r, types, "field 'layer_types' must list one type for each of the %" PRId64 " layers",
+                 m->layers);
+        return;
+    }
+    for (size_t i = 0; i < types->count; i++) {
+        const struct doc_node *t = types->items[i];
+        if (t->kind != DOC_SCALAR || (strcmp(t->text, "sliding_attention") != 0 &&
+                                      strcmp(t->text, "full_attention") != 0)) {
+            error_at(r, t, "unsupported layer type (rackplan reads sliding_attention and full_attention)");
+            return;
+        }
+    }
+    for (size_t period = 1; period <= MODEL_MAX_PATTERN && period <= types->count; period++) {
+        bool repeats = true;
+        for (size_t i = period; i < types->count && repeats; i++)
+            repeats = strcmp(types->items[i]->text, types->items[i % period]->text) == 0;
+        if (!repeats)
+            continue;
+        bool any = false;
+        for (size_t i = 0; i < period; i++) {
+            m->attention.window_pattern[i] = types->items[i]->text[0] == 's';
+            any |= m->attention.window_pattern[i];
+        }
+        m->attention.window_pattern_length = (int)period;
+        if (!any)
+            m->attention.window_kind = WINDOW_NONE;
+        return;
+    }
+    error_at(r, types, "field 'layer_types' does not repeat with a period of at most %d layers",
+             MODEL_MAX_PATTERN);
+}
+
+/* `_name_or_path` when the file has one, else the file's name without ".json" (or the
+ * model_type for a file called config.json). */
+static void hf_name(const struct doc_node *root, const char *path, const char *type, char *out,
+                    size_t size)
+{
+    const struct doc_node *name = doc_get(root, "_name_or_path");
+    if (name && name->kind == DOC_SCALAR && name->text[0]) {
+        snprintf(out, size, "%s", name->text);
+        return;
+    }
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t length = strlen(base);
+    if (length > 5 && strcmp(base + length - 5, ".json") == 0)
+        length -= 5;
+    if ((length == 6 && strncmp(base, "config", 6) == 0) || length == 0)
+        snprintf(out, size, "%s", type);
+    else
+        snprintf(out, size, "%.*s", (int)(length < size - 1 ? length : size - 1), base);
+}
+
+static void hf_common(struct reader *r, const struct doc_node *c, struct model *m)
+{
+    read_int(r, c, "num_hidden_layers", "num_hidden_layers", true, 1, LIMIT_LAYERS, &m->layers);
+    read_int(r, c, "hidden_size", "hidden_size", true, 1, LIMIT_WIDTH, &m->hidden_size);
+    read_int(r, c, "vocab_size", "vocab_size", true, 1, LIMIT_VOCAB, &m->vocab_size);
+    read_bool(r, c, "tie_word_embeddings", "tie_word_embeddings", &m->tie_embeddings);
+    read_int(r, c, "max_position_embeddings", "max_position_embeddings", false, 0, LIMIT_CONTEXT,
+             &m->max_context);
+    read_int(r, c, "num_attention_heads", "num_attention_heads", true, 1, LIMIT_HEADS,
+             &m->attention.heads);
+}
+
+static void hf_gqa(struct reader *r, const struct doc_node *c, struct model *m)
+{
+    m->attention.type = ATTENTION_GQA;
+    m->attention.kv_heads = m->attention.heads;
+    read_int(r, c, "num_key_value_heads", "num_key_value_heads", false, 1, LIMIT_HEADS,
+             &m->attention.kv_heads);
+    if (!read_int(r, c, "head_dim", "head_dim", false, 1, LIMIT_WIDTH, &m->attention.head_dim) &&
+        m->attention.heads > 0) {
+        if (m->hidden_size % m->attention.heads != 0)
+            error_at(r, c, "missing field 'head_dim' (hidden_size is not a multiple of num_attention_heads)");
+        m->attention.head_dim = m->hidden_size / m->attention.heads;
+    }
+    read_bool(r, c, "attention_bias", "attention_bias", &m->attention.bias);
+}
+
+static void hf_mla(struct reader *r, const struct doc_node *c, struct model *m)
+{
+    m->attention.type = ATTENTION_MLA;
+    read_int(r, c, "q_lora_rank", "q_lora_rank", false, 0, LIMIT_WIDTH, &m->attention.q_lora_rank);
+    read_int(r, c, "kv_lora_rank", "kv_lora_rank", true, 1, LIMIT_WIDTH, &m->attention.kv_lora_rank);
+    read_int(r, c, "qk_nope_head_dim", "qk_nope_head_dim", true, 0, LIMIT_WIDTH,
+             &m->attention.qk_nope_head_dim);
+    read_int(r, c, "qk_rope_head_dim", "qk_rope_head_dim", true, 0, LIMIT_WIDTH,
+             &m->attention.qk_rope_head_dim);
+    read_int(r, c, "v_head_dim", "v_head_dim", true, 1, LIMIT_WIDTH, &m->attention.v_head_dim);
+}
+
+/* DeepSeek-style MoE fields (deepseek_v2/v3, kimi_k2, glm4_moe). */
+static void hf_deepseek_moe(struct reader *r, const struct doc_node *c, struct model *m)
+{
+    read_int(r, c, "intermediate_size", "intermediate_size", false, 1, LIMIT_FFN_WIDTH,
+             &m->ffn.intermediate_size);
+    read_int(r, c, "n_routed_experts", "n_routed_experts", true, 1, LIMIT_EXPERTS, &m->moe.experts);
+    read_int(r, c, "num_experts_per_tok", "num_experts_per_tok", true, 1, LIMIT_EXPERTS,
+             &m->moe.experts_per_token);
+    read_int(r, c, "n_shared_experts", "n_shared_experts", false, 0, 1024, &m->moe.shared_experts);
+    read_int(r, c, "moe_intermediate_size", "moe_intermediate_size", true, 1, LIMIT_FFN_WIDTH,
+             &m->moe.intermediate_size);
+    read_int(r, c, "first_k_dense_replace", "first_k_dense_replace", false, 0, LIMIT_LAYERS,
+             &m->moe.first_dense_layers);
+    read_int(r, c, "moe_layer_freq", "moe_layer_freq", false, 1, LIMIT_LAYERS, &m->moe.interleave);
+    read_int(r, c, "n_group", "n_group", false, 1, LIMIT_EXPERTS, &m->moe.groups);
+    read_int(r, c, "topk_group", "topk_group", false, 1, LIMIT_EXPERTS, &m->moe.groups_per_token);
+    m->moe.router_bias = hf_string_is(c, "topk_method", "noaux_tc");
+}
+
+static void read_hf(struct reader *r, const struct doc_node *root, struct model *m)
+{
+    const struct doc_node *type_node = doc_get(root, "model_type");
+    if (!type_node || type_node->kind != DOC_SCALAR) {
+        error_at(r, type_node ? type_node : root,
+                 "not a rackplan model spec, and no 'model_type' to read it as a Hugging Face config.json");
+        return;
+    }
+    const char *type = type_node->text;
+    const struct doc_node *c = root;
+    hf_precision(root, m);
+    hf_name(root, r->path, type, m->name, sizeof m->name);
+    snprintf(m->source, sizeof m->source, "%s", r->path);
+
+    if (strcmp(type, "deepseek_v3") == 0 || strcmp(type, "deepseek_v2") == 0 ||
+        strcmp(type, "kimi_k2") == 0) {
+        hf_common(r, c, m);
+        hf_mla(r, c, m);
+        hf_deepseek_moe(r, c, m);
+    } else if (strcmp(type, "glm4_moe") == 0) {
+        hf_common(r, c, m);
+        hf_gqa(r, c, m);
+        hf_deepseek_moe(r, c, m);
+        m->moe.router_bias = true; /* Glm4MoeTopkRouter always has e_score_correction_bias */
+        read_bool(r, c, "use_qk_norm", "use_qk_norm", &m->attention.qk_norm);
+    } else if (strcmp(type, "qwen3") == 0 || strcmp(type, "qwen3_moe") == 0) {
+        hf_common(r, c, m);
+        hf_gqa(r, c, m);
+        m->attention.qk_norm = true;
+        read_int(r, c, "intermediate_size", "intermediate_size", true, 1, LIMIT_FFN_WIDTH,
+                 &m->ffn.intermediate_size);
+        if (strcmp(type, "qwen3_moe") == 0) {
+            read_int(r, c, "num_experts", "num_experts", true, 1, LIMIT_EXPERTS, &m->moe.experts);
+            read_int(r, c, "num_experts_per_tok", "num_experts_per_tok", true, 1, LIMIT_EXPERTS,
+                     &m->moe.experts_per_token);
+            read_int(r, c, "moe_intermediate_size", "moe_intermediate_size", true, 1,
+                     LIMIT_FFN_WIDTH, &m->moe.intermediate_size);
+            read_int(r, c, "decoder_sparse_step", "decoder_sparse_step", false, 1, LIMIT_LAYERS,
+                     &m->moe.interleave);
+            const struct doc_node *mlp_only = doc_get(c, "mlp_only_layers");
+            if (mlp_only && mlp_only->kind == DOC_SEQ && mlp_only->count > 0)
+                error_at(r, mlp_only, "field 'mlp_only_layers' is not supported (rackplan needs the dense layers to be a leading block or an interleave)");
+        }
+        bool sliding = false;
+        read_bool(r, c, "use_sliding_window", "use_sliding_window", &sliding);
+        if (sliding)
+            error_at(r, doc_get(c, "use_sliding_window"), "field 'use_sliding_window' true is not supported for qwen3; write a model spec with attention.window");
+    } else if (strcmp(type, "llama") == 0) {
+        hf_common(r, c, m);
+        hf_gqa(r, c, m);
+        read_int(r, c, "intermediate_size", "intermediate_size", true, 1, LIMIT_FFN_WIDTH,
+                 &m->ffn.intermediate_size);
+        read_bool(r, c, "mlp_bias", "mlp_bias", &m->ffn.bias);
+    } else if (strcmp(type, "mixtral") == 0) {
+        hf_common(r, c, m);
+        hf_gqa(r, c, m);
+        read_int(r, c, "num_local_experts", "num_local_experts", true, 1, LIMIT_EXPERTS,
+                 &m->moe.experts);
+        read_int(r, c, "num_experts_per_tok", "num_experts_per_tok", true, 1, LIMIT_EXPERTS,
+                 &m->moe.experts_per_token);
+        read_int(r, c, "intermediate_size", "intermediate_size", true, 1, LIMIT_FFN_WIDTH,
+                 &m->moe.intermediate_size);
+        int64_t window = 0;
+        if (read_int(r, c, "sliding_window", "sliding_window", false, 1, LIMIT_CONTEXT, &window)) {
+            m->attention.window_kind = WINDOW_SLIDING;
+            m->attention.window_tokens = window;
+            m->attention.window_pattern[0] = 1;
+            m->attention.window_pattern_length = 1;
+        }
+    } else if (strcmp(type, "gpt_oss") == 0) {
+        hf_common(r, c, m);
+        hf_gqa(r, c, m);
+        m->attention.output_bias = m->attention.bias;
+        m->attention.sinks = true;
+        m->ffn.bias = true;
+        m->moe.router_bias = true;
+        read_int(r, c, "num_local_experts", "num_local_experts", true, 1, LIMIT_EXPERTS,
+                 &m->moe.experts);
+        if (!read_int(r, c, "num_experts_per_tok", "num_experts_per_tok", false, 1, LIMIT_EXPERTS,
+                      &m->moe.experts_per_token))
+            read_int(r, c, "experts_per_token", "experts_per_token", true, 1, LIMIT_EXPERTS,
+                     &m->moe.experts_per_token);
+        read_int(r, c, "intermediate_size", "intermediate_size", true, 1, LIMIT_FFN_WIDTH,
+                 &m->moe.intermediate_size);
+        if (read_int(r, c, "sliding_window", "sliding_window", false, 1, LIMIT_CONTEXT,
+                     &m->attention.window_tokens)) {
+            m->attention.window_kind = WINDOW_SLIDING;
+            const struct doc_node *types = doc_get(c, "layer_types");
+            if (types && r->errors == 0)
+                hf_layer_types(r, types, m);
+            else if (!types) {
+                m->attention.window_pattern[0] = 1; /* transformers' default: even layers slide */
+                m->attention.window_pattern[1] = 0;
+                m->attention.window_pattern_length = 2;
+            }
+        }
+    } else if (strcmp(type, "llama4") == 0 || strcmp(type, "llama4_text") == 0) {
+        if (strcmp(type, "llama4") == 0) {
+            c = read_map(r, root, "text_config", "text_config", true);
+            if (!c)
+                return;
+        }
+        hf_common(r, c, m);
+        hf_gqa(r, c, m);
+        read_bool(r, c, "use_qk_norm", "use_qk_norm", &m->attention.qk_norm);
+        read_int(r, c, "num_local_experts", "num_local_experts", true, 1, LIMIT_EXPERTS,
+                 &m->moe.experts);
+        read_int(r, c, "num_experts_per_tok", "num_experts_per_tok", true, 1, LIMIT_EXPERTS,
+                 &m->moe.experts_per_token);
+        read_int(r, c, "intermediate_size", "intermediate_size", true, 1, LIMIT_FFN_WIDTH,
+                 &m->moe.intermediate_size);
+        read_int(r, c, "intermediate_size_mlp", "intermediate_size_mlp", true, 1, LIMIT_FFN_WIDTH,
+                 &m->ffn.intermediate_size);
+        read_int(r, c, "interleave_moe_layer_step", "interleave_moe_layer_step", false, 1,
+                 LIMIT_LAYERS, &m->moe.interleave);
+        m->moe.shared_experts = 1; /* Llama 4 MoE layers always add one shared expert */
+        int64_t chunk = 0;
+        if (read_int(r, c, "attention_chunk_size", "attention_chunk_size", false, 1,
+                     LIMIT_CONTEXT, &chunk)) {
+            /* RoPE layers attend within chunks; every 4th layer (NoPE) attends to everything. */
+            m->attention.window_kind = WINDOW_CHUNKED;
+            m->attention.window_tokens = chunk;
+            const struct doc_node *no_rope = doc_get(c, "no_rope_layers");
+            if (no_rope && no_rope->kind == DOC_SEQ && (int64_t)no_rope->count == m->layers &&
+                no_rope->count > 0) {
+                size_t period = 4;
+                for (size_t i = 0; i < no_rope->count; i++) {
+                    bool rope = strcmp(no_rope->items[i]->text, "0") != 0;
+                    bool expected = (i + 1) % period != 0;
+                    if (rope != expected) {
+                        error_at(r, no_rope->items[i],
+                                 "field 'no_rope_layers' is not every 4th layer; rackplan needs a repeating pattern");
+                        return;
+                    }
+                }
+            }
+            int pattern[] = {1, 1, 1, 0};
+            memcpy(m->attention.window_pattern, pattern, sizeof pattern);
+            m->attention.window_pattern_length = 4;
+        }
+    } else {
+        error_at(r, type_node,
+                 "unsupported model_type '%s': rackplan reads %s; for another architecture write a "
+                 "model spec (schemas/model.schema.yaml)",
+                 type, hf_supported);
+        return;
+    }
+    if (m->moe.experts == 0) {
+        memset(&m->moe, 0, sizeof m->moe);
+        m->moe.interleave = 1;
+        m->moe.groups = 1;
+        m->moe.groups_per_token = 1;
+    }
+}
+
+static bool looks_like_hf_config(const struct doc_node *root)
+{
+    return doc_get(root, "model_type") != NULL || doc_get(root, "architectures") != NULL;
+}
+
+static enum model_status read_doc(const struct doc *doc, struct model *out, struct diags *d)
+{
+    struct reader r = {.path = doc->path, .diags = d};
+    const struct doc_node *root = doc->root;
+    if (root->kind != DOC_MAP) {
+        error_at(&r, root, "a model must be a mapping, not %s", doc_kind_name(root));
+        return MODEL_INVALID;
+    }
+    struct model m;
+    set_defaults(&m);
+    if (looks_like_hf_config(root))
+        read_hf(&r, root, &m);
+    else
+        read_spec(&r, root, &m);
+    if (r.errors == 0)
+        check_model(&r, root, &m);
+    if (r.errors)
+        return MODEL_INVALID;
+    *out = m;
+    return MODEL_OK;
+}
+
+enum model_status model_load(const char *path, struct model *out, struct diags *d)
+{
+    struct doc *doc;
+    int loaded = doc_load(path, &doc, d);
+    if (loaded == DOC_IO_ERROR)
+        return MODEL_IO_ERROR;
+    if (loaded < 0)
+        return MODEL_INVALID;
+    enum model_status status = read_doc(doc, out, d);
+    doc_free(doc);
+    return status;
+}
+
+enum model_status model_load_buffer(const char *path, const char *data, size_t size,
+                                    struct model *out, struct diags *d)
+{
+    struct doc *doc;
+    if (doc_load_buffer(path, data, size, &doc, d) < 0)
+        return MODEL_INVALID;
+    enum model_status status = read_doc(doc, out, d);
+    doc_free(doc);
+    return status;
+}

@@ -1,0 +1,239 @@
+/* plan.c: see plan.h. */
+#include "plan.h"
+
+#include <math.h>
+
+/* Bytes of transient activations per token in flight on a device, a decode step's peak:
+ * - the residual stream in and out, 2 x hidden at BF16;
+ * - the widest intermediate: the gate and up outputs of the dense FFN split by tp
+ *   (2 x intermediate / tp), or of the k routed experts a token visits (2 x k x moe
+ *   intermediate), or the query projection (heads x head width / tp), at BF16;
+ * - MoE dispatch and combine buffers: k x hidden at FP8 out and BF16 back (DeepSeek's DeepEP);
+ * - the logits of the last stage, vocab / tp at FP32.
+ * It is an estimate of what an engine keeps live, not a measurement; the reserve covers slack. */
+double plan_activation_bytes_per_token(const struct model *m, const struct layout *l)
+{
+    const double bf16 = 2, fp32 = 4, fp8 = 1;
+    double d = (double)m->hidden_size;
+    double tp = (double)l->tp;
+    double widest = 0;
+    if (model_moe_layers(m) < m->layers)
+        widest = 2 * (double)m->ffn.intermediate_size / tp;
+    double dispatch = 0;
+    if (model_is_moe(m)) {
+        double k = (double)m->moe.experts_per_token;
+        double experts = 2 * k * (double)m->moe.intermediate_size;
+        if (experts > widest)
+            widest = experts;
+        dispatch = k * d * (fp8 + bf16);
+    }
+    double head_width = m->attention.type == ATTENTION_MLA
+                            ? (double)(m->attention.qk_nope_head_dim + m->attention.qk_rope_head_dim)
+                            : (double)m->attention.head_dim;
+    double query = (double)m->attention.heads * head_width / tp;
+    if (query > widest)
+        widest = query;
+    return bf16 * (2 * d + widest) + dispatch + fp32 * (double)m->vocab_size / tp;
+}
+
+static double ceil_div(double a, double b) { return ceil(a / b); }
+
+void plan_memory(const struct model *m, const struct topology *t, const struct layout *l,
+                 const struct workload *w, struct device_memory *out)
+{
+    struct model_params p;
+    model_params(m, &p);
+    double routed_bytes = p.routed_expert * precision_bytes(w->expert_weights);
+    double other_bytes = precision_bytes(w->weights);
+    double attention_layer = model_attention_params_per_layer(m);
+    double dense_layer_ffn =
+        m->layers > model_moe_layers(m) ? p.dense_ffn / (double)(m->layers - model_moe_layers(m)) : 0;
+    int64_t moe_layers = model_moe_layers(m);
+    double shared_layer = moe_layers ? p.shared_experts / (double)moe_layers : 0;
+    double router_layer = moe_layers ? p.routers / (double)moe_layers : 0;
+    double norm_layer = 2 * (double)m->hidden_size;
+
+    int64_t sequences = (int64_t)ceil_div((double)w->batch, (double)l->dp);
+    double kv_split = 1;
+    if (m->attention.type == ATTENTION_GQA)
+        kv_split = (double)(l->tp < m->attention.kv_heads ? l->tp : m->attention.kv_heads);
+
+    struct device_memory worst = {0};
+    double worst_used = -1;
+    for (int64_t stage = 0; stage < l->pp; stage++) {
+        int64_t first = stage * m->layers / l->pp;
+        int64_t last = (stage + 1) * m->layers / l->pp;
+        double replicated = 0; /* parameters split by tp, replicated over dp */
+        double experts = 0;    /* routed-expert parameters of the stage, split over ep */
+        for (int64_t layer = first; layer < last; layer++) {
+            replicated += attention_layer + norm_layer;
+            if (model_layer_is_moe(m, layer)) {
+                replicated += shared_layer + router_layer;
+                experts += (double)m->moe.experts;
+            } else {
+                replicated += dense_layer_ffn;
+            }
+        }
+        if (stage == 0)
+            replicated += p.embedding;
+        if (stage == l->pp - 1)
+            replicated += p.lm_head + (double)m->hidden_size; /* head and final norm */
+        struct device_memory mem = {0};
+        mem.layers = last - first;
+        mem.sequences = sequences;
+        mem.weights_bytes = replicated * other_bytes / (double)l->tp +
+                            experts * routed_bytes / (double)l->ep;
+        mem.kv_bytes = (double)sequences *
+                       model_kv_bytes_per_sequence_layers(m, w->kv, w->context, first, last) /
+                       kv_split;
+        mem.activation_bytes = (double)sequences * plan_activation_bytes_per_token(m, l);
+        mem.hbm_bytes = t->hbm_bytes;
+        mem.reserve_bytes =
+            w->reserve_bytes >= 0 ? w->reserve_bytes : w->reserve_fraction * t->hbm_bytes;
+        double used = mem.weights_bytes + mem.kv_bytes + mem.activation_bytes + mem.reserve_bytes;
+        mem.free_bytes = mem.hbm_bytes - used;
+        if (used > worst_used) {
+            worst_used = used;
+            worst = mem;
+        }
+    }
+    *out = worst;
+}
+
+static bool valid_layout(const struct model *m, int64_t devices, int64_t domain, int64_t tp,
+                         int64_t pp)
+{
+    return devices % (tp * pp) == 0 && tp <= domain && m->attention.heads % tp == 0 &&
+           pp <= m->layers;
+}
+
+/* Is `a` preferred to `b` (both fit, or neither)? */
+static bool preferred(const struct model *m, const struct layout *a, const struct layout *b)
+{
+    if (a->pp != b->pp)
+        return a->pp < b->pp;
+    return model_is_moe(m) ? a->tp < b->tp : a->tp > b->tp;
+}
+
+bool plan_choose_layout(const struct model *m, const struct topology *t, int64_t racks,
+                        int64_t devices, const struct workload *w, struct layout *out)
+{
+    int64_t domain = devices < t->domain_devices ? devices : t->domain_devices;
+    bool found = false, found_fits = false;
+    struct layout best = {0};
+    double best_free = -INFINITY;
+    /* Pipeline stages span whole racks (or, on one rack, the devices given). */
+    int64_t pp_span = racks > 1 ? racks : 1;
+    for (int64_t pp = 1; pp <= pp_span; pp++) {
+        if (pp_span % pp != 0 || (w->pp && pp != w->pp))
+            continue;
+        for (int64_t tp = 1; tp <= domain; tp++) {
+            if ((w->tp && tp != w->tp) || !valid_layout(m, devices, domain, tp, pp))
+                continue;
+            struct layout l = {.racks = racks, .devices = devices, .tp = tp, .pp = pp};
+            l.dp = devices / (tp * pp);
+            l.ep = model_is_moe(m) ? devices / pp : 1;
+            struct device_memory mem;
+            plan_memory(m, t, &l, w, &mem);
+            bool fits = mem.free_bytes >= 0;
+            bool better;
+            if (!found)
+                better = true;
+            else if (fits != found_fits)
+                better = fits;
+            else if (fits)
+                better = preferred(m, &l, &best);
+            else
+                better = mem.free_bytes > best_free;
+            if (better) {
+                best = l;
+                best_free = mem.free_bytes;
+                found_fits = fits;
+                found = true;
+            }
+        }
+    }
+    /* A pinned pp larger than the racks (pipelining inside a rack) is honoured as given. */
+    if (!found && w->pp > pp_span) {
+        for (int64_t tp = 1; tp <= domain; tp++) {
+            if ((w->tp && tp != w->tp) || !valid_layout(m, devices, domain, tp, w->pp))
+                continue;
+            struct layout l = {.racks = racks, .devices = devices, .tp = tp, .pp = w->pp};
+            l.dp = devices / (tp * w->pp);
+            l.ep = model_is_moe(m) ? devices / w->pp : 1;
+            if (!found || preferred(m, &l, &best))
+                best = l;
+            found = true;
+        }
+    }
+    if (found)
+        *out = best;
+    return found;
+}
+
+static bool fits_on(const struct model *m, const struct topology *t, int64_t racks,
+                    int64_t devices, const struct workload *w, struct layout *layout)
+{
+    struct layout l;
+    if (!plan_choose_layout(m, t, racks, devices, w, &l))
+        return false;
+    struct device_memory mem;
+    plan_memory(m, t, &l, w, &mem);
+    if (mem.free_bytes < 0)
+        return false;
+    *layout = l;
+    return true;
+}
+
+bool plan_fit(const struct model *m, const struct topology *t, int64_t racks,
+              const struct workload *w, struct fit *out)
+{
+    struct fit f = {0};
+    int64_t devices = racks * t->domain_devices;
+    if (!plan_choose_layout(m, t, racks, devices, w, &f.layout))
+        return false;
+    plan_memory(m, t, &f.layout, w, &f.memory);
+    f.fits = f.memory.free_bytes >= 0;
+
+    /* Largest batch on this layout: memory grows with the batch, so bisect. */
+    struct workload probe = *w;
+    struct device_memory mem;
+    probe.batch = 1;
+    plan_memory(m, t, &f.layout, &probe, &mem);
+    if (mem.free_bytes >= 0) {
+        int64_t low = 1, high = 2;
+        for (;;) {
+            probe.batch = high;
+            plan_memory(m, t, &f.layout, &probe, &mem);
+            if (mem.free_bytes < 0 || high >= ((int64_t)1 << 50))
+                break;
+            low = high;
+            high *= 2;
+        }
+        while (high - low > 1) {
+            int64_t mid = low + (high - low) / 2;
+            probe.batch = mid;
+            plan_memory(m, t, &f.layout, &probe, &mem);
+            if (mem.free_bytes >= 0)
+                low = mid;
+            else
+                high = mid;
+        }
+        f.max_batch = low;
+    }
+
+    /* Fewest devices for the requested batch: part of one domain, then whole domains. */
+    struct workload pinned_free = *w;
+    pinned_free.tp = 0;
+    pinned_free.pp = 0;
+    for (int64_t n = 1; n <= t->domain_devices && !f.min_devices; n++)
+        if (fits_on(m, t, 1, n, &pinned_free, &f.min_layout))
+            f.min_devices = n;
+    for (int64_t r = 2; r <= PLAN_MAX_RACKS && !f.min_devices; r++)
+        if (fits_on(m, t, r, r * t->domain_devices, &pinned_free, &f.min_layout))
+            f.min_devices = r * t->domain_devices;
+    if (f.min_devices)
+        f.min_racks = (f.min_devices + t->domain_devices - 1) / t->domain_devices;
+    *out = f;
+    return true;
+}

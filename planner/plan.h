@@ -1,0 +1,88 @@
+/* plan.h: a parallel layout of a model on a cluster, and what it puts in each device's memory.
+ *
+ * The cluster is `racks` scale-up domains of a topology. A layout has `pp` pipeline stages of
+ * contiguous layers; each stage spans devices / pp devices, split `tp` ways by tensor
+ * parallelism and `dp` ways by data parallelism (tp * dp * pp = devices). Routed experts are
+ * spread over all devices of a stage (ep = devices / pp); everything else is split by tp and
+ * replicated over dp. Sequences are split over dp; a sequence's KV lives on its stage's devices,
+ * divided over tp by KV heads (GQA: at most kv_heads ways, MLA: not divided, its latent is shared
+ * by all heads).
+ *
+ * Memory is for the most loaded device. Nothing here allocates; every function is pure.
+ */
+#ifndef RACKPLAN_PLAN_H
+#define RACKPLAN_PLAN_H
+
+#include "model.h"
+#include "topology.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* A runtime reserve of 10% of HBM: vLLM's default gpu_memory_utilization is 0.9
+ * (docs.vllm.ai, engine arguments), which leaves that much for the CUDA context, NCCL
+ * buffers and allocator fragmentation. */
+#define PLAN_DEFAULT_RESERVE_FRACTION 0.10
+
+#define PLAN_MAX_RACKS 4096
+
+struct workload {
+    int64_t batch;   /* sequences in flight */
+    int64_t context; /* tokens of KV per sequence */
+    enum precision weights;
+    enum precision expert_weights;
+    enum precision kv;
+    double reserve_fraction; /* of HBM; used when reserve_bytes < 0 */
+    double reserve_bytes;    /* < 0: use reserve_fraction */
+    int64_t tp;              /* 0 = choose */
+    int64_t pp;              /* 0 = choose */
+};
+
+struct layout {
+    int64_t racks;
+    int64_t devices;
+    int64_t tp, pp, dp, ep;
+};
+
+struct device_memory {
+    double weights_bytes;
+    double kv_bytes;
+    double activation_bytes;
+    double reserve_bytes;
+    double hbm_bytes;
+    double free_bytes; /* negative when it does not fit */
+    int64_t sequences; /* on this device */
+    int64_t layers;    /* in its pipeline stage */
+};
+
+struct fit {
+    struct layout layout;
+    struct device_memory memory;
+    bool fits;
+    int64_t max_batch;   /* most sequences at the context that fit this layout; 0: not even one */
+    int64_t min_devices; /* fewest devices holding the weights and the batch's KV; 0: none found */
+    int64_t min_racks;
+    struct layout min_layout;
+};
+
+/* Per-token activation workspace on a device (bytes), see plan.c for the terms. */
+double plan_activation_bytes_per_token(const struct model *m, const struct layout *l);
+
+/* Memory of the most loaded device of `l`. */
+void plan_memory(const struct model *m, const struct topology *t, const struct layout *l,
+                 const struct workload *w, struct device_memory *out);
+
+/* The layout rackplan assumes on `devices` devices (racks whole domains, or part of one when
+ * racks == 1 and devices < domain size): among valid (tp, pp) it takes one that fits, preferring
+ * fewer pipeline stages, then for MoE models the least tensor parallelism (data-parallel
+ * attention, as DeepSeek serves) and for dense models the most (within the domain). When none
+ * fits it takes the one with the most free memory. Returns false when no layout is valid (a
+ * pinned tp or pp that does not divide). */
+bool plan_choose_layout(const struct model *m, const struct topology *t, int64_t racks,
+                        int64_t devices, const struct workload *w, struct layout *out);
+
+/* The whole fit answer for `racks` domains. Returns false when the pinned tp/pp is invalid. */
+bool plan_fit(const struct model *m, const struct topology *t, int64_t racks,
+              const struct workload *w, struct fit *out);
+
+#endif

@@ -1,0 +1,292 @@
+/* topology.c: see topology.h. The only file that includes libxml2. */
+#include "topology.h"
+
+#include <errno.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include <libxml/xmlschemas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const char topology_xsd[];
+extern const size_t topology_xsd_size;
+
+struct collector {
+    const char *path;
+    struct diags *diags;
+    int errors;
+};
+
+static void collect_error(void *data, xmlErrorPtr error)
+{
+    struct collector *c = data;
+    if (!error || error->level == XML_ERR_WARNING)
+        return;
+    char message[512];
+    snprintf(message, sizeof message, "%s", error->message ? error->message : "malformed XML");
+    size_t n = strlen(message);
+    while (n > 0 && (message[n - 1] == '\n' || message[n - 1] == ' '))
+        message[--n] = '\0';
+    /* libxml2 prefixes schema errors with "Element 'x': "; keep it, it names the element. */
+    int col = error->domain == XML_FROM_PARSER ? error->int2 : 0;
+    diags_add(c->diags, c->path, error->line, col, "%s", message);
+    c->errors++;
+}
+
+static void ignore_generic(void *data, const char *msg, ...)
+{
+    (void)data;
+    (void)msg;
+}
+
+static xmlSchemaPtr schema_load(void)
+{
+    xmlSchemaParserCtxtPtr pc = xmlSchemaNewMemParserCtxt(topology_xsd, (int)topology_xsd_size);
+    if (!pc)
+        return NULL;
+    xmlSchemaPtr schema = xmlSchemaParse(pc);
+    xmlSchemaFreeParserCtxt(pc);
+    return schema;
+}
+
+static const xmlNode *child(const xmlNode *parent, const char *name)
+{
+    for (const xmlNode *n = parent ? parent->children : NULL; n; n = n->next)
+        if (n->type == XML_ELEMENT_NODE && strcmp((const char *)n->name, name) == 0)
+            return n;
+    return NULL;
+}
+
+static bool attribute(const xmlNode *node, const char *name, char *out, size_t size)
+{
+    xmlChar *value = xmlGetProp(node, (const xmlChar *)name);
+    if (!value)
+        return false;
+    snprintf(out, size, "%s", (const char *)value);
+    xmlFree(value);
+    return true;
+}
+
+/* A positive finite number. The schema has checked the lexical form; NaN and infinities pass
+ * xs:double, so they are refused here. */
+static double number(struct collector *c, const xmlNode *node, const char *name, bool required)
+{
+    char text[64];
+    if (!attribute(node, name, text, sizeof text)) {
+        if (required) {
+            diags_add(c->diags, c->path, (int)xmlGetLineNo(node), 0,
+                      "element '%s' needs attribute '%s'", (const char *)node->name, name);
+            c->errors++;
+        }
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (*end != '\0' || !isfinite(v) || v <= 0 || v >= 1e30) {
+        diags_add(c->diags, c->path, (int)xmlGetLineNo(node), 0,
+                  "attribute '%s' of '%s' is '%s'; it must be a positive finite number",
+                  name, (const char *)node->name, text);
+        c->errors++;
+        return 0;
+    }
+    return v;
+}
+
+static int64_t count(struct collector *c, const xmlNode *node, const char *name)
+{
+    double v = number(c, node, name, true);
+    return (int64_t)v; /* the schema limits counts to 1..1000000 */
+}
+
+static void read_tree(struct collector *c, const xmlNode *root, struct topology *t)
+{
+    char text[256];
+    attribute(root, "name", t->name, sizeof t->name);
+    t->announced = attribute(root, "status", text, sizeof text) && strcmp(text, "announced") == 0;
+
+    const xmlNode *accelerator = child(root, "accelerator");
+    attribute(accelerator, "name", t->accelerator, sizeof t->accelerator);
+    const xmlNode *hbm = child(accelerator, "hbm");
+    t->hbm_bytes = number(c, hbm, "bytes", true);
+    t->hbm_bytes_per_s = number(c, hbm, "bytes_per_s", true);
+    for (const xmlNode *n = accelerator->children; n; n = n->next) {
+        if (n->type != XML_ELEMENT_NODE || strcmp((const char *)n->name, "peak") != 0)
+            continue;
+        enum precision p;
+        if (attribute(n, "precision", text, sizeof text) && precision_parse(text, &p))
+            t->peak_flops_per_s[p] = number(c, n, "flops_per_s", true);
+    }
+    if (child(accelerator, "power"))
+        t->power_watts = number(c, child(accelerator, "power"), "watts", true);
+    if (child(accelerator, "price"))
+        t->price_usd_per_hour = number(c, child(accelerator, "price"), "usd_per_hour", true);
+
+    const xmlNode *up = child(root, "scale-up");
+    t->hop_latency_s = number(c, up, "hop_latency_s", false);
+    const xmlNode *fabric;
+    if ((fabric = child(up, "switched"))) {
+        t->kind = DOMAIN_SWITCHED;
+        t->domain_devices = count(c, fabric, "devices");
+        t->links_per_device = count(c, fabric, "links_per_device");
+        t->link_bytes_per_s = number(c, fabric, "link_bytes_per_s", true);
+        t->switches = count(c, fabric, "switches");
+    } else if ((fabric = child(up, "mesh"))) {
+        t->kind = DOMAIN_MESH;
+        t->domain_devices = count(c, fabric, "devices");
+        t->links_per_device = t->domain_devices - 1;
+        t->link_bytes_per_s = number(c, fabric, "link_bytes_per_s", true);
+    } else if ((fabric = child(up, "torus"))) {
+        t->kind = DOMAIN_TORUS;
+        t->domain_devices = 1;
+        for (const xmlNode *n = fabric->children; n; n = n->next) {
+            if (n->type != XML_ELEMENT_NODE)
+                continue;
+            int i = t->dims++;
+            t->dim_size[i] = count(c, n, "size");
+            t->dim_link_bytes_per_s[i] = number(c, n, "link_bytes_per_s", true);
+            t->dim_wrap[i] = attribute(n, "wrap", text, sizeof text) &&
+                             (strcmp(text, "true") == 0 || strcmp(text, "1") == 0);
+            t->domain_devices *= t->dim_size[i];
+        }
+        if (t->domain_devices > 1000000) {
+            diags_add(c->diags, c->path, (int)xmlGetLineNo(fabric), 0,
+                      "the torus has %lld devices, more than the 1000000 rackplan accepts",
+                      (long long)t->domain_devices);
+            c->errors++;
+        }
+    }
+    const xmlNode *out = child(root, "scale-out");
+    t->nics_per_device = number(c, out, "nics_per_device", true);
+    t->nic_bytes_per_s = number(c, out, "nic_bytes_per_s", true);
+    t->scale_out_latency_s = number(c, out, "latency_s", false);
+    t->default_domains = count(c, child(root, "cluster"), "domains");
+
+    bool any_peak = false;
+    for (int p = 0; p < PREC_COUNT; p++)
+        any_peak |= t->peak_flops_per_s[p] > 0;
+    if (!any_peak) {
+        diags_add(c->diags, c->path, (int)xmlGetLineNo(accelerator), 0,
+                  "the accelerator has no peak FLOP/s");
+        c->errors++;
+    }
+}
+
+enum topology_status topology_load_buffer(const char *path, const char *data, size_t size,
+                                          struct topology *out, struct diags *d)
+{
+    struct collector c = {.path = path, .diags = d};
+    if (size > TOPOLOGY_MAX_BYTES) {
+        diags_add(d, path, 0, 0, "file is larger than %u MiB", TOPOLOGY_MAX_BYTES >> 20);
+        return TOPOLOGY_INVALID;
+    }
+    xmlSetGenericErrorFunc(NULL, ignore_generic);
+    xmlSetStructuredErrorFunc(&c, collect_error);
+    /* No NOENT (entities stay unexpanded), no DTD loading or validation, no network. */
+    int options = XML_PARSE_NONET | XML_PARSE_NOWARNING | XML_PARSE_BIG_LINES;
+    xmlDocPtr doc = xmlReadMemory(data, (int)size, path, NULL, options);
+    enum topology_status status = TOPOLOGY_INVALID;
+    xmlSchemaPtr schema = NULL;
+    xmlSchemaValidCtxtPtr valid = NULL;
+    if (!doc || c.errors) {
+        if (!c.errors)
+            diags_add(d, path, 0, 0, "malformed XML");
+        goto done;
+    }
+    if (doc->intSubset || doc->extSubset) {
+        const xmlNode *dtd = (const xmlNode *)(doc->intSubset ? doc->intSubset : doc->extSubset);
+        diags_add(d, path, (int)xmlGetLineNo(dtd) > 0 ? (int)xmlGetLineNo(dtd) : 1, 0,
+                  "DOCTYPE declarations are not allowed in a topology (no DTDs, no entities)");
+        goto done;
+    }
+    schema = schema_load();
+    valid = schema ? xmlSchemaNewValidCtxt(schema) : NULL;
+    if (!valid) {
+        diags_add(d, path, 0, 0, "internal error: the embedded topology schema did not load");
+        goto done;
+    }
+    xmlSchemaSetValidStructuredErrors(valid, collect_error, &c);
+    if (xmlSchemaValidateDoc(valid, doc) != 0) {
+        if (!c.errors)
+            diags_add(d, path, 0, 0, "the file does not match schemas/topology.xsd");
+        goto done;
+    }
+    struct topology t;
+    memset(&t, 0, sizeof t);
+    read_tree(&c, xmlDocGetRootElement(doc), &t);
+    if (c.errors)
+        goto done;
+    *out = t;
+    status = TOPOLOGY_OK;
+done:
+    xmlSchemaFreeValidCtxt(valid);
+    xmlSchemaFree(schema);
+    xmlFreeDoc(doc);
+    xmlSetStructuredErrorFunc(NULL, NULL);
+    return status;
+}
+
+enum topology_status topology_load(const char *path, struct topology *out, struct diags *d)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        diags_add(d, path, 0, 0, "unable to open: %s", strerror(errno));
+        return TOPOLOGY_IO_ERROR;
+    }
+    size_t cap = TOPOLOGY_MAX_BYTES + 1;
+    char *data = xmalloc(cap);
+    size_t size = fread(data, 1, cap, f);
+    bool failed = ferror(f);
+    fclose(f);
+    enum topology_status status;
+    if (failed) {
+        diags_add(d, path, 0, 0, "unable to read: %s", strerror(errno));
+        status = TOPOLOGY_IO_ERROR;
+    } else {
+        status = topology_load_buffer(path, data, size, out, d);
+    }
+    free(data);
+    return status;
+}
+
+double topology_scale_up_bytes_per_s(const struct topology *t)
+{
+    if (t->kind != DOMAIN_TORUS)
+        return (double)t->links_per_device * t->link_bytes_per_s;
+    double total = 0;
+    for (int i = 0; i < t->dims; i++) {
+        int links = t->dim_size[i] == 1 ? 0 : t->dim_size[i] == 2 ? 1 : 2;
+        total += links * t->dim_link_bytes_per_s[i];
+    }
+    return total;
+}
+
+double topology_scale_out_bytes_per_s(const struct topology *t)
+{
+    return t->nics_per_device * t->nic_bytes_per_s;
+}
+
+const char *topology_kind_name(enum domain_kind kind)
+{
+    switch (kind) {
+    case DOMAIN_SWITCHED:
+        return "switched";
+    case DOMAIN_MESH:
+        return "mesh";
+    default:
+        return "torus";
+    }
+}
+
+double topology_peak_flops_per_s(const struct topology *t, enum precision p, enum precision *used)
+{
+    for (int q = p; q < PREC_COUNT; q++) {
+        if (t->peak_flops_per_s[q] > 0) {
+            if (used)
+                *used = (enum precision)q;
+            return t->peak_flops_per_s[q];
+        }
+    }
+    return 0;
+}

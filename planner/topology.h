@@ -1,0 +1,79 @@
+/* topology.h: the hardware: one accelerator type, its scale-up domain, the scale-out network,
+ * and how many domains form the default cluster.
+ *
+ * Read from XML (schemas/topology.xsd, embedded in the binary). This is the only module that
+ * includes libxml2. Parsing never touches the network, never loads a DTD, never expands
+ * entities and refuses a DOCTYPE. All quantities are SI base units; bandwidths are bytes/s per
+ * direction; FLOP/s are dense.
+ */
+#ifndef RACKPLAN_TOPOLOGY_H
+#define RACKPLAN_TOPOLOGY_H
+
+#include "diag.h"
+#include "precision.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define TOPOLOGY_MAX_DIMS 4
+#define TOPOLOGY_MAX_BYTES (16u << 20)
+
+enum domain_kind { DOMAIN_SWITCHED, DOMAIN_MESH, DOMAIN_TORUS };
+
+struct topology {
+    char name[128];
+    char accelerator[128];
+    bool announced; /* not shipping yet */
+
+    double hbm_bytes;
+    double hbm_bytes_per_s;
+    double peak_flops_per_s[PREC_COUNT]; /* 0 = not supported at that precision */
+    double power_watts;                  /* 0 = unknown */
+    double price_usd_per_hour;           /* per device; 0 = unknown */
+
+    enum domain_kind kind;
+    int64_t domain_devices;
+    /* switched: links_per_device x link_bytes_per_s through `switches` switch chips;
+     * mesh: one link of link_bytes_per_s to every other device */
+    int64_t links_per_device;
+    double link_bytes_per_s;
+    int64_t switches;
+    /* torus */
+    int dims;
+    int64_t dim_size[TOPOLOGY_MAX_DIMS];
+    double dim_link_bytes_per_s[TOPOLOGY_MAX_DIMS];
+    bool dim_wrap[TOPOLOGY_MAX_DIMS];
+    double hop_latency_s; /* 0 = unknown */
+
+    double nics_per_device;
+    double nic_bytes_per_s;
+    double scale_out_latency_s; /* 0 = unknown */
+
+    int64_t default_domains;
+};
+
+enum topology_status {
+    TOPOLOGY_OK = 0,
+    TOPOLOGY_INVALID = 3,  /* diagnostics say where */
+    TOPOLOGY_IO_ERROR = 5, /* unreadable file */
+};
+
+enum topology_status topology_load(const char *path, struct topology *out, struct diags *d);
+enum topology_status topology_load_buffer(const char *path, const char *data, size_t size,
+                                          struct topology *out, struct diags *d);
+
+/* What one device can send into its scale-up domain per direction: switched links x link
+ * bandwidth; mesh (devices - 1) links; torus the sum over its links (2 per dimension, 1 in a
+ * dimension of size 2 or an unwrapped line's end is not counted: the interior figure). */
+double topology_scale_up_bytes_per_s(const struct topology *t);
+double topology_scale_out_bytes_per_s(const struct topology *t);
+
+/* "switched", "mesh", "torus". */
+const char *topology_kind_name(enum domain_kind kind);
+
+/* Highest peak at `p` or, when `p` is not supported, at the next wider precision the device has
+ * (fp4 weights on H100 run fp8 matmuls). 0 if none. Writes the precision used to *used. */
+double topology_peak_flops_per_s(const struct topology *t, enum precision p,
+                                 enum precision *used);
+
+#endif

@@ -1,0 +1,41 @@
+/* json.h: a streaming JSON writer with stable formatting (2-space indent, keys in the order
+ * written), so the same data always gives the same bytes. Writes to a FILE the caller owns.
+ * Misuse (a value without a key inside an object, unbalanced ends) is a programming error and
+ * asserts. Non-finite numbers are written as null (JSON has no NaN). */
+#ifndef RACKPLAN_JSON_H
+#define RACKPLAN_JSON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define JSON_MAX_DEPTH 32
+
+struct json {
+    FILE *out;
+    int depth;
+    bool first[JSON_MAX_DEPTH];
+    bool in_object[JSON_MAX_DEPTH];
+    const char *pending_key;
+};
+
+void json_init(struct json *j, FILE *out);
+
+/* Sets the key of the next value (inside an object). */
+void json_key(struct json *j, const char *key);
+
+void json_begin_object(struct json *j);
+void json_end_object(struct json *j);
+void json_begin_array(struct json *j);
+void json_end_array(struct json *j);
+
+void json_string(struct json *j, const char *value);
+void json_int(struct json *j, int64_t value);
+void json_number(struct json *j, double value); /* up to 15 significant digits */
+void json_bool(struct json *j, bool value);
+void json_null(struct json *j);
+
+/* Ends the document with a newline. */
+void json_finish(struct json *j);
+
+#endif
