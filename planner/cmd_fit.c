@@ -21,17 +21,19 @@ static void json_bytes(struct json *j, const char *key, double bytes)
 static void layout_description(const struct model *m, const struct layout *l, char *buffer,
                                size_t size)
 {
+    char dense[160];
+    if (l->tp == 1)
+        snprintf(dense, sizeof dense, "whole on every device (DP %" PRId64 ")", l->dp);
+    else
+        snprintf(dense, sizeof dense, "split %" PRId64 " ways by TP, replicated over DP %" PRId64,
+                 l->tp, l->dp);
     if (model_is_moe(m))
         snprintf(buffer, size,
-                 "routed experts spread over the %" PRId64 " devices of each stage (EP %" PRId64
-                 "); attention, dense and shared weights split %" PRId64 " ways by TP and "
-                 "replicated over DP %" PRId64 "; sequences split over DP",
-                 l->ep, l->ep, l->tp, l->dp);
+                 "routed experts spread over the %" PRId64 " devices of each stage; attention, "
+                 "dense and shared weights %s; sequences split over DP",
+                 l->ep, dense);
     else
-        snprintf(buffer, size,
-                 "every weight split %" PRId64 " ways by TP and replicated over DP %" PRId64
-                 "; sequences split over DP",
-                 l->tp, l->dp);
+        snprintf(buffer, size, "weights %s; sequences split over DP", dense);
     if (l->pp > 1) {
         size_t n = strlen(buffer);
         snprintf(buffer + n, size - n, "; %" PRId64 " pipeline stages of contiguous layers",
@@ -140,9 +142,9 @@ static void write_text(FILE *out, const struct model *m, const struct topology *
 {
     char a[64], b[64], label[128], description[512];
     const struct device_memory *mem = &f->memory;
-    fprintf(out, "%s on %s%s: %" PRId64 " rack%s, %" PRId64 " devices\n", m->name, t->name,
-            t->announced ? " (announced, not shipping)" : "", o->racks, o->racks == 1 ? "" : "s",
-            f->layout.devices);
+    fprintf(out, "%s on %s%s: %" PRId64 " scale-up domain%s, %" PRId64 " devices\n", m->name,
+            t->name, t->announced ? " (announced, not shipping)" : "", o->racks,
+            o->racks == 1 ? "" : "s", f->layout.devices);
     format_count((double)w->context, a, sizeof a);
     format_count((double)w->batch, b, sizeof b);
     fprintf(out, "  weights %s", precision_name(w->weights));
@@ -182,12 +184,12 @@ static void write_text(FILE *out, const struct model *m, const struct topology *
     format_count((double)w->batch, b, sizeof b);
     if (f->min_devices) {
         format_count((double)f->min_devices, a, sizeof a);
-        fprintf(out, "min devices: %s (%" PRId64 " rack%s) for batch %s, as TP %" PRId64 " x DP %" PRId64
+        fprintf(out, "min devices: %s (%" PRId64 " domain%s) for batch %s, as TP %" PRId64 " x DP %" PRId64
                      " x PP %" PRId64 "\n",
                 a, f->min_racks, f->min_racks == 1 ? "" : "s", b, f->min_layout.tp,
                 f->min_layout.dp, f->min_layout.pp);
     } else {
-        fprintf(out, "min devices: more than %d racks would be needed for batch %s\n",
+        fprintf(out, "min devices: more than %d domains would be needed for batch %s\n",
                 PLAN_MAX_RACKS, b);
     }
 }

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# CLI golden tests, TAP output. Each case tests/cli/NAME.args holds the arguments (shell words,
+# paths relative to the source root); NAME.out, NAME.err and NAME.code hold the expected
+# stdout, stderr and exit code. UPDATE_GOLDEN=1 rewrites the expected files from the binary.
+set -u
+rackplan=$1
+root=$2
+cd "$root" || exit 1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+n=0
+failed=0
+for args_file in tests/cli/*.args; do
+    name=${args_file%.args}
+    eval "set -- $(cat "$args_file")"
+    "$rackplan" "$@" >"$work/out" 2>"$work/err" </dev/null
+    echo $? >"$work/code"
+    if [ "${UPDATE_GOLDEN:-}" = 1 ]; then
+        cp "$work/out" "$name.out"; cp "$work/err" "$name.err"; cp "$work/code" "$name.code"
+    fi
+    n=$((n + 1))
+    problem=
+    for part in out err code; do
+        if ! cmp -s "$work/$part" "$name.$part"; then
+            problem="$problem $part"
+        fi
+    done
+    if [ -z "$problem" ]; then
+        echo "ok $n - ${name#tests/cli/}"
+    else
+        failed=$((failed + 1))
+        echo "not ok $n - ${name#tests/cli/}: differs in$problem"
+        for part in $problem; do
+            diff -u "$name.$part" "$work/$part" 2>&1 | head -20 | sed 's/^/# /'
+        done
+    fi
+done
+echo "1..$n"
+[ "$failed" -eq 0 ]

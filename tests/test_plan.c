@@ -1,0 +1,141 @@
+/* Memory fit against hand arithmetic (issue #2's cases and the layout rules of plan.h). */
+#include "plan.h"
+#include "tap.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static struct model model(const char *path)
+{
+    struct model m;
+    struct diags d;
+    diags_init(&d);
+    if (model_load(path, &m, &d) != MODEL_OK) {
+        printf("Bail out! cannot load %s\n", path);
+        exit(1);
+    }
+    return m;
+}
+
+static struct topology topology(const char *path)
+{
+    struct topology t;
+    struct diags d;
+    diags_init(&d);
+    if (topology_load(path, &t, &d) != TOPOLOGY_OK) {
+        printf("Bail out! cannot load %s\n", path);
+        exit(1);
+    }
+    return t;
+}
+
+static struct workload workload(const struct model *m, int64_t batch, int64_t context)
+{
+    return (struct workload){.batch = batch, .context = context, .weights = m->weights_precision,
+                             .expert_weights = m->expert_weights_precision, .kv = m->kv_precision,
+                             .reserve_fraction = PLAN_DEFAULT_RESERVE_FRACTION, .reserve_bytes = -1};
+}
+
+static void llama_405b(void)
+{
+    struct model m = model("models/llama-3.1-405b.yaml");
+    struct model_params p;
+    model_params(&m, &p);
+    struct topology h100 = topology("topologies/hgx-h100.xml");
+    struct topology h200 = topology("topologies/hgx-h200.xml");
+    struct workload w = workload(&m, 1, 4096);
+    struct fit f;
+
+    /* ~811.7 GB at BF16 over 8 GPUs by TP 8 = 101.5 GB per GPU > 80 GB: no fit on one HGX H100 */
+    CHECK(plan_fit(&m, &h100, 1, &w, &f), "Llama 3.1 405B on HGX H100: a layout exists");
+    CHECK(!f.fits, "Llama 3.1 405B BF16 does not fit one HGX H100 (811.7 GB > 640 GB)");
+    CHECK(f.layout.tp == 8 && f.layout.pp == 1, "dense model: TP 8 across the node");
+    CHECK_EQ(f.memory.weights_bytes, p.total * 2 / 8, "weights per GPU = 2 B x 405.85e9 / 8");
+    CHECK_EQ(f.max_batch, 0, "no batch fits when the weights alone do not");
+    CHECK(f.min_devices == 16 && f.min_racks == 2 && f.min_layout.pp == 2,
+          "min devices: 16 (two nodes, pipelined): 811.7 GB / 16 = 50.7 GB per GPU");
+
+    /* On one HGX H200 (141 GB GPUs): free for KV = 141e9 x 0.9 - 101.46e9 = 25.44e9.
+     * Per sequence of 4,096 tokens: KV 4096 x 516,096 / 8 (8 KV heads over TP 8) = 264,241,152 B
+     * plus activations 2 B x (2 x 16384 + 2 x 53248 / 8) + 4 B x 128256 / 8 = 156,288 B. */
+    CHECK(plan_fit(&m, &h200, 1, &w, &f) && f.fits,
+          "Llama 3.1 405B BF16 fits one HGX H200 with a small batch at 4k context");
+    double per_sequence = 4096.0 * 516096 / 8 + 2 * (2 * 16384.0 + 2 * 53248.0 / 8) + 4 * 128256.0 / 8;
+    CHECK_EQ(plan_activation_bytes_per_token(&m, &f.layout), 156288, "activation bytes per token, 405B TP 8");
+    double free_for_batch = 141e9 * 0.9 - p.total * 2 / 8;
+    CHECK_EQ(f.max_batch, floor(free_for_batch / per_sequence), "max batch = free / bytes per sequence (~96)");
+    CHECK(f.max_batch >= 90 && f.max_batch <= 100, "max batch at 4k on H200 is about 96 (%lld)", (long long)f.max_batch);
+
+    /* Pipelining over two nodes halves weights per GPU; the heavier stage holds 63 layers and
+     * the LM head plus the final norm (the first holds the same-sized embedding). */
+    struct fit two;
+    CHECK(plan_fit(&m, &h100, 2, &w, &two) && two.fits && two.layout.pp == 2,
+          "on two HGX H100 nodes 405B fits as TP 8 x PP 2");
+    double layer = 16384.0 * 16384 * 2 + 2 * 16384.0 * 1024 + 3 * 16384.0 * 53248 + 2 * 16384;
+    CHECK_EQ(two.memory.weights_bytes, (63 * layer + 128256.0 * 16384 + 16384) * 2 / 8,
+             "PP 2 stage weights: 63 layers + LM head + final norm, over TP 8");
+    CHECK_EQ(two.memory.kv_bytes, 4096.0 * 63 * 4096 / 8, "PP 2 stage KV: 63 of the 126 layers");
+}
+
+static void deepseek_v3(void)
+{
+    struct model m = model("models/deepseek-v3.yaml");
+    struct model_params p;
+    model_params(&m, &p);
+    struct topology gb200 = topology("topologies/gb200-nvl72.xml");
+    struct workload w = workload(&m, 1, 8192);
+    struct fit f;
+    CHECK(plan_fit(&m, &gb200, 1, &w, &f) && f.fits, "DeepSeek-V3 FP8 fits one GB200 NVL72");
+    CHECK(f.layout.tp == 1 && f.layout.dp == 72 && f.layout.ep == 72,
+          "MoE: data-parallel attention, experts over all 72 GPUs");
+    /* FP8, 1 B per parameter: everything but routed experts on every GPU, routed experts / 72 */
+    double weights = (p.total - p.routed_experts) + p.routed_experts / 72;
+    CHECK_EQ(f.memory.weights_bytes, weights, "weights per GPU: 17.1 GB replicated + 653.9 GB / 72");
+    CHECK_REL(weights, 26.2e9, 0.005, "which is about 26.2 GB");
+    /* activations per token: 2 B x (2 x 7168 + 2 x 18432 dense) + 8 x 7168 x (1 + 2) dispatch
+     * + 4 B x 129280 logits = 791,552 B; KV per 8k sequence: 8192 x 70,272 B */
+    CHECK_EQ(plan_activation_bytes_per_token(&m, &f.layout), 791552, "DeepSeek-V3 activation bytes per token");
+    double per_sequence = 8192.0 * 70272 + 791552;
+    double per_gpu = floor((186e9 * 0.9 - weights) / per_sequence);
+    CHECK_EQ(f.max_batch, 72 * per_gpu, "max batch = 72 GPUs x floor(free / per sequence)");
+    CHECK(f.max_batch > 10000, "room for thousands of 8k-token sequences (%lld)", (long long)f.max_batch);
+    /* fewest GPUs: 17.12e9 + 653.9e9 / n + 0.58e9 + 18.6e9 <= 186e9 needs n >= 4.37 */
+    CHECK_EQ(f.min_devices, 5, "min devices for one sequence: 5 GPUs");
+
+    /* MLA's latent is shared by all heads: TP replicates it instead of dividing it */
+    w.tp = 8;
+    w.batch = 72;
+    CHECK(plan_fit(&m, &gb200, 1, &w, &f) && f.layout.tp == 8 && f.layout.dp == 9,
+          "pinned TP 8 on 72 GPUs gives DP 9");
+    CHECK_EQ(f.memory.kv_bytes, 8 * 8192.0 * 70272, "MLA KV under TP 8: 72 / 9 = 8 whole sequences per GPU");
+}
+
+static void gqa_kv_split(void)
+{
+    struct model m = model("models/llama-3.1-70b.yaml");
+    struct topology gb200 = topology("topologies/gb200-nvl72.xml");
+    struct workload w = workload(&m, 9, 1000);
+    w.tp = 64; /* 64 heads; 8 KV heads: beyond TP 8 the KV heads are replicated */
+    struct fit f;
+    bool ok = plan_fit(&m, &gb200, 1, &w, &f);
+    CHECK(!ok, "TP 64 does not divide 72 GPUs: no layout");
+    w.tp = 8;
+    CHECK(plan_fit(&m, &gb200, 1, &w, &f) && f.layout.dp == 9, "TP 8 x DP 9 on NVL72");
+    CHECK_EQ(f.memory.kv_bytes, 1000.0 * 327680 / 8, "GQA KV divided by TP 8 over 8 KV heads: one sequence per DP rank");
+
+    struct workload reserve = workload(&m, 1, 1000);
+    reserve.reserve_bytes = 8e9;
+    CHECK(plan_fit(&m, &gb200, 1, &reserve, &f) && f.memory.reserve_bytes == 8e9,
+          "an absolute reserve is used as given");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && chdir(argv[1]) != 0)
+        return 1;
+    llama_405b();
+    deepseek_v3();
+    gqa_kv_split();
+    return tap_done();
+}
