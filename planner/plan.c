@@ -119,6 +119,8 @@ bool plan_choose_layout(const struct model *m, const struct topology *t, int64_t
                         int64_t devices, const struct workload *w, struct layout *out)
 {
     int64_t domain = devices < t->domain_devices ? devices : t->domain_devices;
+    /* TP must divide the heads, so no degree above the head count can qualify. */
+    int64_t tp_limit = domain < m->attention.heads ? domain : m->attention.heads;
     bool found = false, found_fits = false;
     struct layout best = {0};
     double best_free = -INFINITY;
@@ -127,7 +129,7 @@ bool plan_choose_layout(const struct model *m, const struct topology *t, int64_t
     for (int64_t pp = 1; pp <= pp_span; pp++) {
         if (pp_span % pp != 0 || (w->pp && pp != w->pp))
             continue;
-        for (int64_t tp = 1; tp <= domain; tp++) {
+        for (int64_t tp = 1; tp <= tp_limit; tp++) {
             if ((w->tp && tp != w->tp) || !valid_layout(m, devices, domain, tp, pp))
                 continue;
             struct layout l = {.racks = racks, .devices = devices, .tp = tp, .pp = pp};
@@ -155,7 +157,7 @@ bool plan_choose_layout(const struct model *m, const struct topology *t, int64_t
     }
     /* A pinned pp larger than the racks (pipelining inside a rack) is honoured as given. */
     if (!found && w->pp > pp_span) {
-        for (int64_t tp = 1; tp <= domain; tp++) {
+        for (int64_t tp = 1; tp <= tp_limit; tp++) {
             if ((w->tp && tp != w->tp) || !valid_layout(m, devices, domain, tp, w->pp))
                 continue;
             struct layout l = {.racks = racks, .devices = devices, .tp = tp, .pp = w->pp};
