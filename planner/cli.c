@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int cli_usage_error(const struct command *command, const char *fmt, ...)
@@ -93,9 +94,11 @@ static void print_help(const struct command *c)
         printf("  --format F       text (default) or json\n"
                "  -o, --output F   write to F (atomically: a temporary file renamed into place)\n");
     printf("  -h, --help       this help\n");
-    printf("\nexit codes: 0 ok%s, 1 does not fit, 2 usage error, 3 invalid input,\n"
-           "            4 solver failure, 5 I/O or internal error\n",
-           c->options & OPTS_FIT ? " (fits)" : "");
+    if (c->options & OPTS_FIT)
+        printf("\nexit codes: 0 fits, 1 does not fit, 2 usage error, 3 invalid input,\n"
+               "            5 I/O or internal error\n");
+    else
+        printf("\nexit codes: 0 ok, 2 usage error, 3 invalid input, 5 I/O or internal error\n");
 }
 
 enum { OPT_RACKS = 256, OPT_WEIGHTS, OPT_KV, OPT_CONTEXT, OPT_BATCH, OPT_FORMAT, OPT_RESERVE,
@@ -187,7 +190,7 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
             break;
         case OPT_RESERVE:
             if (!parse_reserve(arg, o))
-                return cli_usage_error(c, "--reserve takes a share of HBM like '10%%' or a size like '8GB', not '%s'", arg);
+                return cli_usage_error(c, "--reserve takes a share of HBM under 100%% like '10%%', or a size like '8GB', not '%s'", arg);
             break;
         case OPT_TP:
         case OPT_PP:
@@ -236,6 +239,12 @@ bool sink_open(struct sink *s, const char *path)
         free(s->temp_path);
         s->temp_path = NULL;
         return false;
+    }
+    /* mkstemp creates the file 0600; give it the mode a plain open would (0666 less umask). */
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fchmod(fd, 0666 & ~mask) != 0) {
+        /* the output still gets written, only with the stricter mode */
     }
     s->out = fdopen(fd, "w");
     if (!s->out) {
@@ -335,9 +344,13 @@ int cli_load_topology(const char *path, struct topology *out)
 int cli_resolve(struct options *o, const struct model *m, const struct topology *t)
 {
     if (m && m->max_context > 0 && o->context > m->max_context)
-        return cli_usage_error(o->command,
-                               "--context %lld is longer than %s's maximum of %lld tokens",
-                               (long long)o->context, m->name, (long long)m->max_context);
+    {
+        char context[32], maximum[32];
+        format_count((double)o->context, context, sizeof context);
+        format_count((double)m->max_context, maximum, sizeof maximum);
+        return cli_usage_error(o->command, "--context %s is longer than %s's maximum of %s tokens",
+                               context, m->name, maximum);
+    }
     if (t && o->racks == 0)
         o->racks = t->default_domains;
     if (t && (double)o->racks * (double)t->domain_devices > 1e7)

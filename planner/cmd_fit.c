@@ -24,16 +24,25 @@ static void layout_description(const struct model *m, const struct layout *l, ch
     char dense[160];
     if (l->tp == 1)
         snprintf(dense, sizeof dense, "whole on every device (DP %" PRId64 ")", l->dp);
+    else if (l->dp == 1)
+        snprintf(dense, sizeof dense, "split %" PRId64 " ways by TP", l->tp);
     else
         snprintf(dense, sizeof dense, "split %" PRId64 " ways by TP, replicated over DP %" PRId64,
                  l->tp, l->dp);
+    const char *sequences = l->dp > 1 ? "; sequences split over DP" : "";
+    double experts = plan_experts_per_device(m, l);
+    char spread[160];
+    if (experts >= 1)
+        snprintf(spread, sizeof spread, "at most %.0f per layer on one device", experts);
+    else
+        snprintf(spread, sizeof spread, "each sliced over %.0f devices", 1 / experts);
     if (model_is_moe(m))
         snprintf(buffer, size,
-                 "routed experts spread over the %" PRId64 " devices of each stage; attention, "
-                 "dense and shared weights %s; sequences split over DP",
-                 l->ep, dense);
+                 "routed experts spread over the %" PRId64 " devices of each stage, %s; "
+                 "attention, dense and shared weights %s%s",
+                 l->ep, spread, dense, sequences);
     else
-        snprintf(buffer, size, "weights %s; sequences split over DP", dense);
+        snprintf(buffer, size, "weights %s%s", dense, sequences);
     if (l->pp > 1) {
         size_t n = strlen(buffer);
         snprintf(buffer + n, size - n, "; %" PRId64 " pipeline stages of contiguous layers",
@@ -102,6 +111,7 @@ static void write_json(FILE *out, const struct model *m, const struct topology *
     json_bytes(&j, "kv_bytes", f->memory.kv_bytes);
     json_bytes(&j, "activation_bytes", f->memory.activation_bytes);
     json_bytes(&j, "reserve_bytes", f->memory.reserve_bytes);
+    json_bytes(&j, "used_bytes", f->memory.hbm_bytes - f->memory.free_bytes);
     json_bytes(&j, "hbm_bytes", f->memory.hbm_bytes);
     json_bytes(&j, "free_bytes", f->memory.free_bytes);
     json_key(&j, "sequences");
@@ -142,9 +152,10 @@ static void write_text(FILE *out, const struct model *m, const struct topology *
 {
     char a[64], b[64], label[128], description[512];
     const struct device_memory *mem = &f->memory;
-    fprintf(out, "%s on %s%s: %" PRId64 " scale-up domain%s, %" PRId64 " devices\n", m->name,
-            t->name, t->announced ? " (announced, not shipping)" : "", o->racks,
-            o->racks == 1 ? "" : "s", f->layout.devices);
+    format_count((double)f->layout.devices, a, sizeof a);
+    fprintf(out, "%s on %s%s: %" PRId64 " scale-up domain%s, %s devices\n", m->name, t->name,
+            t->announced ? " (announced, not shipping)" : "", o->racks, o->racks == 1 ? "" : "s",
+            a);
     format_count((double)w->context, a, sizeof a);
     format_count((double)w->batch, b, sizeof b);
     fprintf(out, "  weights %s", precision_name(w->weights));
@@ -223,14 +234,19 @@ int cmd_fit(int argc, char **argv)
         return cli_usage_error(o.command, "--reserve is more than the %.0f bytes of HBM per device",
                                t.hbm_bytes);
     struct fit f;
-    if (!plan_fit(&m, &t, o.racks, &w, &f))
+    if (!plan_fit(&m, &t, o.racks, &w, &f)) {
+        char pinned[64] = "";
+        if (o.tp && o.pp)
+            snprintf(pinned, sizeof pinned, "TP %lld and PP %lld", (long long)o.tp, (long long)o.pp);
+        else
+            snprintf(pinned, sizeof pinned, "%s %lld", o.tp ? "TP" : "PP", (long long)(o.tp ? o.tp : o.pp));
         return cli_usage_error(o.command,
-                               "no layout with TP %lld and PP %lld on %lld devices (TP must divide the "
-                               "%lld attention heads and fit in a %lld-device domain; TP x PP must "
-                               "divide the devices)",
-                               (long long)o.tp, (long long)o.pp,
-                               (long long)(o.racks * t.domain_devices),
+                               "no layout with %s on %lld devices: TP must divide the %lld "
+                               "attention heads and be at most the domain size (%lld), and TP x PP "
+                               "must divide the devices",
+                               pinned, (long long)(o.racks * t.domain_devices),
                                (long long)m.attention.heads, (long long)t.domain_devices);
+    }
     struct sink sink;
     if (!sink_open(&sink, o.output))
         return EXIT_IO;

@@ -135,13 +135,19 @@ static void write_text(FILE *out, const struct model *m, const struct options *o
                 attention_name(m), m->attention.heads, m->attention.kv_heads,
                 m->attention.head_dim);
     if (windowed_layers(m))
-        fprintf(out, "  %" PRId64 " layers attend to a %s window of %" PRId64 " tokens\n",
+    {
+        format_count((double)m->attention.window_tokens, a, sizeof a);
+        fprintf(out, "  %" PRId64 " layers attend to a %s window of %s tokens\n",
                 windowed_layers(m),
-                m->attention.window_kind == WINDOW_CHUNKED ? "chunked" : "sliding",
-                m->attention.window_tokens);
-    if (model_is_moe(m))
-        fprintf(out, "  experts: %" PRId64 " routed (%" PRId64 " per token) + %" PRId64 " shared per MoE layer\n",
-                m->moe.experts, m->moe.experts_per_token, m->moe.shared_experts);
+                m->attention.window_kind == WINDOW_CHUNKED ? "chunked" : "sliding", a);
+    }
+    if (model_is_moe(m)) {
+        fprintf(out, "  experts: %" PRId64 " routed (%" PRId64 " per token)", m->moe.experts,
+                m->moe.experts_per_token);
+        if (m->moe.shared_experts)
+            fprintf(out, " + %" PRId64 " shared", m->moe.shared_experts);
+        fprintf(out, " per MoE layer\n");
+    }
     format_count(p.total, a, sizeof a);
     format_count(p.active, b, sizeof b);
     format_count(p.embedding, c, sizeof c);
@@ -160,8 +166,11 @@ static void write_text(FILE *out, const struct model *m, const struct options *o
     format_count(model_kv_bytes_per_token(m, o->kv), a, sizeof a);
     format_gb(model_kv_bytes_per_sequence(m, o->kv, o->context), b, sizeof b);
     format_count((double)o->context, c, sizeof c);
-    fprintf(out, "\nKV cache at %s: %s bytes per token; %s GB per %s-token sequence\n",
+    fprintf(out, "\nKV cache at %s: %s bytes per token; %s GB per %s-token sequence",
             precision_name(o->kv), a, b, c);
+    if (windowed_layers(m) && o->context > m->attention.window_tokens)
+        fprintf(out, " (windowed layers keep %" PRId64 " tokens)", m->attention.window_tokens);
+    fprintf(out, "\n");
     fprintf(out, "FLOPs per token: %.4g matmul + %.4g attention at %s tokens\n",
             model_matmul_flops_per_token(m), model_attention_flops_per_token(m, o->context), c);
 }

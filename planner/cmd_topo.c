@@ -86,11 +86,13 @@ static void write_text(FILE *out, const struct topology *t, int64_t racks)
     }
     fprintf(out, "\n\nper device\n");
     format_gb(t->hbm_bytes, a, sizeof a);
-    fprintf(out, "  HBM            %s GB at %.3g TB/s\n", a, t->hbm_bytes_per_s / 1e12);
-    for (int p = 0; p < PREC_COUNT; p++)
-        if (t->peak_flops_per_s[p] > 0)
-            fprintf(out, "  peak %-5s     %.4g TFLOP/s dense\n", precision_name((enum precision)p),
-                    t->peak_flops_per_s[p] / 1e12);
+    fprintf(out, "  HBM            %s GB at %.4g TB/s\n", a, t->hbm_bytes_per_s / 1e12);
+    for (int p = 0; p < PREC_COUNT; p++) {
+        if (t->peak_flops_per_s[p] > 0) {
+            format_count(t->peak_flops_per_s[p] / 1e12, a, sizeof a);
+            fprintf(out, "  peak %-5s     %s TFLOP/s dense\n", precision_name((enum precision)p), a);
+        }
+    }
     fprintf(out, "  scale-up       %.4g GB/s per direction\n", topology_scale_up_bytes_per_s(t) / 1e9);
     fprintf(out, "  scale-out      %.4g GB/s per direction (%.3gx slower)\n",
             topology_scale_out_bytes_per_s(t) / 1e9,
@@ -99,7 +101,7 @@ static void write_text(FILE *out, const struct topology *t, int64_t racks)
         fprintf(out, "  power          %.4g W\n", t->power_watts);
     if (t->price_usd_per_hour > 0)
         fprintf(out, "  price          $%.2f per hour\n", t->price_usd_per_hour);
-    format_gb(t->hbm_bytes * devices, a, sizeof a);
+    format_count(t->hbm_bytes * devices / 1e9, a, sizeof a);
     fprintf(out, "\ncluster HBM: %s GB\n", a);
 }
 

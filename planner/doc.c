@@ -148,7 +148,8 @@ static struct doc_node *parse_node(struct reader *r, yaml_event_t *event, int de
         n->quoted = event->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
                     event->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE ||
                     event->data.scalar.style == YAML_LITERAL_SCALAR_STYLE ||
-                    event->data.scalar.style == YAML_FOLDED_SCALAR_STYLE;
+                    event->data.scalar.style == YAML_FOLDED_SCALAR_STYLE ||
+                    event->data.scalar.tag != NULL; /* "!!str 4" is a string, not 4 */
         return n;
     }
     case YAML_MAPPING_START_EVENT:
@@ -176,6 +177,165 @@ static struct doc_node *parse_node(struct reader *r, yaml_event_t *event, int de
     }
 }
 
+/* A JSON grammar check. libyaml reads JSON as YAML flow style, which also accepts what JSON
+ * does not (trailing commas, unquoted keys, comments); a file that opens with { or [ is held
+ * to JSON. */
+struct json_scan {
+    const char *p, *end, *start;
+    const char *error;
+    const char *error_at;
+};
+
+static void json_skip_space(struct json_scan *s)
+{
+    while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
+        s->p++;
+}
+
+static bool json_fail(struct json_scan *s, const char *message)
+{
+    if (!s->error) {
+        s->error = message;
+        s->error_at = s->p;
+    }
+    return false;
+}
+
+static bool json_literal(struct json_scan *s, const char *word)
+{
+    size_t n = strlen(word);
+    if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n) != 0)
+        return json_fail(s, "invalid JSON value");
+    s->p += n;
+    return true;
+}
+
+static bool json_string_token(struct json_scan *s)
+{
+    s->p++; /* opening quote */
+    while (s->p < s->end && *s->p != '"') {
+        if ((unsigned char)*s->p < 0x20)
+            return json_fail(s, "control character in a JSON string");
+        if (*s->p == '\\') {
+            s->p++;
+            if (s->p >= s->end || !strchr("\"\\/bfnrtu", *s->p))
+                return json_fail(s, "invalid escape in a JSON string");
+        }
+        s->p++;
+    }
+    if (s->p >= s->end)
+        return json_fail(s, "unterminated JSON string");
+    s->p++;
+    return true;
+}
+
+static bool json_number_token(struct json_scan *s)
+{
+    const char *begin = s->p;
+    if (*s->p == '-')
+        s->p++;
+    if (s->p >= s->end || *s->p < '0' || *s->p > '9')
+        return json_fail(s, "invalid JSON value");
+    while (s->p < s->end && strchr("0123456789.eE+-", *s->p))
+        s->p++;
+    return s->p > begin;
+}
+
+static bool json_value(struct json_scan *s, int depth);
+
+static bool json_container(struct json_scan *s, int depth, char close)
+{
+    s->p++;
+    json_skip_space(s);
+    if (s->p < s->end && *s->p == close) {
+        s->p++;
+        return true;
+    }
+    for (;;) {
+        json_skip_space(s);
+        if (close == '}') {
+            if (s->p >= s->end || *s->p != '"')
+                return json_fail(s, s->p < s->end && *s->p == '}' ? "trailing comma in a JSON object"
+                                                                   : "expected a quoted key in a JSON object");
+            if (!json_string_token(s))
+                return false;
+            json_skip_space(s);
+            if (s->p >= s->end || *s->p != ':')
+                return json_fail(s, "expected ':' after a JSON key");
+            s->p++;
+            json_skip_space(s);
+        } else if (s->p < s->end && *s->p == ']') {
+            return json_fail(s, "trailing comma in a JSON list");
+        }
+        if (!json_value(s, depth + 1))
+            return false;
+        json_skip_space(s);
+        if (s->p < s->end && *s->p == ',') {
+            s->p++;
+            continue;
+        }
+        if (s->p < s->end && *s->p == close) {
+            s->p++;
+            return true;
+        }
+        return json_fail(s, close == '}' ? "expected ',' or '}' in a JSON object"
+                                         : "expected ',' or ']' in a JSON list");
+    }
+}
+
+static bool json_value(struct json_scan *s, int depth)
+{
+    if (depth > DOC_MAX_DEPTH)
+        return json_fail(s, "nesting deeper than 64 levels");
+    json_skip_space(s);
+    if (s->p >= s->end)
+        return json_fail(s, "unexpected end of JSON");
+    switch (*s->p) {
+    case '{':
+        return json_container(s, depth, '}');
+    case '[':
+        return json_container(s, depth, ']');
+    case '"':
+        return json_string_token(s);
+    case 't':
+        return json_literal(s, "true");
+    case 'f':
+        return json_literal(s, "false");
+    case 'n':
+        return json_literal(s, "null");
+    default:
+        return json_number_token(s);
+    }
+}
+
+/* Returns true when `data` is not JSON-shaped or is valid JSON; otherwise adds a diagnostic. */
+static bool json_check(const char *path, const char *data, size_t size, struct diags *d)
+{
+    struct json_scan s = {.p = data, .end = data + size, .start = data};
+    if (size >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0)
+        s.p += 3;
+    json_skip_space(&s);
+    if (s.p >= s.end || (*s.p != '{' && *s.p != '['))
+        return true;
+    if (json_value(&s, 1)) {
+        json_skip_space(&s);
+        if (s.p == s.end)
+            return true;
+        json_fail(&s, "text after the end of the JSON document");
+    }
+    int line = 1, col = 1;
+    for (const char *p = data; p < s.error_at; p++) {
+        if (*p == '\n') {
+            line++;
+            col = 1;
+        } else {
+            col++;
+        }
+    }
+    diags_add(d, path, line, col, "%s", s.error);
+    return false;
+}
+
 int doc_load_buffer(const char *path, const char *data, size_t size, struct doc **out,
                     struct diags *d)
 {
@@ -183,6 +343,8 @@ int doc_load_buffer(const char *path, const char *data, size_t size, struct doc 
         diags_add(d, path, 0, 0, "file is larger than %u MiB", DOC_MAX_BYTES >> 20);
         return -1;
     }
+    if (!json_check(path, data, size, d))
+        return DOC_SYNTAX_ERROR;
     struct reader r = {.path = path, .diags = d};
     yaml_parser_initialize(&r.parser);
     yaml_parser_set_input_string(&r.parser, (const unsigned char *)data, size);

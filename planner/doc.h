@@ -23,7 +23,7 @@ struct doc_node {
     int line; /* 1-based */
     int col;  /* 1-based */
     char *text;  /* DOC_SCALAR: the value; map keys are scalars too */
-    bool quoted; /* DOC_SCALAR written in quotes: a string, never a number or boolean */
+    bool quoted; /* DOC_SCALAR quoted or explicitly tagged: a string, never a number or boolean */
     size_t count;
     struct doc_node **keys;  /* DOC_MAP: count keys */
     struct doc_node **items; /* DOC_MAP: values; DOC_SEQ: items */

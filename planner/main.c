@@ -82,7 +82,7 @@ int main(int argc, char **argv)
     /* Numbers are always written with a decimal point: never take LC_NUMERIC from the user. */
     setlocale(LC_ALL, "C");
     if (argc < 2) {
-        print_usage(stderr);
+        fprintf(stderr, "rackplan: missing command\nTry 'rackplan --help'.\n");
         return EXIT_USAGE;
     }
     const char *name = argv[1];

@@ -24,11 +24,60 @@
 #define LIMIT_CONTEXT 1073741824  /* 2^30 tokens */
 #define LIMIT_TOTAL_PARAMS 1e15   /* a thousand times the largest public model */
 
+#define READER_MAX_FIELDS 64
+
+/* Where a struct model field was read from, so checks across fields can point at it by the
+ * file's own name for it. */
+struct field_origin {
+    const void *field;
+    const struct doc_node *node;
+    const char *display;
+};
+
 struct reader {
     const char *path;
     struct diags *diags;
     int errors;
+    struct field_origin origins[READER_MAX_FIELDS];
+    int origin_count;
 };
+
+static void remember(struct reader *r, const void *field, const struct doc_node *node,
+                     const char *display)
+{
+    for (int i = 0; i < r->origin_count; i++) {
+        if (r->origins[i].field == field) {
+            r->origins[i].node = node;
+            r->origins[i].display = display;
+            return;
+        }
+    }
+    if (r->origin_count < READER_MAX_FIELDS)
+        r->origins[r->origin_count++] = (struct field_origin){field, node, display};
+}
+
+static const struct field_origin *origin(const struct reader *r, const void *field)
+{
+    for (int i = 0; i < r->origin_count; i++)
+        if (r->origins[i].field == field)
+            return &r->origins[i];
+    return NULL;
+}
+
+/* The file's name for a field, or `fallback` when it was not read (a default). */
+static const char *field_name(const struct reader *r, const void *field, const char *fallback)
+{
+    const struct field_origin *o = origin(r, field);
+    return o ? o->display : fallback;
+}
+
+/* The node a field was read from, or `fallback`. */
+static const struct doc_node *field_node(const struct reader *r, const void *field,
+                                         const struct doc_node *fallback)
+{
+    const struct field_origin *o = origin(r, field);
+    return o ? o->node : fallback;
+}
 
 static void error_at(struct reader *r, const struct doc_node *at, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -56,8 +105,11 @@ static const struct doc_node *field(struct reader *r, const struct doc_node *map
                                     const char *display, bool required)
 {
     const struct doc_node *n = doc_get(map, key);
-    if (is_null(n))
-        n = NULL;
+    if (is_null(n)) {
+        if (required)
+            error_at(r, n, "field '%s' is null; it needs a value", display);
+        return NULL;
+    }
     if (!n && required)
         error_at(r, map, "missing field '%s'", display);
     return n;
@@ -102,6 +154,7 @@ static bool read_int(struct reader *r, const struct doc_node *map, const char *k
         return false;
     }
     *out = v;
+    remember(r, out, n, display);
     return true;
 }
 
@@ -147,7 +200,8 @@ static bool read_precision(struct reader *r, const struct doc_node *map, const c
     if (!n)
         return false;
     if (n->kind != DOC_SCALAR || !precision_parse(n->text, out)) {
-        error_at(r, n, "field '%s' must be one of fp4, fp8, bf16, fp16, fp32", display);
+        error_at(r, n, "field '%s' must be one of fp4, fp8, bf16, fp16, fp32, not '%s'", display,
+                 n->kind == DOC_SCALAR ? n->text : doc_kind_name(n));
         return false;
     }
     return true;
@@ -240,38 +294,54 @@ static void check_model(struct reader *r, const struct doc_node *at, struct mode
 {
     if (m->attention.type == ATTENTION_GQA && m->attention.kv_heads > 0 &&
         m->attention.heads % m->attention.kv_heads != 0)
-        error_at(r, at, "attention heads (%" PRId64 ") must be a multiple of kv_heads (%" PRId64 ")",
-                 m->attention.heads, m->attention.kv_heads);
+        error_at(r, field_node(r, &m->attention.kv_heads, at),
+                 "field '%s' (%" PRId64 ") must divide '%s' (%" PRId64 ")",
+                 field_name(r, &m->attention.kv_heads, "kv_heads"), m->attention.kv_heads,
+                 field_name(r, &m->attention.heads, "heads"), m->attention.heads);
     if (m->moe.experts > 0) {
         if (m->moe.experts_per_token > m->moe.experts)
-            error_at(r, at,
-                     "experts_per_token (%" PRId64 ") is larger than the number of experts (%" PRId64 ")",
-                     m->moe.experts_per_token, m->moe.experts);
+            error_at(r, field_node(r, &m->moe.experts_per_token, at),
+                     "field '%s' (%" PRId64 ") is more than '%s' (%" PRId64 ")",
+                     field_name(r, &m->moe.experts_per_token, "experts_per_token"),
+                     m->moe.experts_per_token, field_name(r, &m->moe.experts, "experts"),
+                     m->moe.experts);
         if (m->moe.first_dense_layers > m->layers)
-            error_at(r, at, "first_dense_layers (%" PRId64 ") is more than the %" PRId64 " layers",
-                     m->moe.first_dense_layers, m->layers);
+            error_at(r, field_node(r, &m->moe.first_dense_layers, at),
+                     "field '%s' (%" PRId64 ") is more than '%s' (%" PRId64 ")",
+                     field_name(r, &m->moe.first_dense_layers, "first_dense_layers"),
+                     m->moe.first_dense_layers, field_name(r, &m->layers, "layers"), m->layers);
         if (m->moe.experts % m->moe.groups != 0)
-            error_at(r, at, "experts (%" PRId64 ") must be a multiple of groups (%" PRId64 ")",
-                     m->moe.experts, m->moe.groups);
+            error_at(r, field_node(r, &m->moe.groups, at),
+                     "field '%s' (%" PRId64 ") must divide '%s' (%" PRId64 ")",
+                     field_name(r, &m->moe.groups, "groups"), m->moe.groups,
+                     field_name(r, &m->moe.experts, "experts"), m->moe.experts);
         if (m->moe.groups_per_token > m->moe.groups)
-            error_at(r, at, "groups_per_token (%" PRId64 ") is more than groups (%" PRId64 ")",
-                     m->moe.groups_per_token, m->moe.groups);
+            error_at(r, field_node(r, &m->moe.groups_per_token, at),
+                     "field '%s' (%" PRId64 ") is more than '%s' (%" PRId64 ")",
+                     field_name(r, &m->moe.groups_per_token, "groups_per_token"),
+                     m->moe.groups_per_token, field_name(r, &m->moe.groups, "groups"),
+                     m->moe.groups);
         if (m->moe.shared_intermediate_size == 0)
             m->moe.shared_intermediate_size = m->moe.intermediate_size;
         if (r->errors == 0 && model_moe_layers(m) == 0)
-            error_at(r, at, "the model has MoE settings but no MoE layer");
+            error_at(r, field_node(r, &m->moe.experts, at),
+                     "the model has MoE settings but no MoE layer (check '%s' and '%s')",
+                     field_name(r, &m->moe.first_dense_layers, "first_dense_layers"),
+                     field_name(r, &m->moe.interleave, "interleave"));
     }
     if (r->errors)
         return;
     bool has_dense = model_moe_layers(m) < m->layers;
     if (has_dense && m->ffn.intermediate_size == 0)
-        error_at(r, at, "missing field 'ffn.intermediate_size' (the model has dense layers)");
+        error_at(r, at, "missing field '%s' (the model has dense layers)",
+                 field_name(r, &m->ffn.intermediate_size, "ffn.intermediate_size"));
     if (r->errors)
         return;
     struct model_params p;
     model_params(m, &p);
     if (!(p.total <= LIMIT_TOTAL_PARAMS))
-        error_at(r, at, "the model has %.3g parameters, more than the %.0e rackplan accepts",
+        error_at(r, field_node(r, &m->layers, at),
+                 "the model has %.3g parameters, more than the %.0e rackplan accepts; check the sizes",
                  p.total, LIMIT_TOTAL_PARAMS);
 }
 
@@ -290,7 +360,8 @@ static void read_window(struct reader *r, const struct doc_node *window, struct 
         else if (kind->kind == DOC_SCALAR && strcmp(kind->text, "chunked") == 0)
             m->attention.window_kind = WINDOW_CHUNKED;
         else
-            error_at(r, kind, "field 'attention.window.kind' must be sliding or chunked");
+            error_at(r, kind, "field 'attention.window.kind' must be sliding or chunked, not '%s'",
+                     kind->kind == DOC_SCALAR ? kind->text : doc_kind_name(kind));
     }
     const struct doc_node *pattern = field(r, window, "pattern", "attention.window.pattern", true);
     if (!pattern)
@@ -305,7 +376,8 @@ static void read_window(struct reader *r, const struct doc_node *window, struct 
         const struct doc_node *item = pattern->items[i];
         if (item->kind != DOC_SCALAR || item->quoted ||
             (strcmp(item->text, "0") != 0 && strcmp(item->text, "1") != 0)) {
-            error_at(r, item, "items of 'attention.window.pattern' must be 0 or 1");
+            error_at(r, item, "items of 'attention.window.pattern' must be 0 or 1, not '%s'",
+                     item->kind == DOC_SCALAR ? item->text : doc_kind_name(item));
             return;
         }
         m->attention.window_pattern[i] = item->text[0] == '1';
@@ -330,7 +402,8 @@ static void read_attention(struct reader *r, const struct doc_node *a, struct mo
         else if (type->kind == DOC_SCALAR && strcmp(type->text, "mla") == 0)
             m->attention.type = ATTENTION_MLA;
         else {
-            error_at(r, type, "field 'attention.type' must be gqa or mla");
+            error_at(r, type, "field 'attention.type' must be gqa or mla, not '%s' (MHA and MQA are gqa with kv_heads = heads or 1)",
+                     type->kind == DOC_SCALAR ? type->text : doc_kind_name(type));
             return;
         }
     }
@@ -743,7 +816,8 @@ static void read_hf(struct reader *r, const struct doc_node *root, struct model 
 
 static bool looks_like_hf_config(const struct doc_node *root)
 {
-    return doc_get(root, "model_type") != NULL || doc_get(root, "architectures") != NULL;
+    return doc_get(root, "model_type") != NULL || doc_get(root, "architectures") != NULL ||
+           doc_get(root, "num_hidden_layers") != NULL;
 }
 
 static enum model_status read_doc(const struct doc *doc, struct model *out, struct diags *d)

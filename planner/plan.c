@@ -38,6 +38,19 @@ double plan_activation_bytes_per_token(const struct model *m, const struct layou
 
 static double ceil_div(double a, double b) { return ceil(a / b); }
 
+/* Routed experts of one MoE layer on the most loaded device: whole experts, ceil(E / ep), when
+ * there are at least as many experts as devices; otherwise each expert is sliced over
+ * floor(ep / E) devices (expert tensor parallelism) and a device holds one slice. */
+double plan_experts_per_device(const struct model *m, const struct layout *l)
+{
+    double experts = (double)m->moe.experts, ep = (double)l->ep;
+    if (experts <= 0)
+        return 0;
+    if (ep <= experts)
+        return ceil(experts / ep);
+    return 1.0 / floor(ep / experts);
+}
+
 void plan_memory(const struct model *m, const struct topology *t, const struct layout *l,
                  const struct workload *w, struct device_memory *out)
 {
@@ -64,12 +77,12 @@ void plan_memory(const struct model *m, const struct topology *t, const struct l
         int64_t first = stage * m->layers / l->pp;
         int64_t last = (stage + 1) * m->layers / l->pp;
         double replicated = 0; /* parameters split by tp, replicated over dp */
-        double experts = 0;    /* routed-expert parameters of the stage, split over ep */
+        double moe_layers_in_stage = 0;
         for (int64_t layer = first; layer < last; layer++) {
             replicated += attention_layer + norm_layer;
             if (model_layer_is_moe(m, layer)) {
                 replicated += shared_layer + router_layer;
-                experts += (double)m->moe.experts;
+                moe_layers_in_stage += 1;
             } else {
                 replicated += dense_layer_ffn;
             }
@@ -82,7 +95,7 @@ void plan_memory(const struct model *m, const struct topology *t, const struct l
         mem.layers = last - first;
         mem.sequences = sequences;
         mem.weights_bytes = replicated * other_bytes / (double)l->tp +
-                            experts * routed_bytes / (double)l->ep;
+                            moe_layers_in_stage * plan_experts_per_device(m, l) * routed_bytes;
         mem.kv_bytes = (double)sequences *
                        model_kv_bytes_per_sequence_layers(m, w->kv, w->context, first, last) /
                        kv_split;

@@ -3,8 +3,9 @@
  * The cluster is `racks` scale-up domains of a topology. A layout has `pp` pipeline stages of
  * contiguous layers; each stage spans devices / pp devices, split `tp` ways by tensor
  * parallelism and `dp` ways by data parallelism (tp * dp * pp = devices). Routed experts are
- * spread over all devices of a stage (ep = devices / pp); everything else is split by tp and
- * replicated over dp. Sequences are split over dp; a sequence's KV lives on its stage's devices,
+ * spread over all devices of a stage (ep = devices / pp), whole experts per device, so the most
+ * loaded device holds ceil(experts / ep) of each MoE layer (a slice of one when ep > experts);
+ * everything else is split by tp and replicated over dp. Sequences are split over dp; a sequence's KV lives on its stage's devices,
  * divided over tp by KV heads (GQA: at most kv_heads ways, MLA: not divided, its latent is shared
  * by all heads).
  *
@@ -64,6 +65,9 @@ struct fit {
     int64_t min_racks;
     struct layout min_layout;
 };
+
+/* Routed experts (or a slice of one) that one MoE layer puts on the most loaded device. */
+double plan_experts_per_device(const struct model *m, const struct layout *l);
 
 /* Per-token activation workspace on a device (bytes), see plan.c for the terms. */
 double plan_activation_bytes_per_token(const struct model *m, const struct layout *l);

@@ -114,7 +114,7 @@ void json_number(struct json *j, double value)
     before_value(j);
     if (!isfinite(value))
         fputs("null", j->out);
-    else if (value == floor(value) && fabs(value) < 9e15)
+    else if (value == floor(value) && fabs(value) < 1e21)
         fprintf(j->out, "%.0f", value);
     else
         fprintf(j->out, "%.15g", value);

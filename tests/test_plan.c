@@ -89,10 +89,13 @@ static void deepseek_v3(void)
     CHECK(plan_fit(&m, &gb200, 1, &w, &f) && f.fits, "DeepSeek-V3 FP8 fits one GB200 NVL72");
     CHECK(f.layout.tp == 1 && f.layout.dp == 72 && f.layout.ep == 72,
           "MoE: data-parallel attention, experts over all 72 GPUs");
-    /* FP8, 1 B per parameter: everything but routed experts on every GPU, routed experts / 72 */
-    double weights = (p.total - p.routed_experts) + p.routed_experts / 72;
-    CHECK_EQ(f.memory.weights_bytes, weights, "weights per GPU: 17.1 GB replicated + 653.9 GB / 72");
-    CHECK_REL(weights, 26.2e9, 0.005, "which is about 26.2 GB");
+    /* FP8, 1 B per parameter: everything but routed experts on every GPU, and whole experts:
+     * 256 experts over 72 GPUs puts ceil(256 / 72) = 4 of each of the 58 MoE layers on the
+     * fullest GPU (as the 288-slot layouts of EPLB case a1 do) */
+    double expert = 3.0 * 7168 * 2048;
+    double weights = (p.total - p.routed_experts) + 58 * 4 * expert;
+    CHECK_EQ(f.memory.weights_bytes, weights, "weights per GPU: 17.1 GB replicated + 58 x 4 experts");
+    CHECK_REL(weights, 27.34e9, 0.005, "which is about 27.3 GB");
     /* activations per token: 2 B x (2 x 7168 + 2 x 18432 dense) + 8 x 7168 x (1 + 2) dispatch
      * + 4 B x 129280 logits = 791,552 B; KV per 8k sequence: 8192 x 70,272 B */
     CHECK_EQ(plan_activation_bytes_per_token(&m, &f.layout), 791552, "DeepSeek-V3 activation bytes per token");
@@ -100,7 +103,8 @@ static void deepseek_v3(void)
     double per_gpu = floor((186e9 * 0.9 - weights) / per_sequence);
     CHECK_EQ(f.max_batch, 72 * per_gpu, "max batch = 72 GPUs x floor(free / per sequence)");
     CHECK(f.max_batch > 10000, "room for thousands of 8k-token sequences (%lld)", (long long)f.max_batch);
-    /* fewest GPUs: 17.12e9 + 653.9e9 / n + 0.58e9 + 18.6e9 <= 186e9 needs n >= 4.37 */
+    /* fewest GPUs: 17.12e9 + 58 x ceil(256 / n) x 44.04e6 + 0.58e9 + 18.6e9 <= 186e9 needs
+     * ceil(256 / n) <= 58.6: n = 5 gives 52 experts a layer (133 GB), n = 4 gives 64 (163 GB) */
     CHECK_EQ(f.min_devices, 5, "min devices for one sequence: 5 GPUs");
 
     /* MLA's latent is shared by all heads: TP replicates it instead of dividing it */
@@ -109,6 +113,16 @@ static void deepseek_v3(void)
     CHECK(plan_fit(&m, &gb200, 1, &w, &f) && f.layout.tp == 8 && f.layout.dp == 9,
           "pinned TP 8 on 72 GPUs gives DP 9");
     CHECK_EQ(f.memory.kv_bytes, 8 * 8192.0 * 70272, "MLA KV under TP 8: 72 / 9 = 8 whole sequences per GPU");
+}
+
+static void experts_whole(void)
+{
+    struct model m = model("models/qwen3-30b-a3b.yaml");
+    struct layout l = {.racks = 1, .devices = 8960, .tp = 1, .pp = 1, .dp = 8960, .ep = 8960};
+    /* 128 experts over 8,960 chips: each expert sliced over floor(8960 / 128) = 70 chips */
+    CHECK_EQ(plan_experts_per_device(&m, &l), 1.0 / 70, "EP beyond the expert count slices experts");
+    l.ep = l.dp = l.devices = 72;
+    CHECK_EQ(plan_experts_per_device(&m, &l), 2, "128 experts over 72 devices: 2 on the fullest");
 }
 
 static void gqa_kv_split(void)
@@ -136,6 +150,7 @@ int main(int argc, char **argv)
         return 1;
     llama_405b();
     deepseek_v3();
+    experts_whole();
     gqa_kv_split();
     return tap_done();
 }
