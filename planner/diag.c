@@ -1,8 +1,10 @@
 /* diag.c: see diag.h. */
 #include "diag.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 
 void *xmalloc(size_t size)
@@ -101,4 +103,37 @@ void diags_print(const struct diags *d, FILE *out)
     }
     if (d->dropped)
         fprintf(out, "rackplan: %zu more errors not shown\n", d->dropped);
+}
+
+int file_read_all(const char *path, size_t limit, char **data, size_t *size, struct diags *d)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        diags_add(d, path, 0, 0, "unable to open: %s", strerror(errno));
+        return -1;
+    }
+    size_t cap = 1 << 16, length = 0;
+    char *buffer = xmalloc(cap + 1);
+    for (;;) {
+        size_t got = fread(buffer + length, 1, cap - length, f);
+        length += got;
+        if (got == 0 || length > limit)
+            break;
+        if (length == cap) {
+            cap *= 2;
+            buffer = xrealloc(buffer, cap + 1);
+        }
+    }
+    int saved = errno;
+    bool failed = ferror(f);
+    fclose(f);
+    if (failed) {
+        diags_add(d, path, 0, 0, "unable to read: %s", strerror(saved));
+        free(buffer);
+        return -1;
+    }
+    buffer[length] = '\0';
+    *data = buffer;
+    *size = length;
+    return 0;
 }

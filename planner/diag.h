@@ -39,6 +39,11 @@ void diags_print(const struct diags *d, FILE *out);
 /* The i-th entry formatted as printed, in a buffer of `size` bytes (truncated if needed). */
 void diag_format(const struct diag *entry, char *buffer, size_t size);
 
+/* Reads a whole file into *data (NUL-terminated, caller frees) and its length into *size,
+ * stopping after limit + 1 bytes so that callers can refuse an oversize file without reading
+ * it all. Returns 0, or -1 after adding a diagnostic (unable to open or read). */
+int file_read_all(const char *path, size_t limit, char **data, size_t *size, struct diags *d);
+
 /* malloc/realloc/strdup that abort on failure. */
 void *xmalloc(size_t size);
 void *xcalloc(size_t count, size_t size);

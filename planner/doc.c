@@ -1,7 +1,6 @@
 /* doc.c: see doc.h. The only file that includes yaml.h. */
 #include "doc.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
@@ -394,34 +393,11 @@ done:
 
 int doc_load(const char *path, struct doc **out, struct diags *d)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        diags_add(d, path, 0, 0, "unable to open: %s", strerror(errno));
+    char *data;
+    size_t size;
+    if (file_read_all(path, DOC_MAX_BYTES, &data, &size, d) < 0)
         return DOC_IO_ERROR;
-    }
-    size_t cap = 1 << 16, size = 0;
-    char *data = xmalloc(cap);
-    for (;;) {
-        size_t got = fread(data + size, 1, cap - size, f);
-        size += got;
-        if (got == 0)
-            break;
-        if (size > DOC_MAX_BYTES)
-            break;
-        if (size == cap) {
-            cap *= 2;
-            data = xrealloc(data, cap);
-        }
-    }
-    int read_failed = ferror(f);
-    fclose(f);
-    int status;
-    if (read_failed) {
-        diags_add(d, path, 0, 0, "unable to read: %s", strerror(errno));
-        status = DOC_IO_ERROR;
-    } else {
-        status = doc_load_buffer(path, data, size, out, d);
-    }
+    int status = doc_load_buffer(path, data, size, out, d);
     free(data);
     return status;
 }

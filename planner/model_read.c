@@ -659,6 +659,21 @@ static void hf_deepseek_moe(struct reader *r, const struct doc_node *c, struct m
     m->moe.router_bias = hf_string_is(c, "topk_method", "noaux_tc");
 }
 
+/* Mixtral-style experts (mixtral, gpt_oss, llama4): num_local_experts experts of
+ * intermediate_size, num_experts_per_tok per token (gpt-oss's original configs say
+ * experts_per_token). */
+static void hf_local_experts(struct reader *r, const struct doc_node *c, struct model *m)
+{
+    read_int(r, c, "num_local_experts", "num_local_experts", true, 1, LIMIT_EXPERTS,
+             &m->moe.experts);
+    const char *top_k = doc_get(c, "num_experts_per_tok") || !doc_get(c, "experts_per_token")
+                            ? "num_experts_per_tok"
+                            : "experts_per_token";
+    read_int(r, c, top_k, top_k, true, 1, LIMIT_EXPERTS, &m->moe.experts_per_token);
+    read_int(r, c, "intermediate_size", "intermediate_size", true, 1, LIMIT_FFN_WIDTH,
+             &m->moe.intermediate_size);
+}
+
 static void read_hf(struct reader *r, const struct doc_node *root, struct model *m)
 {
     const struct doc_node *type_node = doc_get(root, "model_type");
@@ -715,12 +730,7 @@ static void read_hf(struct reader *r, const struct doc_node *root, struct model 
     } else if (strcmp(type, "mixtral") == 0) {
         hf_common(r, c, m);
         hf_gqa(r, c, m);
-        read_int(r, c, "num_local_experts", "num_local_experts", true, 1, LIMIT_EXPERTS,
-                 &m->moe.experts);
-        read_int(r, c, "num_experts_per_tok", "num_experts_per_tok", true, 1, LIMIT_EXPERTS,
-                 &m->moe.experts_per_token);
-        read_int(r, c, "intermediate_size", "intermediate_size", true, 1, LIMIT_FFN_WIDTH,
-                 &m->moe.intermediate_size);
+        hf_local_experts(r, c, m);
         int64_t window = 0;
         if (read_int(r, c, "sliding_window", "sliding_window", false, 1, LIMIT_CONTEXT, &window)) {
             m->attention.window_kind = WINDOW_SLIDING;
@@ -735,14 +745,7 @@ static void read_hf(struct reader *r, const struct doc_node *root, struct model 
         m->attention.sinks = true;
         m->ffn.bias = true;
         m->moe.router_bias = true;
-        read_int(r, c, "num_local_experts", "num_local_experts", true, 1, LIMIT_EXPERTS,
-                 &m->moe.experts);
-        if (!read_int(r, c, "num_experts_per_tok", "num_experts_per_tok", false, 1, LIMIT_EXPERTS,
-                      &m->moe.experts_per_token))
-            read_int(r, c, "experts_per_token", "experts_per_token", true, 1, LIMIT_EXPERTS,
-                     &m->moe.experts_per_token);
-        read_int(r, c, "intermediate_size", "intermediate_size", true, 1, LIMIT_FFN_WIDTH,
-                 &m->moe.intermediate_size);
+        hf_local_experts(r, c, m);
         if (read_int(r, c, "sliding_window", "sliding_window", false, 1, LIMIT_CONTEXT,
                      &m->attention.window_tokens)) {
             m->attention.window_kind = WINDOW_SLIDING;
@@ -764,12 +767,7 @@ static void read_hf(struct reader *r, const struct doc_node *root, struct model 
         hf_common(r, c, m);
         hf_gqa(r, c, m);
         read_bool(r, c, "use_qk_norm", "use_qk_norm", &m->attention.qk_norm);
-        read_int(r, c, "num_local_experts", "num_local_experts", true, 1, LIMIT_EXPERTS,
-                 &m->moe.experts);
-        read_int(r, c, "num_experts_per_tok", "num_experts_per_tok", true, 1, LIMIT_EXPERTS,
-                 &m->moe.experts_per_token);
-        read_int(r, c, "intermediate_size", "intermediate_size", true, 1, LIMIT_FFN_WIDTH,
-                 &m->moe.intermediate_size);
+        hf_local_experts(r, c, m);
         read_int(r, c, "intermediate_size_mlp", "intermediate_size_mlp", true, 1, LIMIT_FFN_WIDTH,
                  &m->ffn.intermediate_size);
         read_int(r, c, "interleave_moe_layer_step", "interleave_moe_layer_step", false, 1,

@@ -252,23 +252,11 @@ done:
 
 enum topology_status topology_load(const char *path, struct topology *out, struct diags *d)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        diags_add(d, path, 0, 0, "unable to open: %s", strerror(errno));
+    char *data;
+    size_t size;
+    if (file_read_all(path, TOPOLOGY_MAX_BYTES, &data, &size, d) < 0)
         return TOPOLOGY_IO_ERROR;
-    }
-    size_t cap = TOPOLOGY_MAX_BYTES + 1;
-    char *data = xmalloc(cap);
-    size_t size = fread(data, 1, cap, f);
-    bool failed = ferror(f);
-    fclose(f);
-    enum topology_status status;
-    if (failed) {
-        diags_add(d, path, 0, 0, "unable to read: %s", strerror(errno));
-        status = TOPOLOGY_IO_ERROR;
-    } else {
-        status = topology_load_buffer(path, data, size, out, d);
-    }
+    enum topology_status status = topology_load_buffer(path, data, size, out, d);
     free(data);
     return status;
 }
