@@ -91,7 +91,10 @@ static void print_help(const struct command *c)
                "  --tp N, --pp N   pin tensor-parallel / pipeline degrees; default: chosen\n",
                PLAN_DEFAULT_RESERVE_FRACTION * 100);
     if (c->options & OPTS_FORMAT)
-        printf("  --format F       text (default) or json\n"
+        printf("  --format F       %s\n", c->options & OPTS_DOT ? "text (default), json or dot (Graphviz)"
+                                                           : "text (default) or json");
+    if (c->options & OPTS_FORMAT)
+        printf(
                "  -o, --output F   write to F (atomically: a temporary file renamed into place)\n");
     printf("  -h, --help       this help\n");
     if (c->options & OPTS_FIT)
@@ -182,8 +185,11 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
                 o->format = FORMAT_TEXT;
             else if (strcmp(arg, "json") == 0)
                 o->format = FORMAT_JSON;
+            else if (strcmp(arg, "dot") == 0 && (c->options & OPTS_DOT))
+                o->format = FORMAT_DOT;
             else
-                return cli_usage_error(c, "--format takes text or json, not '%s'", arg);
+                return cli_usage_error(c, "--format takes text%s or json, not '%s'",
+                                       c->options & OPTS_DOT ? ", dot" : "", arg);
             break;
         case 'o':
             o->output = arg;

@@ -26,7 +26,7 @@ enum exit_code {
 #define CLI_DEFAULT_CONTEXT 8192
 #define CLI_DEFAULT_BATCH 1
 
-enum output_format { FORMAT_TEXT, FORMAT_JSON };
+enum output_format { FORMAT_TEXT, FORMAT_JSON, FORMAT_DOT };
 
 /* Which options a command takes. */
 enum {
@@ -36,6 +36,7 @@ enum {
     OPTS_RACKS = 1 << 3,     /* --racks */
     OPTS_BATCH = 1 << 4,     /* --batch */
     OPTS_FIT = 1 << 5,       /* --reserve, --tp, --pp */
+    OPTS_DOT = 1 << 6,       /* --format dot */
 };
 
 struct command {

@@ -1,13 +1,15 @@
 /* cmd_topo.c: `rackplan topo FILE`: the hardware inventory of a topology. */
 #include "cli.h"
 #include "commands.h"
+#include "graph.h"
 #include "topology.h"
 
 #include "../reports/json.h"
 
 #include <inttypes.h>
 
-static void write_json(FILE *out, const struct topology *t, int64_t racks)
+static void write_json(FILE *out, const struct topology *t, int64_t racks,
+                       const struct graph_summary *g)
 {
     double devices = (double)racks * (double)t->domain_devices;
     struct json j;
@@ -55,6 +57,51 @@ static void write_json(FILE *out, const struct topology *t, int64_t racks)
     json_number(&j, topology_scale_out_bytes_per_s(t));
     json_key(&j, "scale_up_to_scale_out");
     json_number(&j, topology_scale_up_bytes_per_s(t) / topology_scale_out_bytes_per_s(t));
+    json_key(&j, "scale_up_domains");
+    json_begin_object(&j);
+    json_key(&j, "count");
+    json_int(&j, g->domains);
+    json_key(&j, "size");
+    json_int(&j, g->domain_size);
+    json_end_object(&j);
+    json_key(&j, "pair_classes");
+    json_begin_array(&j);
+    for (int i = 0; i < g->pair_class_count; i++) {
+        json_begin_object(&j);
+        json_key(&j, "class");
+        json_string(&j, g->pair_classes[i].name);
+        json_key(&j, "bytes_per_s");
+        json_number(&j, g->pair_classes[i].bytes_per_s);
+        json_key(&j, "hops");
+        json_int(&j, g->pair_classes[i].hops);
+        json_end_object(&j);
+    }
+    json_end_array(&j);
+    json_key(&j, "all_to_all_bytes_per_s_per_device");
+    json_begin_object(&j);
+    json_key(&j, "domain");
+    json_number(&j, g->all_to_all_domain_bytes_per_s);
+    json_key(&j, "cluster");
+    json_number(&j, g->all_to_all_cluster_bytes_per_s);
+    json_end_object(&j);
+    json_key(&j, "bisection_bytes_per_s");
+    json_number(&j, g->bisection_bytes_per_s);
+    json_key(&j, "domain_bisection_bytes_per_s");
+    json_number(&j, g->domain_bisection_bytes_per_s);
+    json_key(&j, "diameter_hops");
+    json_int(&j, g->diameter_hops);
+    json_key(&j, "mean_hops_in_domain");
+    json_number(&j, g->mean_hops_domain);
+    json_key(&j, "graph");
+    json_begin_object(&j);
+    json_key(&j, "vertices");
+    json_int(&j, g->vertices);
+    json_key(&j, "edges");
+    if (g->edges >= 0)
+        json_int(&j, g->edges);
+    else
+        json_null(&j);
+    json_end_object(&j);
     json_key(&j, "power_watts_per_device");
     if (t->power_watts > 0)
         json_number(&j, t->power_watts);
@@ -69,7 +116,8 @@ static void write_json(FILE *out, const struct topology *t, int64_t racks)
     json_finish(&j);
 }
 
-static void write_text(FILE *out, const struct topology *t, int64_t racks)
+static void write_text(FILE *out, const struct topology *t, int64_t racks,
+                       const struct graph_summary *g)
 {
     double devices = (double)racks * (double)t->domain_devices;
     char a[64], b[64];
@@ -102,7 +150,22 @@ static void write_text(FILE *out, const struct topology *t, int64_t racks)
     if (t->price_usd_per_hour > 0)
         fprintf(out, "  price          $%.2f per hour\n", t->price_usd_per_hour);
     format_count(t->hbm_bytes * devices / 1e9, a, sizeof a);
-    fprintf(out, "\ncluster HBM: %s GB\n", a);
+    fprintf(out, "\ncluster\n  HBM            %s GB\n", a);
+    format_count((double)g->domains, a, sizeof a);
+    format_count((double)g->domain_size, b, sizeof b);
+    fprintf(out, "  scale-up domains  %s of %s devices (components of the graph)\n", a, b);
+    fprintf(out, "  pairs of devices\n");
+    for (int i = 0; i < g->pair_class_count; i++)
+        fprintf(out, "    %-26s %10.4g GB/s per direction, %lld hop%s\n", g->pair_classes[i].name,
+                g->pair_classes[i].bytes_per_s / 1e9, (long long)g->pair_classes[i].hops,
+                g->pair_classes[i].hops == 1 ? "" : "s");
+    fprintf(out, "  all-to-all per device: %.4g GB/s in a domain, %.4g GB/s across the cluster\n",
+            g->all_to_all_domain_bytes_per_s / 1e9, g->all_to_all_cluster_bytes_per_s / 1e9);
+    format_count(g->bisection_bytes_per_s / 1e9, a, sizeof a);
+    format_count(g->domain_bisection_bytes_per_s / 1e9, b, sizeof b);
+    fprintf(out, "  bisection: %s GB/s per direction (one domain: %s GB/s)\n", a, b);
+    fprintf(out, "  diameter: %lld hops inside a domain (mean %.3g)\n", (long long)g->diameter_hops,
+            g->mean_hops_domain);
 }
 
 int cmd_topo(int argc, char **argv)
@@ -116,12 +179,25 @@ int cmd_topo(int argc, char **argv)
         return status;
     if ((status = cli_resolve(&o, NULL, &t)) != EXIT_OK)
         return status;
+    struct graph_summary g;
+    if (o.format != FORMAT_DOT && graph_analyse(&t, o.racks, &g) != GRAPH_OK) {
+        fprintf(stderr, "rackplan topo: the interconnect graph could not be built (out of memory)\n");
+        return EXIT_IO;
+    }
     struct sink sink;
     if (!sink_open(&sink, o.output))
         return EXIT_IO;
+    bool written = true;
     if (o.format == FORMAT_JSON)
-        write_json(sink.out, &t, o.racks);
+        write_json(sink.out, &t, o.racks, &g);
+    else if (o.format == FORMAT_DOT)
+        written = graph_write_dot(&t, o.racks, sink.out) == GRAPH_OK;
     else
-        write_text(sink.out, &t, o.racks);
+        write_text(sink.out, &t, o.racks, &g);
+    if (!written) {
+        sink_abort(&sink);
+        fprintf(stderr, "rackplan topo: the interconnect graph could not be built (out of memory)\n");
+        return EXIT_IO;
+    }
     return sink_commit(&sink) ? EXIT_OK : EXIT_IO;
 }

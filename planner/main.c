@@ -26,11 +26,14 @@ const struct command command_topo = {
     .name = "topo",
     .run = cmd_topo,
     .summary = "a topology's devices, memory, compute and network",
-    .usage = "rackplan topo FILE [--racks N] [--format text|json] [-o FILE]",
+    .usage = "rackplan topo FILE [--racks N] [--format text|json|dot] [-o FILE]",
     .help = "Reads a topology (XML, validated against schemas/topology.xsd) and prints its\n"
             "inventory: devices, scale-up domains, HBM, peak FLOP/s, scale-up and scale-out\n"
-            "bandwidth per device (bytes/s per direction).\n",
-    .options = OPTS_FORMAT | OPTS_RACKS,
+            "bandwidth per device (bytes/s per direction); then the interconnect graph: the\n"
+            "domains it finds, bandwidth and hops per class of device pair, what a device can\n"
+            "push in an all-to-all inside its domain and across the cluster, bisection and\n"
+            "diameter. --format dot writes Graphviz (large systems one node per domain).\n",
+    .options = OPTS_FORMAT | OPTS_RACKS | OPTS_DOT,
     .positionals = 1,
 };
 
