@@ -74,6 +74,11 @@ static void write_json(FILE *out, const struct topology *t, int64_t racks,
         json_number(&j, g->pair_classes[i].bytes_per_s);
         json_key(&j, "hops");
         json_int(&j, g->pair_classes[i].hops);
+        json_key(&j, "latency_s");
+        if (g->pair_classes[i].latency_s > 0)
+            json_number(&j, g->pair_classes[i].latency_s);
+        else
+            json_null(&j);
         json_end_object(&j);
     }
     json_end_array(&j);
@@ -155,10 +160,14 @@ static void write_text(FILE *out, const struct topology *t, int64_t racks,
     format_count((double)g->domain_size, b, sizeof b);
     fprintf(out, "  scale-up domains  %s of %s devices (components of the graph)\n", a, b);
     fprintf(out, "  pairs of devices\n");
-    for (int i = 0; i < g->pair_class_count; i++)
-        fprintf(out, "    %-26s %10.4g GB/s per direction, %lld hop%s\n", g->pair_classes[i].name,
+    for (int i = 0; i < g->pair_class_count; i++) {
+        fprintf(out, "    %-26s %10.4g GB/s per direction, %lld hop%s", g->pair_classes[i].name,
                 g->pair_classes[i].bytes_per_s / 1e9, (long long)g->pair_classes[i].hops,
                 g->pair_classes[i].hops == 1 ? "" : "s");
+        if (g->pair_classes[i].latency_s > 0)
+            fprintf(out, ", %.3g us", g->pair_classes[i].latency_s * 1e6);
+        fprintf(out, "\n");
+    }
     fprintf(out, "  all-to-all per device: %.4g GB/s in a domain, %.4g GB/s across the cluster\n",
             g->all_to_all_domain_bytes_per_s / 1e9, g->all_to_all_cluster_bytes_per_s / 1e9);
     format_count(g->bisection_bytes_per_s / 1e9, a, sizeof a);

@@ -244,17 +244,19 @@ static void pair_classes(const struct topology *t, int64_t domains, struct graph
                 if (t->dim_link_bytes_per_s[d] < slowest)
                     slowest = t->dim_link_bytes_per_s[d];
             }
-            s->pair_classes[c++] = (struct pair_class){"same domain, neighbours", fastest, 1};
             s->pair_classes[c++] =
-                (struct pair_class){"same domain, farthest", slowest, domain_diameter(t)};
+                (struct pair_class){"same domain, neighbours", fastest, 1, t->hop_latency_s};
+            s->pair_classes[c++] = (struct pair_class){"same domain, farthest", slowest, domain_diameter(t),
+                                                       (double)domain_diameter(t) * t->hop_latency_s};
         } else {
             double bytes = t->kind == DOMAIN_MESH ? t->link_bytes_per_s : topology_scale_up_bytes_per_s(t);
-            s->pair_classes[c++] = (struct pair_class){"same domain", bytes, domain_diameter(t)};
+            s->pair_classes[c++] = (struct pair_class){"same domain", bytes, domain_diameter(t),
+                                                       (double)domain_diameter(t) * t->hop_latency_s};
         }
     }
     if (domains > 1)
-        s->pair_classes[c++] =
-            (struct pair_class){"other domain", topology_scale_out_bytes_per_s(t), 2};
+        s->pair_classes[c++] = (struct pair_class){"other domain", topology_scale_out_bytes_per_s(t),
+                                                   2, t->scale_out_latency_s};
     s->pair_class_count = c;
 }
 

@@ -28,6 +28,8 @@ struct pair_class {
     char name[40];
     double bytes_per_s; /* one pair alone, per direction, over a single route */
     int64_t hops;
+    double latency_s;   /* hops x the file's hop latency (scale-out latency across domains);
+                         * 0 when the file gives none */
 };
 
 struct graph_summary {

@@ -111,6 +111,8 @@ static void tori(void)
     CHECK(p.domains == 1 && p.domain_size == 8960, "TPU v5p pod: igraph finds one domain of 8,960 chips");
     CHECK_EQ(p.diameter_hops, 8 + 10 + 14, "v5p 16x20x28 with wrap: diameter 32");
     CHECK_EQ(p.bisection_bytes_per_s, 8960.0 / 28 * 2 * 90e9, "v5p cut across the 28-chip dimension: 640 links x 90 GB/s");
+    /* ~1 us per ICI hop (jax-ml.github.io/scaling-book/tpus): the farthest pair is 32 us away */
+    CHECK_REL(p.pair_classes[1].latency_s, 32e-6, 1e-12, "v5p farthest pair: 32 hops x 1 us");
 }
 
 static void small_systems(void)
