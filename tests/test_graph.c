@@ -1,22 +1,11 @@
 /* Interconnect summaries against hand arithmetic, published figures, and igraph's own BFS and
  * max-flow on the built graph. */
 #include "graph.h"
+#include "fixtures.h"
 #include "tap.h"
 
 #include <stdlib.h>
 #include <unistd.h>
-
-static struct topology load(const char *path)
-{
-    struct topology t;
-    struct diags d;
-    diags_init(&d);
-    if (topology_load(path, &t, &d) != TOPOLOGY_OK) {
-        printf("Bail out! cannot load %s\n", path);
-        exit(1);
-    }
-    return t;
-}
 
 static struct topology torus(int64_t a, int64_t b, int64_t c, double link, bool wrap)
 {
@@ -49,7 +38,7 @@ static struct graph_summary analyse(const struct topology *t, int64_t domains)
 
 static void gb200(void)
 {
-    struct topology t = load("topologies/gb200-nvl72.xml");
+    struct topology t = fixture_topology("topologies/gb200-nvl72.xml");
     struct graph_summary one = analyse(&t, 1), two = analyse(&t, 2);
     CHECK(one.domains == 1 && one.domain_size == 72, "GB200 NVL72: one scale-up domain of 72 GPUs");
     CHECK(two.domains == 2 && two.domain_size == 72, "two racks: igraph finds two components of 72");
@@ -104,9 +93,9 @@ static void tori(void)
           "3x3x6 torus: max-flow equals 2 x 9 links");
 
     /* published bisections: TPU v6e-256 3.2 TB/s (docs.cloud.google.com/tpu/docs/v6e) */
-    struct topology v6e = load("topologies/tpu-v6e-256.xml");
+    struct topology v6e = fixture_topology("topologies/tpu-v6e-256.xml");
     CHECK_EQ(analyse(&v6e, 1).bisection_bytes_per_s, 3.2e12, "TPU v6e-256 bisection 16 x 2 x 100 GB/s = 3.2 TB/s (Google)");
-    struct topology v5p = load("topologies/tpu-v5p-pod.xml");
+    struct topology v5p = fixture_topology("topologies/tpu-v5p-pod.xml");
     struct graph_summary p = analyse(&v5p, 1);
     CHECK(p.domains == 1 && p.domain_size == 8960, "TPU v5p pod: igraph finds one domain of 8,960 chips");
     CHECK_EQ(p.diameter_hops, 8 + 10 + 14, "v5p 16x20x28 with wrap: diameter 32");
@@ -117,7 +106,7 @@ static void tori(void)
 
 static void small_systems(void)
 {
-    struct topology h100 = load("topologies/hgx-h100.xml");
+    struct topology h100 = fixture_topology("topologies/hgx-h100.xml");
     double flow = 0;
     for (int64_t racks = 1; racks <= 3; racks++) {
         struct graph_summary s = analyse(&h100, racks);
@@ -127,7 +116,7 @@ static void small_systems(void)
     }
     /* three nodes: 12 NICs x 50 GB/s + the split middle node's 4 x 450 GB/s = 2.4 TB/s */
     CHECK_EQ(analyse(&h100, 3).bisection_bytes_per_s, 2.4e12, "3 HGX H100: 600 GB/s of NICs + 1.8 TB/s NVLink");
-    struct topology mi300x = load("topologies/mi300x.xml");
+    struct topology mi300x = fixture_topology("topologies/mi300x.xml");
     struct graph_summary m = analyse(&mi300x, 1);
     CHECK(m.diameter_hops == 1 && m.pair_classes[0].bytes_per_s == 64e9,
           "MI300X mesh: every pair 1 hop over one 64 GB/s link");

@@ -1,23 +1,10 @@
 /* Model derivations against hand arithmetic and published figures (sources beside each). */
 #include "model.h"
+#include "fixtures.h"
 #include "tap.h"
 
 #include <stdlib.h>
 #include <unistd.h>
-
-static struct model load(const char *path)
-{
-    struct model m;
-    struct diags d;
-    diags_init(&d);
-    if (model_load(path, &m, &d) != MODEL_OK) {
-        diags_print(&d, stdout);
-        printf("Bail out! cannot load %s\n", path);
-        exit(1);
-    }
-    diags_release(&d);
-    return m;
-}
 
 /* Published "active" figures differ in whether the input embedding counts (Meta and Qwen count
  * it, OpenAI does not). rackplan's active_params excludes it (a lookup, not a matmul), so a
@@ -32,7 +19,7 @@ static void check_active(const char *name, const struct model_params *p, double 
 
 static void deepseek_v3(void)
 {
-    struct model m = load("models/deepseek-v3.yaml");
+    struct model m = fixture_model("models/deepseek-v3.yaml");
     struct model_params p;
     model_params(&m, &p);
     /* MLA per layer: q down 7168x1536 + norm 1536 + q up 1536x(128 heads x 192) + kv down
@@ -72,7 +59,7 @@ static void deepseek_v3(void)
 
 static void llama_405b(void)
 {
-    struct model m = load("models/llama-3.1-405b.yaml");
+    struct model m = fixture_model("models/llama-3.1-405b.yaml");
     struct model_params p;
     model_params(&m, &p);
     double attention = 16384.0 * 16384 + 2 * 16384.0 * 1024 + 16384.0 * 16384; /* q, k+v, o */
@@ -113,7 +100,7 @@ static void totals(void)
         {"models/kimi-k2.yaml", 1.04e12, 32.6e9, "Kimi K2 report"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct model m = load(cases[i].path);
+        struct model m = fixture_model(cases[i].path);
         struct model_params p;
         model_params(&m, &p);
         char name[320];
@@ -125,19 +112,19 @@ static void totals(void)
         check_active(m.name, &p, cases[i].active);
     }
     /* gpt-oss excludes the embedding from "active", so its figure is a direct comparison */
-    struct model oss = load("models/gpt-oss-120b.yaml");
+    struct model oss = fixture_model("models/gpt-oss-120b.yaml");
     struct model_params p;
     model_params(&oss, &p);
     CHECK_REL(p.active, 5.13e9, 0.01, "gpt-oss-120b active within 1% of 5.13B");
     /* GLM-4.5: 355B total (z.ai GLM-4.5 blog, which counts the MTP layer we leave out) */
-    struct model glm = load("models/glm-4.5.yaml");
+    struct model glm = fixture_model("models/glm-4.5.yaml");
     model_params(&glm, &p);
     CHECK_REL(p.total, 355e9, 0.01, "GLM-4.5 total within 1% of 355B");
 }
 
 static void windows(void)
 {
-    struct model oss = load("models/gpt-oss-120b.yaml");
+    struct model oss = fixture_model("models/gpt-oss-120b.yaml");
     /* 18 sliding layers keep 128 tokens, 18 full layers keep the context; 2 x 8 x 64 x 2 B =
      * 2,048 B per token per layer: 18 x 131072 x 2048 + 18 x 128 x 2048 (facts: ~4.8 GB) */
     CHECK_EQ(model_kv_bytes_per_sequence(&oss, PREC_BF16, 131072),
@@ -152,7 +139,7 @@ static void windows(void)
              (p.total - p.routed_experts) * 2 + p.routed_experts * 0.5,
              "gpt-oss-120b weight bytes with MXFP4 experts");
 
-    struct model maverick = load("models/llama-4-maverick.yaml");
+    struct model maverick = fixture_model("models/llama-4-maverick.yaml");
     /* 36 chunked layers keep 8192 tokens, 12 NoPE layers keep everything; 4,096 B per token
      * per layer (2 x 8 x 128 x 2 B) */
     CHECK_EQ(model_kv_bytes_per_sequence(&maverick, PREC_BF16, 131072),
@@ -174,7 +161,7 @@ static void hf_configs(void)
         char spec_path[128], hf_path[128];
         snprintf(spec_path, sizeof spec_path, "models/%s.yaml", names[i]);
         snprintf(hf_path, sizeof hf_path, "tests/data/hf/%s.json", names[i]);
-        struct model spec = load(spec_path), hf = load(hf_path);
+        struct model spec = fixture_model(spec_path), hf = fixture_model(hf_path);
         struct model_params a, b;
         model_params(&spec, &a);
         model_params(&hf, &b);

@@ -1,34 +1,11 @@
 /* Memory fit against hand arithmetic (issue #2's cases and the layout rules of plan.h). */
 #include "plan.h"
+#include "fixtures.h"
 #include "tap.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
-
-static struct model model(const char *path)
-{
-    struct model m;
-    struct diags d;
-    diags_init(&d);
-    if (model_load(path, &m, &d) != MODEL_OK) {
-        printf("Bail out! cannot load %s\n", path);
-        exit(1);
-    }
-    return m;
-}
-
-static struct topology topology(const char *path)
-{
-    struct topology t;
-    struct diags d;
-    diags_init(&d);
-    if (topology_load(path, &t, &d) != TOPOLOGY_OK) {
-        printf("Bail out! cannot load %s\n", path);
-        exit(1);
-    }
-    return t;
-}
 
 static struct workload workload(const struct model *m, int64_t batch, int64_t context)
 {
@@ -39,11 +16,11 @@ static struct workload workload(const struct model *m, int64_t batch, int64_t co
 
 static void llama_405b(void)
 {
-    struct model m = model("models/llama-3.1-405b.yaml");
+    struct model m = fixture_model("models/llama-3.1-405b.yaml");
     struct model_params p;
     model_params(&m, &p);
-    struct topology h100 = topology("topologies/hgx-h100.xml");
-    struct topology h200 = topology("topologies/hgx-h200.xml");
+    struct topology h100 = fixture_topology("topologies/hgx-h100.xml");
+    struct topology h200 = fixture_topology("topologies/hgx-h200.xml");
     struct workload w = workload(&m, 1, 4096);
     struct fit f;
 
@@ -80,10 +57,10 @@ static void llama_405b(void)
 
 static void deepseek_v3(void)
 {
-    struct model m = model("models/deepseek-v3.yaml");
+    struct model m = fixture_model("models/deepseek-v3.yaml");
     struct model_params p;
     model_params(&m, &p);
-    struct topology gb200 = topology("topologies/gb200-nvl72.xml");
+    struct topology gb200 = fixture_topology("topologies/gb200-nvl72.xml");
     struct workload w = workload(&m, 1, 8192);
     struct fit f;
     CHECK(plan_fit(&m, &gb200, 1, &w, &f) && f.fits, "DeepSeek-V3 FP8 fits one GB200 NVL72");
@@ -117,7 +94,7 @@ static void deepseek_v3(void)
 
 static void experts_whole(void)
 {
-    struct model m = model("models/qwen3-30b-a3b.yaml");
+    struct model m = fixture_model("models/qwen3-30b-a3b.yaml");
     struct layout l = {.racks = 1, .devices = 8960, .tp = 1, .pp = 1, .dp = 8960, .ep = 8960};
     /* 128 experts over 8,960 chips: each expert sliced over floor(8960 / 128) = 70 chips */
     CHECK_EQ(plan_experts_per_device(&m, &l), 1.0 / 70, "EP beyond the expert count slices experts");
@@ -127,8 +104,8 @@ static void experts_whole(void)
 
 static void gqa_kv_split(void)
 {
-    struct model m = model("models/llama-3.1-70b.yaml");
-    struct topology gb200 = topology("topologies/gb200-nvl72.xml");
+    struct model m = fixture_model("models/llama-3.1-70b.yaml");
+    struct topology gb200 = fixture_topology("topologies/gb200-nvl72.xml");
     struct workload w = workload(&m, 9, 1000);
     w.tp = 64; /* 64 heads; 8 KV heads: beyond TP 8 the KV heads are replicated */
     struct fit f;

@@ -1,23 +1,10 @@
 /* Topology reader: shipped files against the facts they cite, and hostile XML. */
+#include "fixtures.h"
 #include "tap.h"
 #include "topology.h"
 
 #include <stdlib.h>
 #include <unistd.h>
-
-static struct topology load(const char *path)
-{
-    struct topology t;
-    struct diags d;
-    diags_init(&d);
-    if (topology_load(path, &t, &d) != TOPOLOGY_OK) {
-        diags_print(&d, stdout);
-        printf("Bail out! cannot load %s\n", path);
-        exit(1);
-    }
-    diags_release(&d);
-    return t;
-}
 
 /* Loads `xml` and returns the first diagnostic, formatted, in `message`. */
 static enum topology_status load_text(const char *xml, char *message, size_t size)
@@ -52,7 +39,7 @@ static void shipped(void)
 
     /* facts A1/A2/D3: GB200 NVL72, 72 GPUs of 186 GB at 8 TB/s, NVLink 18 x 50 GB/s = 900 GB/s
      * per direction, one 400 Gb/s NIC = 50 GB/s: 18x slower */
-    struct topology gb200 = load("topologies/gb200-nvl72.xml");
+    struct topology gb200 = fixture_topology("topologies/gb200-nvl72.xml");
     CHECK_EQ(gb200.domain_devices, 72, "GB200 NVL72 has 72 GPUs in its domain");
     CHECK_EQ(gb200.hbm_bytes, 186e9, "GB200 HBM 186 GB");
     CHECK_EQ(gb200.hbm_bytes_per_s, 8e12, "GB200 HBM 8 TB/s");
@@ -64,25 +51,25 @@ static void shipped(void)
     CHECK(!gb200.announced && gb200.kind == DOMAIN_SWITCHED, "GB200 ships, switched fabric");
 
     /* issue #2: one HGX H100 holds 640 GB, one HGX H200 1,128 GB */
-    struct topology h100 = load("topologies/hgx-h100.xml");
-    struct topology h200 = load("topologies/hgx-h200.xml");
+    struct topology h100 = fixture_topology("topologies/hgx-h100.xml");
+    struct topology h200 = fixture_topology("topologies/hgx-h200.xml");
     CHECK_EQ(h100.domain_devices * h100.hbm_bytes, 640e9, "HGX H100: 8 x 80 GB = 640 GB");
     CHECK_EQ(h200.domain_devices * h200.hbm_bytes, 1128e9, "HGX H200: 8 x 141 GB = 1,128 GB");
     CHECK_EQ(topology_scale_up_bytes_per_s(&h100), 450e9, "H100 NVLink 18 x 25 GB/s = 450 GB/s per direction");
-    struct topology h800 = load("topologies/hgx-h800.xml");
+    struct topology h800 = fixture_topology("topologies/hgx-h800.xml");
     CHECK_EQ(topology_scale_up_bytes_per_s(&h800), 200e9, "H800 NVLink 400 GB/s both ways = 200 per direction");
 
     /* facts A2: v5p pod 16 x 20 x 28 = 8,960 chips; Ironwood 9,216 */
-    struct topology v5p = load("topologies/tpu-v5p-pod.xml");
+    struct topology v5p = fixture_topology("topologies/tpu-v5p-pod.xml");
     CHECK(v5p.kind == DOMAIN_TORUS && v5p.dims == 3 && v5p.dim_size[0] == 16 &&
               v5p.dim_size[1] == 20 && v5p.dim_size[2] == 28 && v5p.dim_wrap[0],
           "TPU v5p pod is a 16x20x28 torus with wrap-around");
     CHECK_EQ(v5p.domain_devices, 8960, "TPU v5p pod has 8,960 chips");
     CHECK_EQ(v5p.hbm_bytes, 95.0 * 1073741824, "TPU v5p 95 GiB usable HBM");
-    CHECK_EQ(load("topologies/tpu7x-ironwood-pod.xml").domain_devices, 9216, "Ironwood pod has 9,216 chips");
-    CHECK(load("topologies/vr200-nvl144.xml").announced && load("topologies/rubin-ultra-nvl576.xml").announced,
+    CHECK_EQ(fixture_topology("topologies/tpu7x-ironwood-pod.xml").domain_devices, 9216, "Ironwood pod has 9,216 chips");
+    CHECK(fixture_topology("topologies/vr200-nvl144.xml").announced && fixture_topology("topologies/rubin-ultra-nvl576.xml").announced,
           "Vera Rubin NVL144 and Rubin Ultra NVL576 are marked announced");
-    struct topology mi300x = load("topologies/mi300x.xml");
+    struct topology mi300x = fixture_topology("topologies/mi300x.xml");
     CHECK(mi300x.kind == DOMAIN_MESH && topology_scale_up_bytes_per_s(&mi300x) == 7 * 64e9,
           "MI300X: Infinity Fabric mesh, 7 links x 64 GB/s per direction");
     enum precision used;
