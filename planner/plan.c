@@ -51,53 +51,66 @@ double plan_experts_per_device(const struct model *m, const struct layout *l)
     return 1.0 / floor(ep / experts);
 }
 
+double plan_kv_split(const struct model *m, const struct layout *l)
+{
+    if (m->attention.type == ATTENTION_MLA)
+        return 1;
+    return (double)(l->tp < m->attention.kv_heads ? l->tp : m->attention.kv_heads);
+}
+
+void plan_stage(const struct model *m, const struct layout *l, int64_t index, struct stage *out)
+{
+    struct model_params p;
+    model_params(m, &p);
+    int64_t moe_layers = model_moe_layers(m);
+    int64_t dense_layers = m->layers - moe_layers;
+    double dense_ffn = dense_layers ? p.dense_ffn / (double)dense_layers : 0;
+    double shared = moe_layers ? p.shared_experts / (double)moe_layers : 0;
+    double router = moe_layers ? p.routers / (double)moe_layers : 0;
+    double attention = model_attention_params_per_layer(m);
+    double norms = 2 * (double)m->hidden_size;
+    struct stage st = {0};
+    st.first = index * m->layers / l->pp;
+    st.last = (index + 1) * m->layers / l->pp;
+    for (int64_t layer = st.first; layer < st.last; layer++) {
+        st.replicated_params += attention + norms;
+        if (model_layer_is_moe(m, layer)) {
+            st.replicated_params += shared + router;
+            st.moe_layers++;
+        } else {
+            st.replicated_params += dense_ffn;
+        }
+    }
+    if (index == 0) {
+        st.replicated_params += p.embedding;
+        st.embedding_params = p.embedding;
+    }
+    if (index == l->pp - 1)
+        st.replicated_params += p.lm_head + (double)m->hidden_size; /* head and final norm */
+    *out = st;
+}
+
 void plan_memory(const struct model *m, const struct topology *t, const struct layout *l,
                  const struct workload *w, struct device_memory *out)
 {
     struct model_params p;
     model_params(m, &p);
     double routed_bytes = p.routed_expert * precision_bytes(w->expert_weights);
-    double other_bytes = precision_bytes(w->weights);
-    double attention_layer = model_attention_params_per_layer(m);
-    double dense_layer_ffn =
-        m->layers > model_moe_layers(m) ? p.dense_ffn / (double)(m->layers - model_moe_layers(m)) : 0;
-    int64_t moe_layers = model_moe_layers(m);
-    double shared_layer = moe_layers ? p.shared_experts / (double)moe_layers : 0;
-    double router_layer = moe_layers ? p.routers / (double)moe_layers : 0;
-    double norm_layer = 2 * (double)m->hidden_size;
-
     int64_t sequences = (int64_t)ceil_div((double)w->batch, (double)l->dp);
-    double kv_split = 1;
-    if (m->attention.type == ATTENTION_GQA)
-        kv_split = (double)(l->tp < m->attention.kv_heads ? l->tp : m->attention.kv_heads);
+    double kv_split = plan_kv_split(m, l);
 
     struct device_memory worst = {0};
     double worst_used = -1;
-    for (int64_t stage = 0; stage < l->pp; stage++) {
-        int64_t first = stage * m->layers / l->pp;
-        int64_t last = (stage + 1) * m->layers / l->pp;
-        double replicated = 0; /* parameters split by tp, replicated over dp */
-        double moe_layers_in_stage = 0;
-        for (int64_t layer = first; layer < last; layer++) {
-            replicated += attention_layer + norm_layer;
-            if (model_layer_is_moe(m, layer)) {
-                replicated += shared_layer + router_layer;
-                moe_layers_in_stage += 1;
-            } else {
-                replicated += dense_layer_ffn;
-            }
-        }
-        if (stage == 0)
-            replicated += p.embedding;
-        if (stage == l->pp - 1)
-            replicated += p.lm_head + (double)m->hidden_size; /* head and final norm */
+    for (int64_t index = 0; index < l->pp; index++) {
+        struct stage st;
+        plan_stage(m, l, index, &st);
         struct device_memory mem = {0};
-        mem.layers = last - first;
+        mem.layers = st.last - st.first;
         mem.sequences = sequences;
-        mem.weights_bytes = replicated * other_bytes / (double)l->tp +
-                            moe_layers_in_stage * plan_experts_per_device(m, l) * routed_bytes;
+        mem.weights_bytes = st.replicated_params * precision_bytes(w->weights) / (double)l->tp +
+                            (double)st.moe_layers * plan_experts_per_device(m, l) * routed_bytes;
         mem.kv_bytes = (double)sequences *
-                       model_kv_bytes_per_sequence_layers(m, w->kv, w->context, first, last) /
+                       model_kv_bytes_per_sequence_layers(m, w->kv, w->context, st.first, st.last) /
                        kv_split;
         mem.activation_bytes = (double)sequences * plan_activation_bytes_per_token(m, l);
         mem.hbm_bytes = t->hbm_bytes;

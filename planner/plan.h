@@ -66,8 +66,24 @@ struct fit {
     struct layout min_layout;
 };
 
+/* What one pipeline stage holds: layers [first, last), the parameters split by TP and
+ * replicated over DP (attention, dense FFN, shared experts, routers, norms, and the embedding on
+ * the first stage, LM head on the last), and its MoE layers. */
+struct stage {
+    int64_t first, last;
+    double replicated_params;
+    double embedding_params; /* part of replicated_params: looked up, not streamed */
+    int64_t moe_layers;
+};
+
+void plan_stage(const struct model *m, const struct layout *l, int64_t index, struct stage *out);
+
 /* Routed experts (or a slice of one) that one MoE layer puts on the most loaded device. */
 double plan_experts_per_device(const struct model *m, const struct layout *l);
+
+/* How many ways TP divides a sequence's KV: GQA by KV heads (at most kv_heads ways), MLA not at
+ * all (its latent is shared by every head). */
+double plan_kv_split(const struct model *m, const struct layout *l);
 
 /* Per-token activation workspace on a device (bytes), see plan.c for the terms. */
 double plan_activation_bytes_per_token(const struct model *m, const struct layout *l);

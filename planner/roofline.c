@@ -1,0 +1,212 @@
+/* roofline.c: see roofline.h. */
+#include "roofline.h"
+
+#include <math.h>
+
+static const double activation_bytes = 2; /* BF16 activations for TP and pipeline traffic */
+static const double dispatch_bytes = 1;   /* DeepSeek dispatches in FP8 ... */
+static const double combine_bytes = 2;    /* ... and combines in BF16 */
+
+const char *roof_term_name(enum roof_term term)
+{
+    static const char *const names[ROOF_TERMS] = {"compute", "weights", "kv", "network"};
+    return names[term];
+}
+
+/* One pipeline stage's times for a micro-batch of `tokens` tokens (prefill: `tokens` =
+ * prompts x prompt length, each attending to `context` on average). */
+struct stage_times {
+    double compute, weights, kv, ep_up, ep_out, tp;
+};
+
+static void stage_times(const struct roof_setup *s, const struct stage *st, double tokens,
+                        double sequences_per_dp, double attention_tokens_per_sequence,
+                        int64_t context, struct stage_times *out)
+{
+    const struct model *m = s->model;
+    const struct topology *t = s->topology;
+    const struct layout *l = &s->layout;
+    const struct workload *w = &s->workload;
+    struct model_params p;
+    model_params(m, &p);
+    double d = (double)m->hidden_size;
+    double dp = (double)l->dp, tp = (double)l->tp, ep = (double)l->ep;
+    double tokens_per_dp = ceil(tokens / dp);
+
+    /* compute: non-expert matmuls on this DP rank's tokens, split by TP; routed experts get
+     * tokens x k / ep on average; attention over the cached tokens, split by TP */
+    double streamed = st->replicated_params - st->embedding_params;
+    double matmul = 2 * streamed / tp * tokens_per_dp;
+    double k = (double)m->moe.experts_per_token;
+    if (st->moe_layers)
+        matmul += 2 * p.routed_expert * tokens * k / ep * (double)st->moe_layers;
+    double attention = model_attention_flops_per_token(m, context) *
+                       (double)(st->last - st->first) / (double)m->layers;
+    attention *= ceil(sequences_per_dp) * attention_tokens_per_sequence / tp;
+    enum precision used;
+    double peak_weights = topology_peak_flops_per_s(t, w->weights, &used);
+    double peak_kv = topology_peak_flops_per_s(t, w->kv, &used);
+    if (peak_kv <= 0)
+        peak_kv = peak_weights;
+    out->compute = (matmul / peak_weights + attention / peak_kv) / s->efficiency.compute;
+
+    /* weights: streamed non-expert weights, and the experts this device holds that the
+     * micro-batch hits */
+    double bandwidth = t->hbm_bytes_per_s * s->efficiency.memory;
+    double weight_bytes = streamed * precision_bytes(w->weights) / tp;
+    if (st->moe_layers) {
+        double hit = 1 - pow(1 - k / (double)m->moe.experts, tokens);
+        weight_bytes += (double)st->moe_layers * plan_experts_per_device(m, l) * hit *
+                        p.routed_expert * precision_bytes(w->expert_weights);
+    }
+    out->weights = weight_bytes / bandwidth;
+    double kv_bytes = ceil(sequences_per_dp) *
+                      model_kv_bytes_per_sequence_layers(m, w->kv, context, st->first, st->last) /
+                      plan_kv_split(m, l);
+    out->kv = kv_bytes / bandwidth;
+
+    /* network */
+    out->ep_up = out->ep_out = out->tp = 0;
+    double network = s->efficiency.network;
+    if (st->moe_layers && l->ep > 1) {
+        /* the tokens of a DP rank are dispatched once, each TP rank sending its share */
+        double bytes = tokens_per_dp / tp * k * d * (dispatch_bytes + combine_bytes) *
+                       (double)st->moe_layers;
+        double inside = (double)t->domain_devices / ep;
+        if (inside > 1)
+            inside = 1;
+        out->ep_up = bytes * inside / (s->graph->all_to_all_domain_bytes_per_s * network);
+        if (inside < 1)
+            out->ep_out = bytes * (1 - inside) / (topology_scale_out_bytes_per_s(t) * network);
+    }
+    if (l->tp > 1) {
+        double bytes = 2 * (tp - 1) / tp * tokens_per_dp * d * activation_bytes * 2 *
+                       (double)(st->last - st->first);
+        out->tp = bytes / (topology_scale_up_bytes_per_s(t) * network);
+    }
+}
+
+/* Runs the pipeline: pp micro-batches of `tokens / pp` through the heaviest stage. */
+static void run(const struct roof_setup *s, int64_t batch, double tokens, double sequences,
+                double attention_tokens_per_sequence, int64_t context, double produced,
+                struct roof_point *out)
+{
+    const struct layout *l = &s->layout;
+    double pp = (double)l->pp;
+    struct roof_point r = {.batch = batch};
+    double worst = -1;
+    for (int64_t index = 0; index < l->pp; index++) {
+        struct stage st;
+        plan_stage(s->model, l, index, &st);
+        struct stage_times times;
+        stage_times(s, &st, ceil(tokens / pp), sequences / pp / (double)l->dp,
+                    attention_tokens_per_sequence, context, &times);
+        double network = fmax(times.ep_up, times.ep_out) + times.tp;
+        double stage = fmax(fmax(times.compute, times.weights + times.kv), network);
+        if (stage > worst) {
+            worst = stage;
+            r.compute_s = pp * times.compute;
+            r.weights_s = pp * times.weights;
+            r.kv_s = pp * times.kv;
+            r.ep_scale_up_s = pp * times.ep_up;
+            r.ep_scale_out_s = pp * times.ep_out;
+            r.tp_s = pp * times.tp;
+        }
+    }
+    if (l->pp > 1) {
+        double per_dp = ceil(ceil(tokens / pp) / (double)l->dp);
+        double bytes = per_dp * (double)s->model->hidden_size * activation_bytes;
+        double link = l->racks > 1 ? topology_scale_out_bytes_per_s(s->topology)
+                                   : topology_scale_up_bytes_per_s(s->topology);
+        r.pp_s = (pp - 1) * bytes / (link * s->efficiency.network);
+    }
+    r.comm_s = fmax(r.ep_scale_up_s, r.ep_scale_out_s) + r.tp_s + r.pp_s;
+    r.step_s = pp * worst + r.pp_s;
+    double terms[ROOF_TERMS] = {r.compute_s, r.weights_s, r.kv_s, r.comm_s};
+    r.bound = ROOF_COMPUTE;
+    for (int i = 1; i < ROOF_TERMS; i++)
+        if (terms[i] > terms[r.bound])
+            r.bound = (enum roof_term)i;
+    /* memory is one roof: weights and KV share the HBM bandwidth */
+    if ((r.bound == ROOF_COMPUTE || r.bound == ROOF_NETWORK) &&
+        r.weights_s + r.kv_s > terms[r.bound])
+        r.bound = r.weights_s >= r.kv_s ? ROOF_WEIGHTS : ROOF_KV;
+    r.tokens_per_s = produced / r.step_s;
+    r.tokens_per_s_per_device = r.tokens_per_s / (double)l->devices;
+    if (s->topology->price_usd_per_hour > 0)
+        r.cost_per_mtok = s->topology->price_usd_per_hour * (double)l->devices / 3600 /
+                          r.tokens_per_s * 1e6;
+    *out = r;
+}
+
+void roof_decode(const struct roof_setup *s, int64_t batch, struct roof_point *out)
+{
+    run(s, batch, (double)batch, (double)batch, 1, s->workload.context, (double)batch, out);
+    struct workload w = s->workload;
+    w.batch = batch;
+    struct device_memory mem;
+    plan_memory(s->model, s->topology, &s->layout, &w, &mem);
+    out->fits = mem.free_bytes >= 0;
+}
+
+void roof_prefill(const struct roof_setup *s, int64_t batch, int64_t prompt,
+                  struct roof_point *out)
+{
+    /* causal attention: the i-th prompt token attends to i tokens, prompt / 2 on average,
+     * taken as `prompt` tokens attending to a context of prompt / 2 */
+    int64_t half = prompt / 2 > 0 ? prompt / 2 : 1;
+    run(s, batch, (double)batch * (double)prompt, (double)batch, (double)prompt, half,
+        (double)batch, out);
+    struct workload w = s->workload;
+    w.batch = batch;
+    w.context = prompt;
+    struct device_memory mem;
+    plan_memory(s->model, s->topology, &s->layout, &w, &mem);
+    out->fits = mem.free_bytes >= 0;
+}
+
+double roof_latency_floor_s(const struct roof_setup *s)
+{
+    struct roof_setup bare = *s;
+    bare.workload.context = 0;
+    struct roof_point r;
+    run(&bare, 1, 1, 1, 1, 0, 1, &r);
+    return r.step_s;
+}
+
+double roof_ideal_floor_s(const struct roof_setup *s)
+{
+    struct model_params p;
+    model_params(s->model, &p);
+    double streamed = (p.total - p.embedding - p.routed_experts) * precision_bytes(s->workload.weights) +
+                      p.routed_experts * precision_bytes(s->workload.expert_weights);
+    return streamed / ((double)s->layout.devices * s->topology->hbm_bytes_per_s * s->efficiency.memory);
+}
+
+static double compute_minus_memory(const struct roof_setup *s, int64_t batch)
+{
+    struct roof_point r;
+    roof_decode(s, batch, &r);
+    return r.compute_s - (r.weights_s + r.kv_s);
+}
+
+int64_t roof_crossover_batch(const struct roof_setup *s)
+{
+    const int64_t limit = (int64_t)1 << 40;
+    int64_t high = 1;
+    while (high < limit && compute_minus_memory(s, high) < 0)
+        high *= 2;
+    if (compute_minus_memory(s, high) < 0)
+        return 0;
+    int64_t low = high / 2; /* memory-bound at low (or low is 0) */
+    if (low < 1)
+        return 1;
+    while (high - low > 1) {
+        int64_t mid = low + (high - low) / 2;
+        if (compute_minus_memory(s, mid) < 0)
+            low = mid;
+        else
+            high = mid;
+    }
+    return high;
+}

@@ -1,0 +1,81 @@
+/* roofline.h: the time of a decode step (and of a prefill) on a parallel layout, term by term.
+ *
+ * DESIGN.md, "The equations". For the most loaded device of the heaviest pipeline stage:
+ * - compute: matmul FLOPs (2 x weights used, routed experts by the tokens they receive) at the
+ *   weights' precision, attention FLOPs at the KV precision;
+ * - weights: every non-expert weight of the stage (split by TP) plus the routed experts the batch
+ *   actually hits: an expert is hit with probability 1 - (1 - k/E)^tokens (uniform routing);
+ *   the embedding table is looked up, not streamed;
+ * - KV: the cached tokens of the device's sequences (windowed layers capped);
+ * - network: the EP all-to-all, k x hidden x (1 B dispatch + 2 B combine) per token per MoE
+ *   layer, its in-domain share at the domain all-to-all rate and the rest at the NIC rate
+ *   (interconnect graph); TP all-reduces 2 (t-1)/t x tokens x hidden x 2 B, twice per layer,
+ *   over scale-up; pipeline sends of tokens x hidden x 2 B per stage boundary.
+ * Terms overlap (a bound): a stage takes the longest of compute, memory (weights + KV) and its
+ * network time. With pp stages the batch runs as pp micro-batches, so a step is pp stage times
+ * plus the pp - 1 sends each token waits for. Efficiency factors (default 1) divide the peaks;
+ * with all of them 1 every time is a lower bound.
+ */
+#ifndef RACKPLAN_ROOFLINE_H
+#define RACKPLAN_ROOFLINE_H
+
+#include "graph.h"
+#include "model.h"
+#include "plan.h"
+#include "topology.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct efficiency {
+    double compute; /* achieved / peak FLOP/s */
+    double memory;  /* achieved / peak HBM bytes/s */
+    double network; /* achieved / peak link bytes/s */
+};
+
+struct roof_setup {
+    const struct model *model;
+    const struct topology *topology;
+    const struct graph_summary *graph;
+    struct layout layout;
+    struct workload workload; /* precisions, context; batch is per call */
+    struct efficiency efficiency;
+};
+
+enum roof_term { ROOF_COMPUTE, ROOF_WEIGHTS, ROOF_KV, ROOF_NETWORK, ROOF_TERMS };
+
+struct roof_point {
+    int64_t batch;     /* sequences in the step (decode) or prompts (prefill) */
+    double compute_s;  /* each term as it adds up over the pp micro-batches */
+    double weights_s;
+    double kv_s;
+    double comm_s;     /* EP + TP + pipeline sends */
+    double ep_scale_up_s, ep_scale_out_s, tp_s, pp_s;
+    double step_s;
+    double tokens_per_s;
+    double tokens_per_s_per_device;
+    double cost_per_mtok; /* USD per million tokens; 0 when no price is known */
+    enum roof_term bound;
+    bool fits; /* the batch's memory fits the layout */
+};
+
+const char *roof_term_name(enum roof_term term);
+
+/* A decode step of `batch` sequences, one new token each, at the setup's context. */
+void roof_decode(const struct roof_setup *s, int64_t batch, struct roof_point *out);
+
+/* A prefill of `batch` prompts of `prompt` tokens: time to first token. */
+void roof_prefill(const struct roof_setup *s, int64_t batch, int64_t prompt,
+                  struct roof_point *out);
+
+/* The decode step as the batch goes to 1 sequence with no context: the weights still stream. */
+double roof_latency_floor_s(const struct roof_setup *s);
+
+/* DESIGN's ideal floor W / (G x BW): every streamed weight read once, spread over all devices. */
+double roof_ideal_floor_s(const struct roof_setup *s);
+
+/* The smallest batch at which compute time reaches memory time, or 0 when it never does (the
+ * KV read per sequence outgrows the compute per sequence). Searched up to 2^40. */
+int64_t roof_crossover_batch(const struct roof_setup *s);
+
+#endif

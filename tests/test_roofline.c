@@ -1,0 +1,164 @@
+/* The roofline engine against the lecture's claims, with the arithmetic beside each. */
+#include "fixtures.h"
+#include "roofline.h"
+#include "tap.h"
+
+#include <unistd.h>
+
+static struct roof_setup setup(const struct model *m, const struct topology *t,
+                               struct graph_summary *g, int64_t racks, int64_t tp, int64_t pp,
+                               int64_t context)
+{
+    struct roof_setup s = {.model = m, .topology = t, .graph = g};
+    if (graph_analyse(t, racks, g) != GRAPH_OK)
+        printf("Bail out! graph\n");
+    s.workload = (struct workload){.batch = 1, .context = context, .weights = m->weights_precision,
+                                   .expert_weights = m->expert_weights_precision,
+                                   .kv = m->kv_precision, .reserve_fraction = 0.1,
+                                   .reserve_bytes = -1, .tp = tp, .pp = pp};
+    int64_t devices = racks * t->domain_devices;
+    s.layout = (struct layout){.racks = racks, .devices = devices, .tp = tp, .pp = pp,
+                               .dp = devices / (tp * pp),
+                               .ep = model_is_moe(m) ? devices / pp : 1};
+    s.efficiency = (struct efficiency){1, 1, 1};
+    return s;
+}
+
+static void latency_floor(void)
+{
+    struct model m = fixture_model("models/llama-3.1-70b.yaml");
+    struct topology t = fixture_topology("topologies/hgx-h100.xml");
+    struct graph_summary g;
+    struct roof_setup s = setup(&m, &t, &g, 1, 8, 1, 8192);
+    struct model_params p;
+    model_params(&m, &p);
+    /* every weight but the embedding table (looked up, not streamed) read once per step, over
+     * 8 GPUs by TP 8: (70.55e9 - 1.05e9) x 2 B / (8 x 3.35e12 B/s) = 5.19 ms */
+    double hand = (p.total - p.embedding) * 2 / (8 * 3.35e12);
+    CHECK_REL(roof_latency_floor_s(&s), hand, 1e-12, "Llama 3.1 70B BF16 on HGX H100: floor = streamed weights / (8 x 3.35 TB/s)");
+    CHECK_EQ(roof_ideal_floor_s(&s), hand, "with TP over all 8 GPUs the floor is DESIGN's W / (G x BW)");
+    /* the issue's ~141 GB / (8 x 3.35 TB/s) = 5.26 ms counts the 2.1 GB embedding table too */
+    CHECK_REL(roof_latency_floor_s(&s), 5.26e-3, 0.015, "about 5.3 ms (issue #4)");
+}
+
+static void crossover(void)
+{
+    /* DeepSeek-V3 FP8 on one HGX H100 as TP 8 x EP 8 (a pure bound, memory fit aside), with no
+     * context so there is no KV (at even 1 token, 5,400 sequences of MLA KV replicated over TP
+     * are 380 MB per GPU, 0.45% of the weights: the formula's "KV negligible" is exact only at 0). Compute 2 x N_act x B / (8 x 1979e12) meets memory W / (8 x 3.35e12)
+     * at B* = (F / BW) x (bytes_w / 2) x (N_total / N_act) = 590.7 x 0.5 x 18.3 = ~5,400, with
+     * N_total the streamed weights (no embedding) and N_act the matmul weights plus norms. */
+    struct model m = fixture_model("models/deepseek-v3.yaml");
+    struct topology t = fixture_topology("topologies/hgx-h100.xml");
+    struct graph_summary g;
+    struct roof_setup s = setup(&m, &t, &g, 1, 8, 1, 0);
+    struct model_params p;
+    model_params(&m, &p);
+    double norms = 2.0 * 7168 * 61 + 7168;
+    double expected = (1979e12 / 3.35e12) * (1.0 / 2) * ((p.total - p.embedding) / (p.active + norms));
+    int64_t found = roof_crossover_batch(&s);
+    CHECK(fabs((double)found - expected) <= 1, "DeepSeek-V3 crossover batch = (F/BW)(bytes/2)(N_total/N_act), to the batch");
+    printf("# crossover %lld, formula %.1f\n", (long long)found, expected);
+    struct roof_point below, above;
+    roof_decode(&s, found - 10, &below);
+    roof_decode(&s, found + 10, &above);
+    CHECK(below.compute_s < below.weights_s && above.compute_s > above.weights_s,
+          "compute below the weights' time before the crossover, above it after");
+    /* TP 8 all-reduces 2 x 7/8 x 7168 x 2 B twice in each of 61 layers per token: 3.06 MB, so
+     * 5,400 tokens take 36.7 ms at 450 GB/s, more than compute (25 ms): the network binds,
+     * which is why DeepSeek serves attention data-parallel */
+    CHECK(above.bound == ROOF_NETWORK, "and on TP 8 the all-reduces bind there");
+    CHECK_REL(above.tp_s, 2 * 7.0 / 8 * (found + 10) * 7168 * 2 * 2 * 61 / 450e9, 1e-12,
+              "TP all-reduce time = 2 (t-1)/t x tokens x d x 2 B x 2 per layer / scale-up");
+}
+
+static void long_context(void)
+{
+    /* At 128K tokens each DeepSeek-V3 sequence reads 131072 x 70,272 B = 9.2 GB of KV per token
+     * (1.15 ms at 8 TB/s) while its attention is 278,528 x 61 x 131072 = 2.2 TFLOP (0.89 ms at
+     * 2.5 PFLOP/s BF16): the KV term grows faster than compute, so no batch is compute-bound. */
+    struct model m = fixture_model("models/deepseek-v3.yaml");
+    struct topology t = fixture_topology("topologies/gb200-nvl72.xml");
+    struct graph_summary g;
+    struct roof_setup s = setup(&m, &t, &g, 1, 1, 1, 131072);
+    CHECK_EQ(roof_crossover_batch(&s), 0, "DeepSeek-V3 at 128K context: no crossover");
+    struct roof_point r;
+    roof_decode(&s, 100000, &r);
+    CHECK(r.bound == ROOF_KV, "at a batch of 100,000 the KV read binds");
+    s.workload.context = 16;
+    CHECK(roof_crossover_batch(&s) > 0, "at 16 tokens of context a crossover exists");
+}
+
+static void pipeline(void)
+{
+    struct model m = fixture_model("models/llama-3.1-405b.yaml");
+    struct topology t = fixture_topology("topologies/hgx-h100.xml");
+    /* pipelining over 2 nodes halves the weight bytes per GPU; the stages need 2 micro-batches in
+     * flight, so at the same micro-batch (64 sequences per stage) the KV per GPU is unchanged */
+    struct layout one = {.racks = 1, .devices = 8, .tp = 8, .pp = 1, .dp = 1, .ep = 1};
+    struct layout two = {.racks = 2, .devices = 16, .tp = 8, .pp = 2, .dp = 1, .ep = 1};
+    struct workload w = {.batch = 64, .context = 4096, .weights = PREC_BF16, .expert_weights = PREC_BF16,
+                         .kv = PREC_BF16, .reserve_fraction = 0.1, .reserve_bytes = -1};
+    struct device_memory a, b;
+    plan_memory(&m, &t, &one, &w, &a);
+    w.batch = 128;
+    plan_memory(&m, &t, &two, &w, &b);
+    CHECK_REL(b.weights_bytes, a.weights_bytes / 2, 0.001, "PP 2: weight bytes per GPU halve");
+    CHECK_EQ(b.kv_bytes, a.kv_bytes, "PP 2 at twice the batch: KV bytes per GPU unchanged");
+
+    /* EP inside a rack vs the pipeline send across racks, per micro-batch and stage: the
+     * all-to-all moves k x d x (1 + 2) B per token per MoE layer at 900 GB/s, the send d x 2 B
+     * at 50 GB/s: ratio (3/2) x k x L_stage x BW_out / BW_up. DESIGN's 2 k L_stage BW_out / BW_up
+     * is the same with one element width for dispatch, combine and the send. Qwen3-235B's 94
+     * MoE layers split 47 + 47. */
+    struct model q = fixture_model("models/qwen3-235b-a22b.yaml");
+    struct topology gb = fixture_topology("topologies/gb200-nvl72.xml");
+    struct graph_summary g;
+    struct roof_setup s = setup(&q, &gb, &g, 2, 1, 2, 4096);
+    struct roof_point r;
+    roof_decode(&s, 4096, &r);
+    double ratio = (r.ep_scale_up_s / 2) / (r.pp_s / 1);
+    CHECK_REL(ratio, 1.5 * 8 * 47 * 50e9 / 900e9, 1e-9, "PP scale-up/scale-out time ratio (3/2) k L_stage BW_out / BW_up");
+    CHECK_EQ(r.ep_scale_out_s, 0, "EP inside each rack: nothing leaves it");
+}
+
+static void network(void)
+{
+    /* DeepSeek-V3 EP over 2 racks (pp 1, ep 144): 72 of 144 destinations are in the rack;
+     * the other half of k x d x 3 B per token per MoE layer goes out at 50 GB/s */
+    struct model m = fixture_model("models/deepseek-v3.yaml");
+    struct topology t = fixture_topology("topologies/gb200-nvl72.xml");
+    struct graph_summary g;
+    struct roof_setup s = setup(&m, &t, &g, 2, 1, 1, 4096);
+    struct roof_point r;
+    roof_decode(&s, 144 * 64, &r);
+    double bytes = 64.0 * 8 * 7168 * 3 * 58; /* 64 tokens per GPU */
+    CHECK_REL(r.ep_scale_out_s, bytes / 2 / 50e9, 1e-12, "EP across racks: half the bytes at the NIC rate");
+    CHECK_REL(r.ep_scale_up_s, bytes / 2 / g.all_to_all_domain_bytes_per_s, 1e-12, "and half at the rack's all-to-all rate");
+    CHECK(r.ep_scale_out_s / r.ep_scale_up_s == 18, "the scale-out share takes 18x as long");
+
+    s.efficiency = (struct efficiency){0.5, 0.5, 0.5};
+    struct roof_point slow;
+    roof_decode(&s, 144 * 64, &slow);
+    CHECK_REL(slow.step_s, 2 * r.step_s, 1e-12, "efficiency 0.5 everywhere doubles the step");
+    CHECK(r.cost_per_mtok == 0, "no price in the GB200 file: no cost");
+    struct topology h800 = fixture_topology("topologies/hgx-h800.xml");
+    struct graph_summary g8;
+    struct roof_setup d = setup(&m, &h800, &g8, 18, 1, 1, 4989);
+    struct roof_point p;
+    roof_decode(&d, 144 * 100, &p);
+    /* $2 per GPU-hour (DeepSeek's costing): 144 x 2 / 3600 USD per second over the tokens/s */
+    CHECK_REL(p.cost_per_mtok, 144 * 2.0 / 3600 / p.tokens_per_s * 1e6, 1e-12, "cost per million tokens from the price");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && chdir(argv[1]) != 0)
+        return 1;
+    latency_floor();
+    crossover();
+    long_context();
+    pipeline();
+    network();
+    return tap_done();
+}
