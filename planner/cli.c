@@ -85,19 +85,28 @@ static void print_help(const struct command *c)
         printf("  --context N      tokens of KV per sequence; default %d\n", CLI_DEFAULT_CONTEXT);
     if (c->options & OPTS_BATCH)
         printf("  --batch N        sequences in flight; default %d\n", CLI_DEFAULT_BATCH);
+    if (c->options & OPTS_ROOFLINE)
+        printf("  --sweep A:B[:N]  N batches (default 50) spaced evenly in log from A to B\n"
+               "  --phase P        decode (default; --batch sequences, one new token each) or\n"
+               "                   prefill (--batch prompts of --context tokens: time to first token)\n"
+               "  --plot FILE.svg  latency and cost per token against batch, log-log\n"
+               "  --eta-compute X, --eta-memory X, --eta-network X\n"
+               "                   achieved fraction of peak (0 < X <= 1); default: the topology's\n"
+               "                   <efficiency>, else 1 (a pure bound)\n");
     if (c->options & OPTS_FIT)
         printf("  --reserve R      runtime reserve per device: a share of HBM (\"10%%\") or a size\n"
                "                   (\"8GB\", \"6GiB\"); default %.0f%% (vLLM's gpu_memory_utilization 0.9)\n"
                "  --tp N, --pp N   pin tensor-parallel / pipeline degrees; default: chosen\n",
                PLAN_DEFAULT_RESERVE_FRACTION * 100);
     if (c->options & OPTS_FORMAT)
-        printf("  --format F       %s\n", c->options & OPTS_DOT ? "text (default), json or dot (Graphviz)"
-                                                           : "text (default) or json");
+        printf("  --format F       %s\n", c->options & OPTS_DOT        ? "text (default), json or dot (Graphviz)"
+                                     : c->options & OPTS_ROOFLINE ? "text (default), json or csv"
+                                                                  : "text (default) or json");
     if (c->options & OPTS_FORMAT)
         printf(
                "  -o, --output F   write to F (atomically: a temporary file renamed into place)\n");
     printf("  -h, --help       this help\n");
-    if (c->options & OPTS_FIT)
+    if (strcmp(c->name, "fit") == 0)
         printf("\nexit codes: 0 fits, 1 does not fit, 2 usage error, 3 invalid input,\n"
                "            5 I/O or internal error\n");
     else
@@ -105,7 +114,39 @@ static void print_help(const struct command *c)
 }
 
 enum { OPT_RACKS = 256, OPT_WEIGHTS, OPT_KV, OPT_CONTEXT, OPT_BATCH, OPT_FORMAT, OPT_RESERVE,
-       OPT_TP, OPT_PP };
+       OPT_TP, OPT_PP, OPT_SWEEP, OPT_PHASE, OPT_PLOT, OPT_ETA_COMPUTE, OPT_ETA_MEMORY,
+       OPT_ETA_NETWORK };
+
+/* "A:B" or "A:B:N": N batches spaced evenly in log from A to B (default 50). */
+static bool parse_sweep(const char *text, struct options *o)
+{
+    char copy[96];
+    if (strlen(text) >= sizeof copy)
+        return false;
+    strcpy(copy, text);
+    char *second = strchr(copy, ':');
+    if (!second)
+        return false;
+    *second++ = '\0';
+    char *third = strchr(second, ':');
+    if (third)
+        *third++ = '\0';
+    o->sweep_points = 50;
+    return parse_count(copy, 1, (int64_t)1 << 40, &o->sweep_from) &&
+           parse_count(second, 1, (int64_t)1 << 40, &o->sweep_to) && o->sweep_from <= o->sweep_to &&
+           (!third || parse_count(third, 1, 100000, &o->sweep_points));
+}
+
+static bool parse_fraction(const char *text, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || *end || !(v > 0 && v <= 1))
+        return false;
+    *out = v;
+    return true;
+}
 
 int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
 {
@@ -130,6 +171,12 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         {{"reserve", required_argument, NULL, OPT_RESERVE}, OPTS_FIT},
         {{"tp", required_argument, NULL, OPT_TP}, OPTS_FIT},
         {{"pp", required_argument, NULL, OPT_PP}, OPTS_FIT},
+        {{"sweep", required_argument, NULL, OPT_SWEEP}, OPTS_ROOFLINE},
+        {{"phase", required_argument, NULL, OPT_PHASE}, OPTS_ROOFLINE},
+        {{"plot", required_argument, NULL, OPT_PLOT}, OPTS_ROOFLINE},
+        {{"eta-compute", required_argument, NULL, OPT_ETA_COMPUTE}, OPTS_ROOFLINE},
+        {{"eta-memory", required_argument, NULL, OPT_ETA_MEMORY}, OPTS_ROOFLINE},
+        {{"eta-network", required_argument, NULL, OPT_ETA_NETWORK}, OPTS_ROOFLINE},
     };
     struct option longopts[sizeof table / sizeof table[0] + 1];
     int n = 0;
@@ -187,9 +234,14 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
                 o->format = FORMAT_JSON;
             else if (strcmp(arg, "dot") == 0 && (c->options & OPTS_DOT))
                 o->format = FORMAT_DOT;
+            else if (strcmp(arg, "csv") == 0 && (c->options & OPTS_ROOFLINE))
+                o->format = FORMAT_CSV;
             else
                 return cli_usage_error(c, "--format takes text%s or json, not '%s'",
-                                       c->options & OPTS_DOT ? ", dot" : "", arg);
+                                       c->options & OPTS_DOT        ? ", dot"
+                                       : c->options & OPTS_ROOFLINE ? ", csv"
+                                                                    : "",
+                                       arg);
             break;
         case 'o':
             o->output = arg;
@@ -204,6 +256,30 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
                 return cli_usage_error(c, "--%s takes a whole number from 1 to 1000000, not '%s'",
                                        ch == OPT_TP ? "tp" : "pp", arg);
             break;
+        case OPT_SWEEP:
+            if (!parse_sweep(arg, o))
+                return cli_usage_error(c, "--sweep takes FROM:TO or FROM:TO:POINTS (whole numbers, FROM <= TO), not '%s'", arg);
+            break;
+        case OPT_PHASE:
+            if (strcmp(arg, "decode") == 0 || strcmp(arg, "prefill") == 0)
+                o->prefill = arg[0] == 'p';
+            else
+                return cli_usage_error(c, "--phase takes decode or prefill, not '%s'", arg);
+            break;
+        case OPT_PLOT:
+            o->plot = arg;
+            break;
+        case OPT_ETA_COMPUTE:
+        case OPT_ETA_MEMORY:
+        case OPT_ETA_NETWORK: {
+            double *target = ch == OPT_ETA_COMPUTE  ? &o->eta_compute
+                             : ch == OPT_ETA_MEMORY ? &o->eta_memory
+                                                    : &o->eta_network;
+            if (!parse_fraction(arg, target))
+                return cli_usage_error(c, "--%s takes a fraction of peak above 0 and at most 1, not '%s'",
+                                       longopts[index].name, arg);
+            break;
+        }
         case ':':
             return cli_usage_error(c, "option '%s' needs a value", argv[optind - 1]);
         default:

@@ -26,7 +26,7 @@ enum exit_code {
 #define CLI_DEFAULT_CONTEXT 8192
 #define CLI_DEFAULT_BATCH 1
 
-enum output_format { FORMAT_TEXT, FORMAT_JSON, FORMAT_DOT };
+enum output_format { FORMAT_TEXT, FORMAT_JSON, FORMAT_DOT, FORMAT_CSV };
 
 /* Which options a command takes. */
 enum {
@@ -37,6 +37,7 @@ enum {
     OPTS_BATCH = 1 << 4,     /* --batch */
     OPTS_FIT = 1 << 5,       /* --reserve, --tp, --pp */
     OPTS_DOT = 1 << 6,       /* --format dot */
+    OPTS_ROOFLINE = 1 << 7,  /* --sweep, --phase, --plot, --eta-*, --format csv */
 };
 
 struct command {
@@ -65,6 +66,10 @@ struct options {
     double reserve_fraction;
     double reserve_bytes; /* < 0: use the fraction */
     int64_t tp, pp;       /* 0 = choose */
+    int64_t sweep_from, sweep_to, sweep_points; /* sweep_points 0: no sweep */
+    bool prefill;
+    const char *plot; /* SVG path, or NULL */
+    double eta_compute, eta_memory, eta_network; /* 0: not given */
 };
 
 /* Parses argv for `command`. Returns -1 to go on, or an exit code to return at once (help

@@ -51,7 +51,28 @@ const struct command command_fit = {
     .positionals = 2,
 };
 
-static const struct command *const commands[] = {&command_fit, &command_model, &command_topo};
+const struct command command_roofline = {
+    .name = "roofline",
+    .run = cmd_roofline,
+    .summary = "time per token against batch, every term of the roofline",
+    .usage = "rackplan roofline MODEL TOPOLOGY [--racks N] [--context N] [--batch N | --sweep A:B[:N]]\n"
+             "                         [--phase decode|prefill] [--weights PREC] [--kv PREC] [--tp N] [--pp N]\n"
+             "                         [--eta-compute X] [--eta-memory X] [--eta-network X]\n"
+             "                         [--format text|json|csv] [-o FILE] [--plot FILE.svg]",
+    .help = "The decode step (or prefill) of a batch on the layout fit would choose: compute,\n"
+            "weights read (only the experts the batch hits), KV read, and network (EP all-to-all\n"
+            "inside and across scale-up domains, TP all-reduce, pipeline sends), which term binds,\n"
+            "tokens/s, tokens/s per device and cost per million tokens when a price is known.\n"
+            "Also the latency floor (batch 1, weights still stream) and the batch at which compute\n"
+            "reaches memory (none when the KV read per sequence outgrows compute).\n"
+            "With efficiency 1 (the default) every time is a lower bound; below 1, an estimate.\n",
+    .options = OPTS_FORMAT | OPTS_PRECISION | OPTS_CONTEXT | OPTS_RACKS | OPTS_BATCH | OPTS_FIT |
+               OPTS_ROOFLINE,
+    .positionals = 2,
+};
+
+static const struct command *const commands[] = {&command_fit, &command_model, &command_roofline,
+                                                 &command_topo};
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])
 
 static void print_usage(FILE *out)

@@ -13,15 +13,15 @@ const char *roof_term_name(enum roof_term term)
     return names[term];
 }
 
-/* One pipeline stage's times for a micro-batch of `tokens` tokens (prefill: `tokens` =
- * prompts x prompt length, each attending to `context` on average). */
+/* One pipeline stage's times for a micro-batch. Data-parallel ranks hold whole sequences:
+ * a rank gets ceil(sequences / dp) of them, each bringing `tokens_per_sequence` new tokens that
+ * attend to `context` cached ones. */
 struct stage_times {
     double compute, weights, kv, ep_up, ep_out, tp;
 };
 
-static void stage_times(const struct roof_setup *s, const struct stage *st, double tokens,
-                        double sequences_per_dp, double attention_tokens_per_sequence,
-                        int64_t context, struct stage_times *out)
+static void stage_times(const struct roof_setup *s, const struct stage *st, double sequences,
+                        double tokens_per_sequence, int64_t context, struct stage_times *out)
 {
     const struct model *m = s->model;
     const struct topology *t = s->topology;
@@ -30,19 +30,20 @@ static void stage_times(const struct roof_setup *s, const struct stage *st, doub
     struct model_params p;
     model_params(m, &p);
     double d = (double)m->hidden_size;
-    double dp = (double)l->dp, tp = (double)l->tp, ep = (double)l->ep;
-    double tokens_per_dp = ceil(tokens / dp);
+    double tp = (double)l->tp, ep = (double)l->ep;
+    double rank_sequences = ceil(sequences / (double)l->dp);
+    double rank_tokens = rank_sequences * tokens_per_sequence;
+    double tokens = sequences * tokens_per_sequence;
 
-    /* compute: non-expert matmuls on this DP rank's tokens, split by TP; routed experts get
+    /* compute: non-expert matmuls on the rank's tokens, split by TP; routed experts get
      * tokens x k / ep on average; attention over the cached tokens, split by TP */
     double streamed = st->replicated_params - st->embedding_params;
-    double matmul = 2 * streamed / tp * tokens_per_dp;
+    double matmul = 2 * streamed / tp * rank_tokens;
     double k = (double)m->moe.experts_per_token;
     if (st->moe_layers)
         matmul += 2 * p.routed_expert * tokens * k / ep * (double)st->moe_layers;
     double attention = model_attention_flops_per_token(m, context) *
-                       (double)(st->last - st->first) / (double)m->layers;
-    attention *= ceil(sequences_per_dp) * attention_tokens_per_sequence / tp;
+                       (double)(st->last - st->first) / (double)m->layers * rank_tokens / tp;
     enum precision used;
     double peak_weights = topology_peak_flops_per_s(t, w->weights, &used);
     double peak_kv = topology_peak_flops_per_s(t, w->kv, &used);
@@ -60,7 +61,7 @@ static void stage_times(const struct roof_setup *s, const struct stage *st, doub
                         p.routed_expert * precision_bytes(w->expert_weights);
     }
     out->weights = weight_bytes / bandwidth;
-    double kv_bytes = ceil(sequences_per_dp) *
+    double kv_bytes = rank_sequences *
                       model_kv_bytes_per_sequence_layers(m, w->kv, context, st->first, st->last) /
                       plan_kv_split(m, l);
     out->kv = kv_bytes / bandwidth;
@@ -70,7 +71,7 @@ static void stage_times(const struct roof_setup *s, const struct stage *st, doub
     double network = s->efficiency.network;
     if (st->moe_layers && l->ep > 1) {
         /* the tokens of a DP rank are dispatched once, each TP rank sending its share */
-        double bytes = tokens_per_dp / tp * k * d * (dispatch_bytes + combine_bytes) *
+        double bytes = rank_tokens / tp * k * d * (dispatch_bytes + combine_bytes) *
                        (double)st->moe_layers;
         double inside = (double)t->domain_devices / ep;
         if (inside > 1)
@@ -80,27 +81,27 @@ static void stage_times(const struct roof_setup *s, const struct stage *st, doub
             out->ep_out = bytes * (1 - inside) / (topology_scale_out_bytes_per_s(t) * network);
     }
     if (l->tp > 1) {
-        double bytes = 2 * (tp - 1) / tp * tokens_per_dp * d * activation_bytes * 2 *
+        double bytes = 2 * (tp - 1) / tp * rank_tokens * d * activation_bytes * 2 *
                        (double)(st->last - st->first);
         out->tp = bytes / (topology_scale_up_bytes_per_s(t) * network);
     }
 }
 
-/* Runs the pipeline: pp micro-batches of `tokens / pp` through the heaviest stage. */
-static void run(const struct roof_setup *s, int64_t batch, double tokens, double sequences,
-                double attention_tokens_per_sequence, int64_t context, double produced,
-                struct roof_point *out)
+/* Runs the pipeline: the sequences go through as pp micro-batches; the heaviest stage sets
+ * the pace. `produced` tokens come out of the step. */
+static void run(const struct roof_setup *s, int64_t batch, double tokens_per_sequence,
+                int64_t context, double produced, struct roof_point *out)
 {
     const struct layout *l = &s->layout;
     double pp = (double)l->pp;
+    double micro_sequences = ceil((double)batch / pp);
     struct roof_point r = {.batch = batch};
     double worst = -1;
     for (int64_t index = 0; index < l->pp; index++) {
         struct stage st;
         plan_stage(s->model, l, index, &st);
         struct stage_times times;
-        stage_times(s, &st, ceil(tokens / pp), sequences / pp / (double)l->dp,
-                    attention_tokens_per_sequence, context, &times);
+        stage_times(s, &st, micro_sequences, tokens_per_sequence, context, &times);
         double network = fmax(times.ep_up, times.ep_out) + times.tp;
         double stage = fmax(fmax(times.compute, times.weights + times.kv), network);
         if (stage > worst) {
@@ -114,8 +115,8 @@ static void run(const struct roof_setup *s, int64_t batch, double tokens, double
         }
     }
     if (l->pp > 1) {
-        double per_dp = ceil(ceil(tokens / pp) / (double)l->dp);
-        double bytes = per_dp * (double)s->model->hidden_size * activation_bytes;
+        double rank_tokens = ceil(micro_sequences / (double)l->dp) * tokens_per_sequence;
+        double bytes = rank_tokens * (double)s->model->hidden_size * activation_bytes;
         double link = l->racks > 1 ? topology_scale_out_bytes_per_s(s->topology)
                                    : topology_scale_up_bytes_per_s(s->topology);
         r.pp_s = (pp - 1) * bytes / (link * s->efficiency.network);
@@ -141,7 +142,7 @@ static void run(const struct roof_setup *s, int64_t batch, double tokens, double
 
 void roof_decode(const struct roof_setup *s, int64_t batch, struct roof_point *out)
 {
-    run(s, batch, (double)batch, (double)batch, 1, s->workload.context, (double)batch, out);
+    run(s, batch, 1, s->workload.context, (double)batch, out);
     struct workload w = s->workload;
     w.batch = batch;
     struct device_memory mem;
@@ -155,8 +156,7 @@ void roof_prefill(const struct roof_setup *s, int64_t batch, int64_t prompt,
     /* causal attention: the i-th prompt token attends to i tokens, prompt / 2 on average,
      * taken as `prompt` tokens attending to a context of prompt / 2 */
     int64_t half = prompt / 2 > 0 ? prompt / 2 : 1;
-    run(s, batch, (double)batch * (double)prompt, (double)batch, (double)prompt, half,
-        (double)batch, out);
+    run(s, batch, (double)prompt, half, (double)batch * (double)prompt, out);
     struct workload w = s->workload;
     w.batch = batch;
     w.context = prompt;
@@ -170,7 +170,7 @@ double roof_latency_floor_s(const struct roof_setup *s)
     struct roof_setup bare = *s;
     bare.workload.context = 0;
     struct roof_point r;
-    run(&bare, 1, 1, 1, 1, 0, 1, &r);
+    run(&bare, 1, 1, 0, 1, &r);
     return r.step_s;
 }
 

@@ -64,7 +64,8 @@ const char *roof_term_name(enum roof_term term);
 /* A decode step of `batch` sequences, one new token each, at the setup's context. */
 void roof_decode(const struct roof_setup *s, int64_t batch, struct roof_point *out);
 
-/* A prefill of `batch` prompts of `prompt` tokens: time to first token. */
+/* A prefill of `batch` prompts of `prompt` tokens: step_s is the time to first token and
+ * tokens_per_s counts prompt tokens. */
 void roof_prefill(const struct roof_setup *s, int64_t batch, int64_t prompt,
                   struct roof_point *out);
 

@@ -162,6 +162,16 @@ static void read_tree(struct collector *c, const xmlNode *root, struct topology 
     t->nic_bytes_per_s = number(c, out, "nic_bytes_per_s", true);
     t->scale_out_latency_s = number(c, out, "latency_s", false);
     t->default_domains = count(c, child(root, "cluster"), "domains");
+    t->efficiency_compute = t->efficiency_memory = t->efficiency_network = 1;
+    const xmlNode *efficiency = child(root, "efficiency");
+    if (efficiency) {
+        if (xmlHasProp(efficiency, (const xmlChar *)"compute"))
+            t->efficiency_compute = number(c, efficiency, "compute", true);
+        if (xmlHasProp(efficiency, (const xmlChar *)"memory"))
+            t->efficiency_memory = number(c, efficiency, "memory", true);
+        if (xmlHasProp(efficiency, (const xmlChar *)"network"))
+            t->efficiency_network = number(c, efficiency, "network", true);
+    }
 
     bool any_peak = false;
     for (int p = 0; p < PREC_COUNT; p++)

@@ -50,6 +50,11 @@ struct topology {
     double scale_out_latency_s; /* 0 = unknown */
 
     int64_t default_domains;
+
+    /* measured fractions of peak; 1 when the file gives none (a pure bound) */
+    double efficiency_compute;
+    double efficiency_memory;
+    double efficiency_network;
 };
 
 enum topology_status {

@@ -1,0 +1,315 @@
+/* cmd_roofline.c: `rackplan roofline MODEL TOPOLOGY`: time per token against batch, each term. */
+#include "cli.h"
+#include "commands.h"
+#include "graph.h"
+#include "model.h"
+#include "plan.h"
+#include "roofline.h"
+#include "topology.h"
+
+#include "../reports/json.h"
+#include "../reports/plot.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The batches of a sweep: `points` values spaced evenly in log from `from` to `to`, rounded,
+ * without repeats. Returns how many were written to `out` (room for `points`). */
+static int64_t sweep_batches(int64_t from, int64_t to, int64_t points, int64_t *out)
+{
+    int64_t n = 0;
+    for (int64_t i = 0; i < points; i++) {
+        double f = points == 1 ? 0 : (double)i / (double)(points - 1);
+        int64_t b = (int64_t)llround(exp(log((double)from) + f * (log((double)to) - log((double)from))));
+        if (b < from)
+            b = from;
+        if (b > to)
+            b = to;
+        if (n == 0 || b != out[n - 1])
+            out[n++] = b;
+    }
+    return n;
+}
+
+static void json_or_null(struct json *j, const char *key, double value)
+{
+    json_key(j, key);
+    if (value > 0)
+        json_number(j, value);
+    else
+        json_null(j);
+}
+
+static bool is_estimate(const struct efficiency *e)
+{
+    return e->compute < 1 || e->memory < 1 || e->network < 1;
+}
+
+struct report {
+    const struct model *model;
+    const struct topology *topology;
+    const struct options *options;
+    const struct roof_setup *setup;
+    const struct roof_point *points;
+    int64_t count;
+    double floor_s, ideal_floor_s;
+    int64_t crossover;
+};
+
+static void write_json(FILE *out, const struct report *r)
+{
+    const struct layout *l = &r->setup->layout;
+    const struct efficiency *e = &r->setup->efficiency;
+    struct json j;
+    json_init(&j, out);
+    json_begin_object(&j);
+    json_key(&j, "model");
+    json_string(&j, r->model->name);
+    json_key(&j, "topology");
+    json_string(&j, r->topology->name);
+    json_key(&j, "announced");
+    json_bool(&j, r->topology->announced);
+    json_key(&j, "phase");
+    json_string(&j, r->options->prefill ? "prefill" : "decode");
+    json_key(&j, "kind");
+    json_string(&j, is_estimate(e) ? "estimate" : "bound");
+    json_key(&j, "racks");
+    json_int(&j, l->racks);
+    json_key(&j, "devices");
+    json_int(&j, l->devices);
+    json_key(&j, "layout");
+    json_begin_object(&j);
+    json_key(&j, "tp");
+    json_int(&j, l->tp);
+    json_key(&j, "pp");
+    json_int(&j, l->pp);
+    json_key(&j, "dp");
+    json_int(&j, l->dp);
+    json_key(&j, "ep");
+    json_int(&j, l->ep);
+    json_end_object(&j);
+    json_key(&j, "precision");
+    json_begin_object(&j);
+    json_key(&j, "weights");
+    json_string(&j, precision_name(r->setup->workload.weights));
+    json_key(&j, "expert_weights");
+    json_string(&j, precision_name(r->setup->workload.expert_weights));
+    json_key(&j, "kv");
+    json_string(&j, precision_name(r->setup->workload.kv));
+    json_end_object(&j);
+    json_key(&j, "context");
+    json_int(&j, r->setup->workload.context);
+    json_key(&j, "efficiency");
+    json_begin_object(&j);
+    json_key(&j, "compute");
+    json_number(&j, e->compute);
+    json_key(&j, "memory");
+    json_number(&j, e->memory);
+    json_key(&j, "network");
+    json_number(&j, e->network);
+    json_end_object(&j);
+    json_key(&j, "latency_floor_s");
+    json_number(&j, r->floor_s);
+    json_key(&j, "latency_floor_ideal_s");
+    json_number(&j, r->ideal_floor_s);
+    json_key(&j, "crossover_batch");
+    if (r->crossover > 0)
+        json_int(&j, r->crossover);
+    else
+        json_null(&j);
+    json_key(&j, "points");
+    json_begin_array(&j);
+    for (int64_t i = 0; i < r->count; i++) {
+        const struct roof_point *p = &r->points[i];
+        json_begin_object(&j);
+        json_key(&j, "batch");
+        json_int(&j, p->batch);
+        const struct {
+            const char *key;
+            double value;
+        } times[] = {{"step_s", p->step_s},       {"compute_s", p->compute_s},
+                     {"weights_s", p->weights_s}, {"kv_s", p->kv_s},
+                     {"comm_s", p->comm_s},       {"ep_scale_up_s", p->ep_scale_up_s},
+                     {"ep_scale_out_s", p->ep_scale_out_s}, {"tp_s", p->tp_s},
+                     {"pp_s", p->pp_s},           {"tokens_per_s", p->tokens_per_s},
+                     {"tokens_per_s_per_device", p->tokens_per_s_per_device}};
+        for (size_t k = 0; k < sizeof times / sizeof times[0]; k++) {
+            json_key(&j, times[k].key);
+            json_number(&j, times[k].value);
+        }
+        json_or_null(&j, "cost_per_mtok", p->cost_per_mtok);
+        json_key(&j, "bound");
+        json_string(&j, roof_term_name(p->bound));
+        json_key(&j, "fits");
+        json_bool(&j, p->fits);
+        json_end_object(&j);
+    }
+    json_end_array(&j);
+    json_end_object(&j);
+    json_finish(&j);
+}
+
+static void write_csv(FILE *out, const struct report *r)
+{
+    fprintf(out, "batch,step_s,compute_s,weights_s,kv_s,comm_s,ep_scale_up_s,ep_scale_out_s,tp_s,"
+                 "pp_s,tokens_per_s,tokens_per_s_per_device,cost_per_mtok,bound,fits\n");
+    for (int64_t i = 0; i < r->count; i++) {
+        const struct roof_point *p = &r->points[i];
+        fprintf(out, "%" PRId64 ",%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,", p->batch,
+                p->step_s, p->compute_s, p->weights_s, p->kv_s, p->comm_s, p->ep_scale_up_s,
+                p->ep_scale_out_s, p->tp_s, p->pp_s, p->tokens_per_s, p->tokens_per_s_per_device);
+        if (p->cost_per_mtok > 0)
+            fprintf(out, "%.9g", p->cost_per_mtok);
+        fprintf(out, ",%s,%s\n", roof_term_name(p->bound), p->fits ? "true" : "false");
+    }
+}
+
+static void write_text(FILE *out, const struct report *r)
+{
+    const struct layout *l = &r->setup->layout;
+    const struct efficiency *e = &r->setup->efficiency;
+    char a[64];
+    format_count((double)l->devices, a, sizeof a);
+    fprintf(out, "%s on %s%s: %" PRId64 " scale-up domain%s, %s devices, %s\n", r->model->name,
+            r->topology->name, r->topology->announced ? " (announced, not shipping)" : "",
+            l->racks, l->racks == 1 ? "" : "s", a, r->options->prefill ? "prefill" : "decode");
+    format_count((double)r->setup->workload.context, a, sizeof a);
+    const struct workload *w = &r->setup->workload;
+    fprintf(out, "  weights %s", precision_name(w->weights));
+    if (w->expert_weights != w->weights)
+        fprintf(out, " (routed experts %s)", precision_name(w->expert_weights));
+    fprintf(out, ", KV %s, context %s tokens; layout TP %" PRId64 " x DP %" PRId64 " x PP %" PRId64 "%s",
+            precision_name(w->kv), a, l->tp, l->dp, l->pp, model_is_moe(r->model) ? ", EP " : "");
+    if (model_is_moe(r->model))
+        fprintf(out, "%" PRId64, l->ep);
+    fprintf(out, "\n");
+    if (is_estimate(e))
+        fprintf(out, "  estimate: efficiency compute %.3g, memory %.3g, network %.3g of peak\n",
+                e->compute, e->memory, e->network);
+    else
+        fprintf(out, "  bound: every device at peak FLOP/s, HBM and link bandwidth (efficiency 1)\n");
+    if (r->options->prefill) {
+        format_count((double)r->setup->workload.context, a, sizeof a);
+        fprintf(out, "  prompts of %s tokens; each attends to half its prompt on average (causal)\n", a);
+    } else {
+        fprintf(out, "  latency floor %.4g ms (batch 1, no context); W / (G x BW) %.4g ms\n",
+                r->floor_s * 1e3, r->ideal_floor_s * 1e3);
+    }
+    if (!r->options->prefill) {
+        if (r->crossover > 0) {
+            format_count((double)r->crossover, a, sizeof a);
+            fprintf(out, "  compute reaches memory at batch %s\n", a);
+        } else {
+            fprintf(out, "  no crossover: memory binds at every batch (KV per sequence outgrows compute)\n");
+        }
+    }
+    fprintf(out, "\n%10s %10s %9s %9s %9s %9s %12s %10s %9s  %-8s %s\n", "batch",
+            r->options->prefill ? "ttft ms" : "step ms", "compute", "weights", "kv", "network",
+            "tokens/s", "tok/s/dev", "$/Mtok", "bound", "fits");
+    for (int64_t i = 0; i < r->count; i++) {
+        const struct roof_point *p = &r->points[i];
+        char batch[32], rate[32], per_device[32], cost[32];
+        format_count((double)p->batch, batch, sizeof batch);
+        format_count(p->tokens_per_s, rate, sizeof rate);
+        format_count(p->tokens_per_s_per_device, per_device, sizeof per_device);
+        if (p->cost_per_mtok > 0)
+            snprintf(cost, sizeof cost, "%.4g", p->cost_per_mtok);
+        else
+            snprintf(cost, sizeof cost, "-");
+        fprintf(out, "%10s %10.4g %9.4g %9.4g %9.4g %9.4g %12s %10s %9s  %-8s %s\n", batch,
+                p->step_s * 1e3, p->compute_s * 1e3, p->weights_s * 1e3, p->kv_s * 1e3,
+                p->comm_s * 1e3, rate, per_device, cost, roof_term_name(p->bound),
+                p->fits ? "yes" : "no");
+    }
+    fprintf(out, "\ntimes in ms per step; terms overlap, the step is the largest (a bound)%s\n",
+            l->pp > 1 ? ", summed over the pipeline's micro-batches" : "");
+}
+
+int cmd_roofline(int argc, char **argv)
+{
+    struct options o;
+    int status = cli_parse(&command_roofline, argc, argv, &o);
+    if (status >= 0)
+        return status;
+    struct model m;
+    struct topology t;
+    if ((status = cli_load_model(o.positional[0], &m)) != EXIT_OK)
+        return status;
+    if ((status = cli_load_topology(o.positional[1], &t)) != EXIT_OK)
+        return status;
+    if ((status = cli_resolve(&o, &m, &t)) != EXIT_OK)
+        return status;
+
+    struct roof_setup s = {.model = &m, .topology = &t};
+    s.workload = (struct workload){.batch = 1, .context = o.context, .weights = o.weights,
+                                   .expert_weights = o.expert_weights, .kv = o.kv,
+                                   .reserve_fraction = o.reserve_fraction,
+                                   .reserve_bytes = o.reserve_bytes, .tp = o.tp, .pp = o.pp};
+    int64_t devices = o.racks * t.domain_devices;
+    if (!plan_choose_layout(&m, &t, o.racks, devices, &s.workload, &s.layout))
+        return cli_usage_error(o.command, "no layout with the pinned TP/PP on %lld devices",
+                               (long long)devices);
+    s.efficiency = (struct efficiency){
+        o.eta_compute > 0 ? o.eta_compute : t.efficiency_compute,
+        o.eta_memory > 0 ? o.eta_memory : t.efficiency_memory,
+        o.eta_network > 0 ? o.eta_network : t.efficiency_network,
+    };
+    struct graph_summary g;
+    if (graph_analyse(&t, o.racks, &g) != GRAPH_OK) {
+        fprintf(stderr, "rackplan roofline: the interconnect graph could not be built (out of memory)\n");
+        return EXIT_IO;
+    }
+    s.graph = &g;
+
+    int64_t capacity = o.sweep_points > 0 ? o.sweep_points : 1;
+    int64_t *batches = xcalloc((size_t)capacity, sizeof *batches);
+    int64_t count = 1;
+    if (o.sweep_points > 0)
+        count = sweep_batches(o.sweep_from, o.sweep_to, o.sweep_points, batches);
+    else
+        batches[0] = o.batch;
+    struct roof_point *points = xcalloc((size_t)count, sizeof *points);
+    for (int64_t i = 0; i < count; i++) {
+        if (o.prefill)
+            roof_prefill(&s, batches[i], o.context, &points[i]);
+        else
+            roof_decode(&s, batches[i], &points[i]);
+    }
+    struct report r = {.model = &m, .topology = &t, .options = &o, .setup = &s, .points = points,
+                       .count = count, .floor_s = roof_latency_floor_s(&s),
+                       .ideal_floor_s = roof_ideal_floor_s(&s),
+                       .crossover = o.prefill ? 0 : roof_crossover_batch(&s)};
+    status = EXIT_OK;
+    struct sink sink;
+    if (!sink_open(&sink, o.output)) {
+        status = EXIT_IO;
+        goto done;
+    }
+    if (o.format == FORMAT_JSON)
+        write_json(sink.out, &r);
+    else if (o.format == FORMAT_CSV)
+        write_csv(sink.out, &r);
+    else
+        write_text(sink.out, &r);
+    if (!sink_commit(&sink)) {
+        status = EXIT_IO;
+        goto done;
+    }
+    if (o.plot) {
+        struct sink svg;
+        if (!sink_open(&svg, o.plot)) {
+            status = EXIT_IO;
+            goto done;
+        }
+        plot_roofline(svg.out, &r.setup->layout, m.name, t.name, points, count, r.floor_s,
+                      r.crossover, is_estimate(&s.efficiency), o.prefill);
+        if (!sink_commit(&svg))
+            status = EXIT_IO;
+    }
+done:
+    free(points);
+    free(batches);
+    return status;
+}
