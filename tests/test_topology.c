@@ -90,6 +90,21 @@ static void hostile(void)
              "</accelerator>\n%s", valid_tail);
     CHECK(load_text(xml, message, sizeof message) == TOPOLOGY_OK, "a minimal topology loads");
 
+    char with_efficiency[4096];
+    snprintf(with_efficiency, sizeof with_efficiency, "%.*s<efficiency memory='0.92' network='0.8'/>\n</topology>\n",
+             (int)(strstr(xml, "</topology>") - xml), xml);
+    struct topology measured;
+    struct diags none;
+    diags_init(&none);
+    CHECK(topology_load_buffer("t.xml", with_efficiency, strlen(with_efficiency), &measured, &none) == TOPOLOGY_OK &&
+              measured.efficiency_memory == 0.92 && measured.efficiency_network == 0.8 &&
+              measured.efficiency_compute == 1,
+          "<efficiency> sets measured fractions; an absent one stays 1 (a bound)");
+    diags_release(&none);
+    snprintf(with_efficiency, sizeof with_efficiency, "%.*s<efficiency memory='1.2'/>\n</topology>\n",
+             (int)(strstr(xml, "</topology>") - xml), xml);
+    CHECK(load_text(with_efficiency, message, sizeof message) == TOPOLOGY_INVALID, "an efficiency above 1 is refused");
+
     snprintf(xml, sizeof xml,
              "<topology name='x' status='shipping'>\n<accelerator name='a'>\n"
              "<hbm bytes='80e9'/><peak precision='bf16' flops_per_s='1e15'/>\n"
