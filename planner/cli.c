@@ -446,3 +446,33 @@ int cli_resolve(struct options *o, const struct model *m, const struct topology 
         o->kv = m->kv_precision;
     return EXIT_OK;
 }
+
+int cli_prepare(const struct command *command, int argc, char **argv, struct options *o,
+                struct model *m, struct topology *t)
+{
+    int status = cli_parse(command, argc, argv, o);
+    if (status >= 0)
+        return status;
+    if ((status = cli_load_model(o->positional[0], m)) != EXIT_OK)
+        return status;
+    if ((status = cli_load_topology(o->positional[1], t)) != EXIT_OK)
+        return status;
+    if ((status = cli_resolve(o, m, t)) != EXIT_OK)
+        return status;
+    return -1;
+}
+
+void cli_workload(const struct options *o, struct workload *out)
+{
+    *out = (struct workload){
+        .batch = o->batch,
+        .context = o->context,
+        .weights = o->weights,
+        .expert_weights = o->expert_weights,
+        .kv = o->kv,
+        .reserve_fraction = o->reserve_fraction,
+        .reserve_bytes = o->reserve_bytes,
+        .tp = o->tp,
+        .pp = o->pp,
+    };
+}

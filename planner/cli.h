@@ -112,6 +112,15 @@ struct topology;
 int cli_load_model(const char *path, struct model *out);
 int cli_load_topology(const char *path, struct topology *out);
 
+/* The start of every command that takes MODEL TOPOLOGY: parses argv, reads both files and
+ * resolves the options against them. Returns -1 to go on, or the exit code to return. */
+int cli_prepare(const struct command *command, int argc, char **argv, struct options *o,
+                struct model *m, struct topology *t);
+
+struct workload;
+/* The workload the options describe (batch, context, precisions, reserve, pinned TP/PP). */
+void cli_workload(const struct options *o, struct workload *out);
+
 /* Checks --context against the model's maximum and --racks; fills the precisions the model
  * runs at (the model's own unless overridden). Returns EXIT_OK or a usage error. */
 int cli_resolve(struct options *o, const struct model *m, const struct topology *t);

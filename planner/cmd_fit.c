@@ -208,28 +208,13 @@ static void write_text(FILE *out, const struct model *m, const struct topology *
 int cmd_fit(int argc, char **argv)
 {
     struct options o;
-    int status = cli_parse(&command_fit, argc, argv, &o);
-    if (status >= 0)
-        return status;
     struct model m;
     struct topology t;
-    if ((status = cli_load_model(o.positional[0], &m)) != EXIT_OK)
+    int status = cli_prepare(&command_fit, argc, argv, &o, &m, &t);
+    if (status >= 0)
         return status;
-    if ((status = cli_load_topology(o.positional[1], &t)) != EXIT_OK)
-        return status;
-    if ((status = cli_resolve(&o, &m, &t)) != EXIT_OK)
-        return status;
-    struct workload w = {
-        .batch = o.batch,
-        .context = o.context,
-        .weights = o.weights,
-        .expert_weights = o.expert_weights,
-        .kv = o.kv,
-        .reserve_fraction = o.reserve_fraction,
-        .reserve_bytes = o.reserve_bytes,
-        .tp = o.tp,
-        .pp = o.pp,
-    };
+    struct workload w;
+    cli_workload(&o, &w);
     if (w.reserve_bytes >= t.hbm_bytes)
         return cli_usage_error(o.command, "--reserve is more than the %.0f bytes of HBM per device",
                                t.hbm_bytes);

@@ -230,23 +230,15 @@ static void write_text(FILE *out, const struct report *r)
 int cmd_roofline(int argc, char **argv)
 {
     struct options o;
-    int status = cli_parse(&command_roofline, argc, argv, &o);
-    if (status >= 0)
-        return status;
     struct model m;
     struct topology t;
-    if ((status = cli_load_model(o.positional[0], &m)) != EXIT_OK)
-        return status;
-    if ((status = cli_load_topology(o.positional[1], &t)) != EXIT_OK)
-        return status;
-    if ((status = cli_resolve(&o, &m, &t)) != EXIT_OK)
+    int status = cli_prepare(&command_roofline, argc, argv, &o, &m, &t);
+    if (status >= 0)
         return status;
 
     struct roof_setup s = {.model = &m, .topology = &t};
-    s.workload = (struct workload){.batch = 1, .context = o.context, .weights = o.weights,
-                                   .expert_weights = o.expert_weights, .kv = o.kv,
-                                   .reserve_fraction = o.reserve_fraction,
-                                   .reserve_bytes = o.reserve_bytes, .tp = o.tp, .pp = o.pp};
+    cli_workload(&o, &s.workload);
+    s.workload.batch = 1; /* the layout is chosen for the weights; each point has its batch */
     int64_t devices = o.racks * t.domain_devices;
     if (!plan_choose_layout(&m, &t, o.racks, devices, &s.workload, &s.layout))
         return cli_usage_error(o.command, "no layout with the pinned TP/PP on %lld devices",
