@@ -1,0 +1,43 @@
+/* loads.h: expert-load matrices: rows = MoE layers, columns = experts, values = tokens routed
+ * (the CSV form DeepSeek's EPLB takes, no header).
+ *
+ * A loads owns its matrix; loads_release frees it and accepts a zeroed struct. Readers add a
+ * diagnostic with line and column for every problem and leave *out untouched on failure.
+ */
+#ifndef RACKPLAN_LOADS_H
+#define RACKPLAN_LOADS_H
+
+#include "diag.h"
+#include "model.h"
+
+#include <stdint.h>
+
+#define LOADS_MAX_BYTES (256u << 20)
+#define LOADS_MAX_CELLS 100000000
+
+struct loads {
+    int64_t layers;
+    int64_t experts;
+    double *tokens; /* layers x experts, row-major */
+};
+
+enum loads_status { LOADS_OK = 0, LOADS_INVALID = 3, LOADS_IO_ERROR = 5 };
+
+enum loads_status loads_read(const char *path, struct loads *out, struct diags *d);
+enum loads_status loads_read_buffer(const char *path, const char *data, size_t size,
+                                    struct loads *out, struct diags *d);
+void loads_release(struct loads *l);
+
+/* Uniform loads: every expert of every MoE layer gets `tokens`. */
+void loads_uniform(const struct model *m, double tokens, struct loads *out);
+
+/* The matrix must have one row per MoE layer and one column per routed expert of `m`. */
+enum loads_status loads_check_model(const struct loads *l, const struct model *m,
+                                    const char *path, struct diags *d);
+
+static inline double loads_at(const struct loads *l, int64_t layer, int64_t expert)
+{
+    return l->tokens[layer * l->experts + expert];
+}
+
+#endif
