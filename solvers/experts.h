@@ -1,0 +1,37 @@
+/* experts.h: routed experts (and replicas of hot experts) on the devices of a domain, one MoE
+ * layer at a time, minimising the load of the most loaded device.
+ *
+ * The greedy of SOLVERS.md: replica counts first (each spare slot to the expert with the most
+ * load per copy), then longest-processing-time placement (heaviest copy to the least loaded
+ * device with a free slot that does not hold that expert yet), then pairwise swaps off the most
+ * loaded device while they lower it. A copy of an expert with load w and c copies carries w / c.
+ * Deterministic: ties go to the lower expert id and the lower device index.
+ */
+#ifndef RACKPLAN_EXPERTS_H
+#define RACKPLAN_EXPERTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct layer_placement {
+    int64_t devices;
+    int64_t slots;       /* per device */
+    int32_t *expert;     /* devices x slots: the logical expert in each physical slot */
+    double *device_load; /* devices */
+    double max_load;
+    double mean_load;
+    double lower_bound;  /* no placement with these slots can have a lower max_load */
+};
+
+/* Places `experts` experts with loads `tokens` on `devices` devices of `slots` slots each
+ * (devices x slots >= experts, slots x devices <= experts x devices). Returns false when the
+ * slots cannot hold every expert once. The caller frees with layer_placement_release. */
+bool experts_place_layer(const double *tokens, int64_t experts, int64_t devices, int64_t slots,
+                         struct layer_placement *out);
+
+void layer_placement_release(struct layer_placement *p);
+
+/* max / mean device load: 1 is perfect balance. */
+double layer_imbalance(const struct layer_placement *p);
+
+#endif
