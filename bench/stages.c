@@ -1,0 +1,69 @@
+/* Benchmark: DeepSeek-V3's 61 layers into 2-8 pipeline stages (GB200 NVL72 racks): the exact DP,
+ * and the ILP proving it optimal, warm-started and cold; median of 11 runs each.
+ * Run from the source root: build/bench/stages */
+#include "fixtures.h"
+#include "stages.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+static double seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(void)
+{
+    struct model m = fixture_model("models/deepseek-v3.yaml");
+    struct model_params p;
+    model_params(&m, &p);
+    double time[61], memory[61];
+    for (int64_t i = 0; i < 61; i++) {
+        memory[i] = model_attention_params_per_layer(&m) + 2 * 7168.0 +
+                    (model_layer_is_moe(&m, i) ? (p.shared_experts + p.routers) / 58 + 256 * p.routed_expert
+                                               : p.dense_ffn / 3);
+        time[i] = memory[i] / (72 * 8e12);
+    }
+    printf("stages   DP (us)   ILP warm (ms)   ILP cold (ms)   status\n");
+    for (int64_t stages = 2; stages <= 8; stages++) {
+        struct stage_problem problem = {.layers = 61, .time = time, .memory = memory,
+                                        .capacity = 0.9 * 72 * 186e9, .stages = stages,
+                                        .first_time = p.embedding / (72 * 8e12), .first_memory = p.embedding,
+                                        .last_time = p.lm_head / (72 * 8e12), .last_memory = p.lm_head};
+        enum { RUNS = 11 };
+        double dp[RUNS], warm[RUNS], cold[RUNS];
+        const char *status = "";
+        for (int run = 0; run < RUNS; run++) {
+            struct stage_split a, b, c;
+            struct lp_result ra, rb;
+            double t0 = seconds();
+            stages_dp(&problem, &a);
+            double t1 = seconds();
+            stages_ilp(&problem, &a, 10, &b, &ra);
+            double t2 = seconds();
+            stages_ilp(&problem, NULL, 10, &c, &rb);
+            double t3 = seconds();
+            dp[run] = t1 - t0;
+            warm[run] = t2 - t1;
+            cold[run] = t3 - t2;
+            status = ra.status == LP_OPTIMAL && rb.status == LP_OPTIMAL ? "proven optimal, gap 0" : "NOT proven";
+            stage_split_release(&a);
+            stage_split_release(&b);
+            stage_split_release(&c);
+        }
+        qsort(dp, RUNS, sizeof dp[0], by_value);
+        qsort(warm, RUNS, sizeof warm[0], by_value);
+        qsort(cold, RUNS, sizeof cold[0], by_value);
+        printf("%6lld %9.1f %15.2f %15.2f   %s\n", (long long)stages, dp[RUNS / 2] * 1e6,
+               warm[RUNS / 2] * 1e3, cold[RUNS / 2] * 1e3, status);
+    }
+    return 0;
+}
