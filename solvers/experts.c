@@ -88,32 +88,32 @@ static void improve(struct layer_placement *p, double *copy_load)
     }
 }
 
-bool experts_place_layer(const double *tokens, int64_t experts, int64_t devices, int64_t slots,
-                         struct layer_placement *out)
+void experts_replicas(const double *tokens, int64_t experts, int64_t slots, int64_t max_copies,
+                      int64_t *copies)
 {
-    int64_t total = devices * slots;
-    if (experts <= 0 || devices <= 0 || slots <= 0 || total < experts)
-        return false;
-    /* replica counts: every spare slot to the expert with the most load per copy, no more
-     * copies than devices */
-    int64_t *copies = xmalloc((size_t)experts * sizeof *copies);
     for (int64_t e = 0; e < experts; e++)
         copies[e] = 1;
-    for (int64_t spare = total - experts; spare > 0; spare--) {
+    for (int64_t spare = slots - experts; spare > 0; spare--) {
         int64_t pick = -1;
         for (int64_t e = 0; e < experts; e++)
-            if (copies[e] < devices &&
+            if (copies[e] < max_copies &&
                 (pick < 0 || tokens[e] / (double)copies[e] > tokens[pick] / (double)copies[pick]))
                 pick = e;
         if (pick < 0)
             break;
         copies[pick]++;
     }
-    struct copy *list = xmalloc((size_t)total * sizeof *list);
-    int64_t count = 0;
-    for (int64_t e = 0; e < experts; e++)
-        for (int64_t c = 0; c < copies[e]; c++)
-            list[count++] = (struct copy){(int32_t)e, tokens[e] / (double)copies[e]};
+}
+
+bool experts_place_copies(const int32_t *expert, const double *load, int64_t count,
+                          int64_t devices, int64_t slots, struct layer_placement *out)
+{
+    int64_t total = devices * slots;
+    if (count > total || devices <= 0 || slots <= 0)
+        return false;
+    struct copy *list = xmalloc((size_t)(count > 0 ? count : 1) * sizeof *list);
+    for (int64_t i = 0; i < count; i++)
+        list[i] = (struct copy){expert[i], load[i]};
     qsort(list, (size_t)count, sizeof *list, heavier_first);
 
     struct layer_placement p = {.devices = devices, .slots = slots};
@@ -143,26 +143,53 @@ bool experts_place_layer(const double *tokens, int64_t experts, int64_t devices,
     }
     if (placed) {
         improve(&p, copy_load);
-        double sum = 0;
+        double sum = 0, heaviest = 0;
         p.max_load = 0;
         for (int64_t d = 0; d < devices; d++) {
             sum += p.device_load[d];
             if (p.device_load[d] > p.max_load)
                 p.max_load = p.device_load[d];
         }
+        for (int64_t i = 0; i < count; i++)
+            heaviest = load[i] > heaviest ? load[i] : heaviest;
         p.mean_load = sum / (double)devices;
-        p.lower_bound = bound(tokens, copies, experts, devices);
+        p.lower_bound = p.mean_load > heaviest ? p.mean_load : heaviest;
     }
     free(used);
     free(copy_load);
     free(list);
-    free(copies);
     if (!placed) {
         layer_placement_release(&p);
         return false;
     }
     *out = p;
     return true;
+}
+
+bool experts_place_layer(const double *tokens, int64_t experts, int64_t devices, int64_t slots,
+                         struct layer_placement *out)
+{
+    int64_t total = devices * slots;
+    if (experts <= 0 || devices <= 0 || slots <= 0 || total < experts)
+        return false;
+    int64_t *copies = xmalloc((size_t)experts * sizeof *copies);
+    experts_replicas(tokens, experts, total, devices, copies);
+    int32_t *ids = xmalloc((size_t)total * sizeof *ids);
+    double *loads = xmalloc((size_t)total * sizeof *loads);
+    int64_t count = 0;
+    for (int64_t e = 0; e < experts; e++) {
+        for (int64_t c = 0; c < copies[e]; c++) {
+            ids[count] = (int32_t)e;
+            loads[count++] = tokens[e] / (double)copies[e];
+        }
+    }
+    bool placed = experts_place_copies(ids, loads, count, devices, slots, out);
+    if (placed)
+        out->lower_bound = bound(tokens, copies, experts, devices);
+    free(ids);
+    free(loads);
+    free(copies);
+    return placed;
 }
 
 void layer_placement_release(struct layer_placement *p)
@@ -177,4 +204,135 @@ void layer_placement_release(struct layer_placement *p)
 double layer_imbalance(const struct layer_placement *p)
 {
     return p->mean_load > 0 ? p->max_load / p->mean_load : 1;
+}
+
+static bool place_cluster_layer(const double *tokens, int64_t experts, int64_t domains,
+                                int64_t devices, int64_t slots, int32_t *map, double *device_load,
+                                double *domain_imbalance, double *gap)
+{
+    int64_t per_domain = devices * slots;
+    int64_t total = domains * per_domain;
+    int64_t *copies = xmalloc((size_t)experts * sizeof *copies);
+    experts_replicas(tokens, experts, total, domains > 1 ? domains : devices, copies);
+    int32_t *ids = xmalloc((size_t)total * sizeof *ids);
+    double *loads = xmalloc((size_t)total * sizeof *loads);
+    int64_t count = 0;
+    for (int64_t e = 0; e < experts; e++) {
+        for (int64_t c = 0; c < copies[e]; c++) {
+            ids[count] = (int32_t)e;
+            loads[count++] = tokens[e] / (double)copies[e];
+        }
+    }
+    bool ok = true;
+    /* flat: every device of the cluster as one bin set (what balances devices best) */
+    struct layer_placement flat;
+    bool have_flat = experts_place_copies(ids, loads, count, domains * devices, slots, &flat);
+    if (domains == 1 || !have_flat) {
+        ok = have_flat;
+        if (ok) {
+            memcpy(map, flat.expert, (size_t)total * sizeof *map);
+            memcpy(device_load, flat.device_load, (size_t)(domains * devices) * sizeof *device_load);
+            *domain_imbalance = 1;
+            *gap = flat.max_load / bound(tokens, copies, experts, domains * devices) - 1;
+        }
+    } else {
+        struct layer_placement top; /* domains as bins of per_domain slots */
+        ok = experts_place_copies(ids, loads, count, domains, per_domain, &top);
+        if (ok) {
+            *domain_imbalance = layer_imbalance(&top);
+            double worst = 0;
+            int32_t *domain_ids = xmalloc((size_t)per_domain * sizeof *domain_ids);
+            double *domain_loads = xmalloc((size_t)per_domain * sizeof *domain_loads);
+            for (int64_t d = 0; d < domains && ok; d++) {
+                int64_t n = 0;
+                for (int64_t s = 0; s < per_domain; s++) {
+                    int32_t e = top.expert[d * per_domain + s];
+                    if (e < 0)
+                        continue;
+                    domain_ids[n] = e;
+                    domain_loads[n++] = tokens[e] / (double)copies[e];
+                }
+                struct layer_placement inner;
+                ok = experts_place_copies(domain_ids, domain_loads, n, devices, slots, &inner);
+                if (!ok)
+                    break;
+                memcpy(map + d * per_domain, inner.expert, (size_t)per_domain * sizeof *map);
+                memcpy(device_load + d * devices, inner.device_load, (size_t)devices * sizeof *device_load);
+                worst = inner.max_load > worst ? inner.max_load : worst;
+                layer_placement_release(&inner);
+            }
+            *gap = worst / bound(tokens, copies, experts, domains * devices) - 1;
+            free(domain_ids);
+            free(domain_loads);
+            layer_placement_release(&top);
+            if (!ok || flat.max_load < worst) { /* the flat placement balances devices better */
+                ok = true;
+                memcpy(map, flat.expert, (size_t)total * sizeof *map);
+                memcpy(device_load, flat.device_load, (size_t)(domains * devices) * sizeof *device_load);
+                double most = 0, sum = 0;
+                for (int64_t d = 0; d < domains; d++) {
+                    double domain = 0;
+                    for (int64_t g = 0; g < devices; g++)
+                        domain += flat.device_load[d * devices + g];
+                    most = domain > most ? domain : most;
+                    sum += domain;
+                }
+                *domain_imbalance = sum > 0 ? most / (sum / (double)domains) : 1;
+                *gap = flat.max_load / bound(tokens, copies, experts, domains * devices) - 1;
+            }
+        }
+    }
+    if (have_flat)
+        layer_placement_release(&flat);
+    free(ids);
+    free(loads);
+    free(copies);
+    return ok;
+}
+
+bool experts_place_cluster(const double *tokens, int64_t layers, int64_t experts, int64_t domains,
+                           int64_t devices, int64_t slots, struct cluster_placement *out)
+{
+    int64_t all = domains * devices;
+    if (layers <= 0 || experts <= 0 || all * slots < experts)
+        return false;
+    struct cluster_placement p = {.layers = layers, .domains = domains, .devices = devices, .slots = slots};
+    p.expert = xmalloc((size_t)(layers * all * slots) * sizeof *p.expert);
+    p.device_load = xmalloc((size_t)(layers * all) * sizeof *p.device_load);
+    bool ok = true;
+    for (int64_t i = 0; i < layers && ok; i++) {
+        double domain_imbalance = 1, gap = 0;
+        double *loads = p.device_load + i * all;
+        ok = place_cluster_layer(tokens + i * experts, experts, domains, devices, slots,
+                                 p.expert + i * all * slots, loads, &domain_imbalance, &gap);
+        if (!ok)
+            break;
+        double sum = 0, max = 0;
+        for (int64_t d = 0; d < all; d++) {
+            sum += loads[d];
+            max = loads[d] > max ? loads[d] : max;
+        }
+        double gpu = sum > 0 ? max / (sum / (double)all) : 1;
+        p.gpu_imbalance_mean += gpu / (double)layers;
+        p.gpu_imbalance_worst = gpu > p.gpu_imbalance_worst ? gpu : p.gpu_imbalance_worst;
+        p.domain_imbalance_mean += domain_imbalance / (double)layers;
+        p.domain_imbalance_worst = domain_imbalance > p.domain_imbalance_worst ? domain_imbalance
+                                                                               : p.domain_imbalance_worst;
+        p.worst_gap = gap > p.worst_gap ? gap : p.worst_gap;
+    }
+    if (!ok) {
+        cluster_placement_release(&p);
+        return false;
+    }
+    *out = p;
+    return true;
+}
+
+void cluster_placement_release(struct cluster_placement *p)
+{
+    if (!p)
+        return;
+    free(p->expert);
+    free(p->device_load);
+    memset(p, 0, sizeof *p);
 }

@@ -29,9 +29,38 @@ struct layer_placement {
 bool experts_place_layer(const double *tokens, int64_t experts, int64_t devices, int64_t slots,
                          struct layer_placement *out);
 
+/* Replica counts for `slots` slots: one copy each, then every spare slot to the expert with the
+ * most load per copy, at most `max_copies` copies of one expert. */
+void experts_replicas(const double *tokens, int64_t experts, int64_t slots, int64_t max_copies,
+                      int64_t *copies);
+
+/* Places `count` given copies (expert id and load each) on `devices` x `slots` slots, by LPT and
+ * swaps; lower_bound is max(mean load, heaviest copy). */
+bool experts_place_copies(const int32_t *expert, const double *load, int64_t count,
+                          int64_t devices, int64_t slots, struct layer_placement *out);
+
 void layer_placement_release(struct layer_placement *p);
 
 /* max / mean device load: 1 is perfect balance. */
 double layer_imbalance(const struct layer_placement *p);
+
+
+/* Every MoE layer of a cluster of `domains` domains x `devices` devices x `slots` slots:
+ * replica counts (at most one copy of an expert per domain when there are several), copies to
+ * domains by LPT and swaps (domains as bins of devices x slots), then each domain's copies to its
+ * devices. `expert` is the physical-to-logical map: layer-major, then devices in order (domain
+ * by domain), then slots. */
+struct cluster_placement {
+    int64_t layers, domains, devices, slots; /* devices per domain */
+    int32_t *expert;
+    double *device_load; /* layers x (domains x devices) */
+    double gpu_imbalance_mean, gpu_imbalance_worst;
+    double domain_imbalance_mean, domain_imbalance_worst;
+    double worst_gap; /* largest (max load / lower bound - 1) over layers */
+};
+
+bool experts_place_cluster(const double *tokens, int64_t layers, int64_t experts, int64_t domains,
+                           int64_t devices, int64_t slots, struct cluster_placement *out);
+void cluster_placement_release(struct cluster_placement *p);
 
 #endif
