@@ -25,7 +25,7 @@ build: deps $(BUILD)/build.ninja
 	ninja -C $(BUILD)
 
 run: build
-	./$(BUILD)/rackplan fit models/deepseek-v3.yaml topologies/gb200-nvl72.xml
+	./$(BUILD)/rackplan plan models/deepseek-v3.yaml topologies/gb200-nvl72.xml --loads loads/dsv3_load.csv
 
 test: build
 	@meson test -C $(BUILD) --print-errorlogs >/dev/null || true

@@ -93,6 +93,14 @@ static void print_help(const struct command *c)
                "  --eta-compute X, --eta-memory X, --eta-network X\n"
                "                   achieved fraction of peak (0 < X <= 1); default: the topology's\n"
                "                   <efficiency>, else 1 (a pure bound)\n");
+    if (c->options & OPTS_PLAN)
+        printf("  --loads FILE.csv expert loads: rows = MoE layers, columns = experts, token counts\n"
+               "                   (no header, EPLB's form); default: uniform\n"
+               "  --redundant N    spare expert slots in total for replicas of hot experts;\n"
+               "                   default 0 (whole slots per device may add a few)\n"
+               "  --ep N           pin the expert-parallel degree (devices per stage)\n"
+               "  --time-limit S   seconds for all solving (default 10; 0: greedy and local search)\n"
+               "  --expert-map F   write the placement as a physical-to-logical map (.csv or .json)\n");
     if (c->options & OPTS_FIT)
         printf("  --reserve R      runtime reserve per device: a share of HBM (\"10%%\") or a size\n"
                "                   (\"8GB\", \"6GiB\"); default %.0f%% (vLLM's gpu_memory_utilization 0.9)\n"
@@ -115,7 +123,7 @@ static void print_help(const struct command *c)
 
 enum { OPT_RACKS = 256, OPT_WEIGHTS, OPT_KV, OPT_CONTEXT, OPT_BATCH, OPT_FORMAT, OPT_RESERVE,
        OPT_TP, OPT_PP, OPT_SWEEP, OPT_PHASE, OPT_PLOT, OPT_ETA_COMPUTE, OPT_ETA_MEMORY,
-       OPT_ETA_NETWORK };
+       OPT_ETA_NETWORK, OPT_LOADS, OPT_REDUNDANT, OPT_EP, OPT_TIME_LIMIT, OPT_EXPERT_MAP };
 
 /* "A:B" or "A:B:N": N batches spaced evenly in log from A to B (default 50). */
 static bool parse_sweep(const char *text, struct options *o)
@@ -156,6 +164,7 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
     o->batch = CLI_DEFAULT_BATCH;
     o->reserve_fraction = PLAN_DEFAULT_RESERVE_FRACTION;
     o->reserve_bytes = -1;
+    o->time_limit_s = 10;
     const struct {
         struct option option;
         unsigned needs;
@@ -177,6 +186,11 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         {{"eta-compute", required_argument, NULL, OPT_ETA_COMPUTE}, OPTS_ROOFLINE},
         {{"eta-memory", required_argument, NULL, OPT_ETA_MEMORY}, OPTS_ROOFLINE},
         {{"eta-network", required_argument, NULL, OPT_ETA_NETWORK}, OPTS_ROOFLINE},
+        {{"loads", required_argument, NULL, OPT_LOADS}, OPTS_PLAN},
+        {{"redundant", required_argument, NULL, OPT_REDUNDANT}, OPTS_PLAN},
+        {{"ep", required_argument, NULL, OPT_EP}, OPTS_PLAN},
+        {{"time-limit", required_argument, NULL, OPT_TIME_LIMIT}, OPTS_PLAN},
+        {{"expert-map", required_argument, NULL, OPT_EXPERT_MAP}, OPTS_PLAN},
     };
     struct option longopts[sizeof table / sizeof table[0] + 1];
     int n = 0;
@@ -224,6 +238,7 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
                 return cli_usage_error(c, "--context takes a whole number of tokens from 1 to 1073741824, not '%s'", arg);
             break;
         case OPT_BATCH:
+            o->batch_set = true;
             if (!parse_count(arg, 1, (int64_t)1 << 40, &o->batch))
                 return cli_usage_error(c, "--batch takes a whole number of sequences from 1 to 2^40, not '%s'", arg);
             break;
@@ -278,6 +293,35 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
             if (!parse_fraction(arg, target))
                 return cli_usage_error(c, "--%s takes a fraction of peak above 0 and at most 1, not '%s'",
                                        longopts[index].name, arg);
+            break;
+        }
+        case OPT_LOADS:
+            o->loads = arg;
+            break;
+        case OPT_REDUNDANT:
+            if (strcmp(arg, "auto") == 0)
+                o->redundant = -1;
+            else if (!parse_count(arg, 0, 100000000, &o->redundant))
+                return cli_usage_error(c, "--redundant takes a number of spare expert slots or 'auto', not '%s'", arg);
+            break;
+        case OPT_EP:
+            if (!parse_count(arg, 1, 1000000, &o->ep))
+                return cli_usage_error(c, "--ep takes a whole number from 1 to 1000000, not '%s'", arg);
+            break;
+        case OPT_TIME_LIMIT: {
+            char *end;
+            errno = 0;
+            o->time_limit_s = strtod(arg, &end);
+            if (errno || end == arg || *end || !(o->time_limit_s >= 0 && o->time_limit_s <= 86400))
+                return cli_usage_error(c, "--time-limit takes seconds from 0 to 86400, not '%s'", arg);
+            break;
+        }
+        case OPT_EXPERT_MAP: {
+            size_t length = strlen(arg);
+            if (length < 5 ||
+                (strcmp(arg + length - 4, ".csv") != 0 && strcmp(arg + length - 5, ".json") != 0))
+                return cli_usage_error(c, "--expert-map takes a file ending in .csv or .json, not '%s'", arg);
+            o->expert_map = arg;
             break;
         }
         case ':':

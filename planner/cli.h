@@ -38,6 +38,7 @@ enum {
     OPTS_FIT = 1 << 5,       /* --reserve, --tp, --pp */
     OPTS_DOT = 1 << 6,       /* --format dot */
     OPTS_ROOFLINE = 1 << 7,  /* --sweep, --phase, --plot, --eta-*, --format csv */
+    OPTS_PLAN = 1 << 8,      /* --loads, --redundant, --ep, --time-limit, --expert-map */
 };
 
 struct command {
@@ -70,6 +71,12 @@ struct options {
     bool prefill;
     const char *plot; /* SVG path, or NULL */
     double eta_compute, eta_memory, eta_network; /* 0: not given */
+    const char *loads;      /* expert-load CSV, or NULL: uniform */
+    int64_t redundant;      /* spare expert slots in total; -1: as many as HBM allows */
+    int64_t ep;             /* 0 = choose */
+    double time_limit_s;
+    const char *expert_map; /* .csv or .json, or NULL */
+    bool batch_set;
 };
 
 /* Parses argv for `command`. Returns -1 to go on, or an exit code to return at once (help

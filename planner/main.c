@@ -71,8 +71,25 @@ const struct command command_roofline = {
     .positionals = 2,
 };
 
-static const struct command *const commands[] = {&command_fit, &command_model, &command_roofline,
-                                                 &command_topo};
+const struct command command_plan = {
+    .name = "plan",
+    .run = cmd_plan,
+    .summary = "lay a model out: parallelism, layers on stages, experts on devices, predicted step",
+    .usage = "rackplan plan MODEL TOPOLOGY [--racks N] [--loads FILE.csv] [--redundant N] [--ep N]\n"
+             "                     [--tp N] [--pp N] [--batch N] [--context N] [--time-limit S]\n"
+             "                     [--expert-map FILE.csv|FILE.json] [--format text|json] [-o FILE]",
+    .help = "Chooses the layout fit would (pinned by --tp/--pp/--ep), splits layers into pipeline\n"
+            "stages (exact DP, proven optimal by an ILP), places routed experts and replicas of hot\n"
+            "experts on devices for the expert loads (uniform without --loads), and predicts the step\n"
+            "from the roofline with the placement's load imbalance. The batch defaults to the largest\n"
+            "that fits. Exit 0 when the plan fits, 1 when it does not.\n",
+    .options = OPTS_FORMAT | OPTS_PRECISION | OPTS_CONTEXT | OPTS_RACKS | OPTS_BATCH | OPTS_FIT |
+               OPTS_PLAN,
+    .positionals = 2,
+};
+
+static const struct command *const commands[] = {&command_fit, &command_model, &command_plan,
+                                                 &command_roofline, &command_topo};
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])
 
 static void print_usage(FILE *out)

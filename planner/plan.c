@@ -70,8 +70,8 @@ void plan_stage(const struct model *m, const struct layout *l, int64_t index, st
     double attention = model_attention_params_per_layer(m);
     double norms = 2 * (double)m->hidden_size;
     struct stage st = {0};
-    st.first = index * m->layers / l->pp;
-    st.last = (index + 1) * m->layers / l->pp;
+    st.first = l->stage_start ? l->stage_start[index] : index * m->layers / l->pp;
+    st.last = l->stage_start ? l->stage_start[index + 1] : (index + 1) * m->layers / l->pp;
     for (int64_t layer = st.first; layer < st.last; layer++) {
         st.replicated_params += attention + norms;
         if (model_layer_is_moe(m, layer)) {
@@ -213,6 +213,37 @@ static bool fits_on(const struct model *m, const struct topology *t, int64_t rac
     return true;
 }
 
+int64_t plan_max_batch(const struct model *m, const struct topology *t, const struct layout *l,
+                       const struct workload *w)
+{
+    /* memory grows with the batch, so bisect */
+    struct workload probe = *w;
+    struct device_memory mem;
+    probe.batch = 1;
+    plan_memory(m, t, l, &probe, &mem);
+    if (mem.free_bytes < 0)
+        return 0;
+    int64_t low = 1, high = 2;
+    for (;;) {
+        probe.batch = high;
+        plan_memory(m, t, l, &probe, &mem);
+        if (mem.free_bytes < 0 || high >= ((int64_t)1 << 50))
+            break;
+        low = high;
+        high *= 2;
+    }
+    while (high - low > 1) {
+        int64_t mid = low + (high - low) / 2;
+        probe.batch = mid;
+        plan_memory(m, t, l, &probe, &mem);
+        if (mem.free_bytes >= 0)
+            low = mid;
+        else
+            high = mid;
+    }
+    return low;
+}
+
 bool plan_fit(const struct model *m, const struct topology *t, int64_t racks,
               const struct workload *w, struct fit *out)
 {
@@ -223,32 +254,7 @@ bool plan_fit(const struct model *m, const struct topology *t, int64_t racks,
     plan_memory(m, t, &f.layout, w, &f.memory);
     f.fits = f.memory.free_bytes >= 0;
 
-    /* Largest batch on this layout: memory grows with the batch, so bisect. */
-    struct workload probe = *w;
-    struct device_memory mem;
-    probe.batch = 1;
-    plan_memory(m, t, &f.layout, &probe, &mem);
-    if (mem.free_bytes >= 0) {
-        int64_t low = 1, high = 2;
-        for (;;) {
-            probe.batch = high;
-            plan_memory(m, t, &f.layout, &probe, &mem);
-            if (mem.free_bytes < 0 || high >= ((int64_t)1 << 50))
-                break;
-            low = high;
-            high *= 2;
-        }
-        while (high - low > 1) {
-            int64_t mid = low + (high - low) / 2;
-            probe.batch = mid;
-            plan_memory(m, t, &f.layout, &probe, &mem);
-            if (mem.free_bytes >= 0)
-                low = mid;
-            else
-                high = mid;
-        }
-        f.max_batch = low;
-    }
+    f.max_batch = plan_max_batch(m, t, &f.layout, w);
 
     /* Fewest devices for the requested batch: part of one domain, then whole domains. */
     struct workload pinned_free = *w;

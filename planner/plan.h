@@ -43,6 +43,8 @@ struct layout {
     int64_t racks;
     int64_t devices;
     int64_t tp, pp, dp, ep;
+    const int64_t *stage_start; /* pp + 1 layer indices from a stage solver, or NULL: even split;
+                                 * borrowed, not owned */
 };
 
 struct device_memory {
@@ -100,6 +102,10 @@ void plan_memory(const struct model *m, const struct topology *t, const struct l
  * pinned tp or pp that does not divide). */
 bool plan_choose_layout(const struct model *m, const struct topology *t, int64_t racks,
                         int64_t devices, const struct workload *w, struct layout *out);
+
+/* Most sequences at the workload's context that fit layout `l`; 0 when not even one does. */
+int64_t plan_max_batch(const struct model *m, const struct topology *t, const struct layout *l,
+                       const struct workload *w);
 
 /* The whole fit answer for `racks` domains. Returns false when the pinned tp/pp is invalid. */
 bool plan_fit(const struct model *m, const struct topology *t, int64_t racks,

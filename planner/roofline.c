@@ -40,8 +40,9 @@ static void stage_times(const struct roof_setup *s, const struct stage *st, doub
     double streamed = st->replicated_params - st->embedding_params;
     double matmul = 2 * streamed / tp * rank_tokens;
     double k = (double)m->moe.experts_per_token;
-    if (st->moe_layers)
-        matmul += 2 * p.routed_expert * tokens * k / ep * (double)st->moe_layers;
+    double imbalance = s->expert_imbalance > 1 ? s->expert_imbalance : 1;
+    if (st->moe_layers) /* the most loaded device gets imbalance x the mean share */
+        matmul += 2 * p.routed_expert * tokens * k / ep * imbalance * (double)st->moe_layers;
     double attention = model_attention_flops_per_token(m, context) *
                        (double)(st->last - st->first) / (double)m->layers * rank_tokens / tp;
     enum precision used;

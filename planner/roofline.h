@@ -40,6 +40,7 @@ struct roof_setup {
     struct layout layout;
     struct workload workload; /* precisions, context; batch is per call */
     struct efficiency efficiency;
+    double expert_imbalance; /* max / mean routed-expert load per device (0 or 1: balanced) */
 };
 
 enum roof_term { ROOF_COMPUTE, ROOF_WEIGHTS, ROOF_KV, ROOF_NETWORK, ROOF_TERMS };

@@ -15,6 +15,8 @@ for line in open(sys.argv[1]):
     not_ok = len(re.findall(r"^not ok\b", out, re.M))
     passed += ok
     failed += not_ok
+    for failure in re.findall(r"^not ok\b.*$", out, re.M):
+        print("%s: %s" % (test.get("name"), failure))
     if test.get("result") not in ("OK", "EXPECTEDFAIL", "SKIP") and not_ok == 0:
         failed += 1
         print("failed without a TAP failure: %s (%s)" % (test.get("name"), test.get("result")))

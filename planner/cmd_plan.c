@@ -1,0 +1,425 @@
+/* cmd_plan.c: `rackplan plan MODEL TOPOLOGY`: the layout, layers on stages, experts on devices,
+ * and the step time the placement implies. */
+#include "cli.h"
+#include "commands.h"
+#include "experts.h"
+#include "graph.h"
+#include "loads.h"
+#include "model.h"
+#include "plan.h"
+#include "roofline.h"
+#include "stages.h"
+#include "topology.h"
+
+#include "../reports/json.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct planned {
+    struct layout layout;
+    int64_t batch;
+    struct stage_split split;
+    struct lp_result stage_stats;
+    bool have_stage_stats;
+    bool moe;
+    struct loads loads;
+    bool uniform;
+    int64_t ep_domains, ep_devices, slots;
+    struct cluster_placement experts;
+    double expert_seconds;
+    struct roof_point step;
+    struct device_memory memory;
+};
+
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Layers on stages: each layer's weight bytes read per step over a stage's bandwidth is its
+ * time, its weight bytes its memory; a stage holds a rack's HBM less the reserve. */
+static void plan_stages(const struct model *m, const struct topology *t, const struct workload *w,
+                        struct planned *p)
+{
+    int64_t L = m->layers, P = p->layout.pp;
+    double *time = xmalloc((size_t)L * sizeof *time), *memory = xmalloc((size_t)L * sizeof *memory);
+    struct model_params params;
+    model_params(m, &params);
+    int64_t moe = model_moe_layers(m);
+    double per_device = (double)(p->layout.devices / P);
+    double bandwidth = per_device * t->hbm_bytes_per_s;
+    for (int64_t i = 0; i < L; i++) {
+        double bytes = (model_attention_params_per_layer(m) + 2 * (double)m->hidden_size) *
+                       precision_bytes(w->weights);
+        if (model_layer_is_moe(m, i))
+            bytes += (params.shared_experts + params.routers) / (double)moe * precision_bytes(w->weights) +
+                     (double)m->moe.experts * params.routed_expert * precision_bytes(w->expert_weights);
+        else
+            bytes += params.dense_ffn / (double)(L - moe) * precision_bytes(w->weights);
+        bytes += (double)w->batch * model_kv_bytes_per_sequence_layers(m, w->kv, w->context, i, i + 1);
+        time[i] = bytes / bandwidth;
+        memory[i] = bytes;
+    }
+    double reserve = w->reserve_bytes >= 0 ? w->reserve_bytes : w->reserve_fraction * t->hbm_bytes;
+    struct stage_problem problem = {
+        .layers = L, .time = time, .memory = memory,
+        .capacity = per_device * (t->hbm_bytes - reserve), .stages = P,
+        .first_time = params.embedding * precision_bytes(w->weights) / bandwidth,
+        .first_memory = params.embedding * precision_bytes(w->weights),
+        .last_time = params.lm_head * precision_bytes(w->weights) / bandwidth,
+        .last_memory = params.lm_head * precision_bytes(w->weights)};
+    struct stage_split dp;
+    if (stages_dp(&problem, &dp)) {
+        struct stage_split proven;
+        if (stages_ilp(&problem, &dp, 10, &proven, &p->stage_stats)) {
+            p->have_stage_stats = true;
+            stage_split_release(&dp);
+            p->split = proven;
+        } else {
+            p->split = dp;
+        }
+    }
+    free(time);
+    free(memory);
+}
+
+static void write_json(FILE *out, const struct model *m, const struct topology *t,
+                       const struct workload *w, const struct planned *p)
+{
+    struct json j;
+    json_init(&j, out);
+    json_begin_object(&j);
+    json_key(&j, "model");
+    json_string(&j, m->name);
+    json_key(&j, "topology");
+    json_string(&j, t->name);
+    json_key(&j, "announced");
+    json_bool(&j, t->announced);
+    json_key(&j, "racks");
+    json_int(&j, p->layout.racks);
+    json_key(&j, "devices");
+    json_int(&j, p->layout.devices);
+    json_key(&j, "batch");
+    json_int(&j, p->batch);
+    json_key(&j, "context");
+    json_int(&j, w->context);
+    json_key(&j, "parallel");
+    json_begin_object(&j);
+    json_key(&j, "tp");
+    json_int(&j, p->layout.tp);
+    json_key(&j, "ep");
+    json_int(&j, p->layout.ep);
+    json_key(&j, "pp");
+    json_int(&j, p->layout.pp);
+    json_key(&j, "dp");
+    json_int(&j, p->layout.dp);
+    json_end_object(&j);
+    json_key(&j, "stages");
+    json_begin_array(&j);
+    for (int64_t s = 0; s < p->layout.pp; s++) {
+        json_begin_object(&j);
+        json_key(&j, "stage");
+        json_int(&j, s);
+        json_key(&j, "first_layer");
+        json_int(&j, p->split.start ? p->split.start[s] : s * m->layers / p->layout.pp);
+        json_key(&j, "end_layer_exclusive");
+        json_int(&j, p->split.start ? p->split.start[s + 1] : (s + 1) * m->layers / p->layout.pp);
+        json_key(&j, "first_device");
+        json_int(&j, s * (p->layout.devices / p->layout.pp));
+        json_key(&j, "devices");
+        json_int(&j, p->layout.devices / p->layout.pp);
+        json_end_object(&j);
+    }
+    json_end_array(&j);
+    if (p->moe) {
+        json_key(&j, "loads");
+        json_string(&j, p->uniform ? "uniform" : "file");
+        json_key(&j, "slots_per_device");
+        json_int(&j, p->slots);
+        json_key(&j, "redundant_slots");
+        json_int(&j, p->ep_domains * p->ep_devices * p->slots - m->moe.experts);
+        json_key(&j, "experts");
+        json_begin_array(&j);
+        int64_t moe_index = 0;
+        int64_t group = p->ep_domains * p->ep_devices;
+        for (int64_t layer = 0; layer < m->layers; layer++) {
+            if (!model_layer_is_moe(m, layer))
+                continue;
+            json_begin_object(&j);
+            json_key(&j, "layer");
+            json_int(&j, layer);
+            json_key(&j, "devices");
+            json_begin_array(&j);
+            for (int64_t d = 0; d < group; d++) {
+                json_begin_array(&j);
+                for (int64_t s = 0; s < p->slots; s++)
+                    json_int(&j, p->experts.expert[(moe_index * group + d) * p->slots + s]);
+                json_end_array(&j);
+            }
+            json_end_array(&j);
+            json_end_object(&j);
+            moe_index++;
+        }
+        json_end_array(&j);
+        json_key(&j, "gpu_imbalance");
+        json_begin_object(&j);
+        json_key(&j, "mean");
+        json_number(&j, p->experts.gpu_imbalance_mean);
+        json_key(&j, "worst");
+        json_number(&j, p->experts.gpu_imbalance_worst);
+        json_end_object(&j);
+        json_key(&j, "domain_imbalance");
+        json_begin_object(&j);
+        json_key(&j, "mean");
+        json_number(&j, p->experts.domain_imbalance_mean);
+        json_key(&j, "worst");
+        json_number(&j, p->experts.domain_imbalance_worst);
+        json_end_object(&j);
+        json_key(&j, "solver");
+        json_begin_object(&j);
+        json_key(&j, "status");
+        json_string(&j, p->experts.worst_gap <= 1e-9 ? "optimal" : "heuristic");
+        json_key(&j, "method");
+        json_string(&j, "greedy replicas, LPT, pairwise swaps; bound max(mean load, heaviest copy)");
+        json_key(&j, "objective");
+        json_number(&j, p->experts.gpu_imbalance_worst);
+        json_key(&j, "bound");
+        json_number(&j, p->experts.gpu_imbalance_worst / (1 + p->experts.worst_gap));
+        json_key(&j, "gap");
+        json_number(&j, p->experts.worst_gap);
+        json_key(&j, "seconds");
+        json_number(&j, round(p->expert_seconds * 1e3) / 1e3);
+        json_end_object(&j);
+    }
+    if (p->have_stage_stats) {
+        json_key(&j, "stages_solver");
+        json_begin_object(&j);
+        json_key(&j, "status");
+        json_string(&j, lp_status_name(p->stage_stats.status));
+        json_key(&j, "objective");
+        json_number(&j, p->stage_stats.objective);
+        json_key(&j, "bound");
+        json_number(&j, p->stage_stats.bound);
+        json_key(&j, "gap");
+        json_number(&j, p->stage_stats.gap);
+        json_end_object(&j);
+    }
+    json_key(&j, "per_device_memory");
+    json_begin_object(&j);
+    json_key(&j, "weights_bytes");
+    json_number(&j, ceil(p->memory.weights_bytes));
+    json_key(&j, "kv_bytes");
+    json_number(&j, ceil(p->memory.kv_bytes));
+    json_key(&j, "free_bytes");
+    json_number(&j, floor(p->memory.free_bytes));
+    json_end_object(&j);
+    json_key(&j, "predicted");
+    json_begin_object(&j);
+    json_key(&j, "step_s");
+    json_number(&j, p->step.step_s);
+    json_key(&j, "tokens_per_s");
+    json_number(&j, p->step.tokens_per_s);
+    json_key(&j, "tokens_per_s_per_device");
+    json_number(&j, p->step.tokens_per_s_per_device);
+    json_key(&j, "bound");
+    json_string(&j, roof_term_name(p->step.bound));
+    json_end_object(&j);
+    json_end_object(&j);
+    json_finish(&j);
+}
+
+static void write_text(FILE *out, const struct model *m, const struct topology *t,
+                       const struct workload *w, const struct planned *p)
+{
+    char a[64], b[64];
+    format_count((double)p->layout.devices, a, sizeof a);
+    fprintf(out, "%s on %s%s: %" PRId64 " scale-up domain%s, %s devices\n", m->name, t->name,
+            t->announced ? " (announced, not shipping)" : "", p->layout.racks,
+            p->layout.racks == 1 ? "" : "s", a);
+    format_count((double)p->batch, a, sizeof a);
+    format_count((double)w->context, b, sizeof b);
+    fprintf(out, "  batch %s sequences at %s tokens; TP %" PRId64 " x DP %" PRId64 " x PP %" PRId64
+                 ", EP %" PRId64 "\n",
+            a, b, p->layout.tp, p->layout.dp, p->layout.pp, p->layout.ep);
+    fprintf(out, "\nstages\n");
+    for (int64_t s = 0; s < p->layout.pp; s++) {
+        int64_t first = p->split.start ? p->split.start[s] : s * m->layers / p->layout.pp;
+        int64_t end = p->split.start ? p->split.start[s + 1] : (s + 1) * m->layers / p->layout.pp;
+        fprintf(out, "  stage %" PRId64 ": layers %" PRId64 "-%" PRId64 " on devices %" PRId64 "-%" PRId64 "\n",
+                s, first, end - 1, s * (p->layout.devices / p->layout.pp),
+                (s + 1) * (p->layout.devices / p->layout.pp) - 1);
+    }
+    if (p->have_stage_stats)
+        fprintf(out, "  solver: %s, bottleneck %.4g ms, bound %.4g ms, gap %.2g%%, %.3f s\n",
+                lp_status_name(p->stage_stats.status), p->stage_stats.objective * 1e3,
+                p->stage_stats.bound * 1e3, p->stage_stats.gap * 100, p->stage_stats.seconds);
+    if (p->moe) {
+        fprintf(out, "\nexperts (%s loads): %" PRId64 " slots on each of %" PRId64 " devices, %" PRId64
+                     " spare for replicas of hot experts\n",
+                p->uniform ? "uniform" : "measured", p->slots, p->ep_domains * p->ep_devices,
+                p->ep_domains * p->ep_devices * p->slots - m->moe.experts);
+        fprintf(out, "  GPU imbalance (max / mean load)     mean %.4f, worst layer %.4f\n",
+                p->experts.gpu_imbalance_mean, p->experts.gpu_imbalance_worst);
+        if (p->ep_domains > 1)
+            fprintf(out, "  domain imbalance                    mean %.4f, worst layer %.4f\n",
+                    p->experts.domain_imbalance_mean, p->experts.domain_imbalance_worst);
+        fprintf(out, "  solver: greedy + local search, within %.2f%% of the lower bound in every layer, %.3f s\n",
+                p->experts.worst_gap * 100, p->expert_seconds);
+        fprintf(out, "  the per-device expert lists: --format json or --expert-map FILE.csv\n");
+    }
+    char gb[32];
+    format_gb(p->memory.free_bytes, gb, sizeof gb);
+    fprintf(out, "\npredicted (roofline bound, with the placement's imbalance)\n");
+    format_count(p->step.tokens_per_s, a, sizeof a);
+    format_count(p->step.tokens_per_s_per_device, b, sizeof b);
+    fprintf(out, "  step %.4g ms, %s tokens/s, %s per device; %s binds; %s GB free per device\n",
+            p->step.step_s * 1e3, a, b, roof_term_name(p->step.bound), gb);
+}
+
+static bool write_expert_map(const char *path, const struct model *m, const struct planned *p)
+{
+    struct sink sink;
+    if (!sink_open(&sink, path))
+        return false;
+    int64_t moe = model_moe_layers(m);
+    int64_t width = p->ep_domains * p->ep_devices * p->slots;
+    bool json_format = strcmp(path + strlen(path) - 5, ".json") == 0;
+    if (json_format)
+        fprintf(sink.out, "{\"physical_to_logical_map\": [\n");
+    for (int64_t layer = 0; layer < moe; layer++) {
+        if (json_format)
+            fprintf(sink.out, "  [");
+        for (int64_t k = 0; k < width; k++)
+            fprintf(sink.out, "%s%d", k ? (json_format ? ", " : ",") : "", p->experts.expert[layer * width + k]);
+        if (json_format)
+            fprintf(sink.out, "]%s\n", layer + 1 < moe ? "," : "");
+        else
+            fprintf(sink.out, "\n");
+    }
+    if (json_format)
+        fprintf(sink.out, "]}\n");
+    return sink_commit(&sink);
+}
+
+int cmd_plan(int argc, char **argv)
+{
+    struct options o;
+    struct model m;
+    struct topology t;
+    int status = cli_prepare(&command_plan, argc, argv, &o, &m, &t);
+    if (status >= 0)
+        return status;
+    struct workload w;
+    cli_workload(&o, &w);
+    struct planned p;
+    memset(&p, 0, sizeof p);
+    p.moe = model_is_moe(&m);
+    if (o.loads && !p.moe)
+        return cli_usage_error(o.command, "--loads is for MoE models; %s is dense", m.name);
+    if (p.moe) {
+        struct diags d;
+        diags_init(&d);
+        if (o.loads) {
+            enum loads_status read = loads_read(o.loads, &p.loads, &d);
+            if (read == LOADS_OK && loads_check_model(&p.loads, &m, o.loads, &d) != LOADS_OK) {
+                loads_release(&p.loads);
+                read = LOADS_INVALID;
+            }
+            diags_print(&d, stderr);
+            diags_release(&d);
+            if (read != LOADS_OK)
+                return read == LOADS_IO_ERROR ? EXIT_IO : EXIT_INVALID;
+        } else {
+            loads_uniform(&m, 1, &p.loads);
+            p.uniform = true;
+        }
+    }
+
+    int64_t devices = o.racks * t.domain_devices;
+    w.batch = 1;
+    if (!plan_choose_layout(&m, &t, o.racks, devices, &w, &p.layout)) {
+        loads_release(&p.loads);
+        return cli_usage_error(o.command, "no layout with the pinned TP/PP on %lld devices", (long long)devices);
+    }
+    if (o.ep && o.ep != p.layout.ep) {
+        loads_release(&p.loads);
+        return cli_usage_error(o.command,
+                               "--ep %lld: experts spread over the %lld devices of a stage here (racks x domain "
+                               "size / PP); choose --racks or --pp to match",
+                               (long long)o.ep, (long long)p.layout.ep);
+    }
+    /* the batch: as asked, or the largest that fits this layout at the context */
+    struct fit fit;
+    plan_fit(&m, &t, o.racks, &w, &fit);
+    p.batch = o.batch_set ? o.batch : (fit.max_batch > 0 ? fit.max_batch : 1);
+    w.batch = p.batch;
+    plan_memory(&m, &t, &p.layout, &w, &p.memory);
+    if (p.layout.pp > 1) {
+        plan_stages(&m, &t, &w, &p);
+        p.layout.stage_start = p.split.start; /* memory and time on the solved stages */
+        if (!o.batch_set) {
+            int64_t most = plan_max_batch(&m, &t, &p.layout, &w);
+            p.batch = w.batch = most > 0 ? most : 1;
+        }
+        plan_memory(&m, &t, &p.layout, &w, &p.memory);
+    }
+
+    if (p.moe) {
+        int64_t group = p.layout.ep;
+        p.ep_devices = group < t.domain_devices ? group : t.domain_devices;
+        p.ep_domains = group / p.ep_devices;
+        int64_t redundant = o.redundant > 0 ? o.redundant : 0;
+        p.slots = (m.moe.experts + redundant + group - 1) / group;
+        double start = seconds_now();
+        bool placed = experts_place_cluster(p.loads.tokens, p.loads.layers, p.loads.experts, p.ep_domains,
+                                            p.ep_devices, p.slots, &p.experts);
+        p.expert_seconds = seconds_now() - start;
+        if (!placed) {
+            loads_release(&p.loads);
+            fprintf(stderr, "rackplan plan: no placement of %lld experts on %lld devices x %lld slots\n",
+                    (long long)m.moe.experts, (long long)group, (long long)p.slots);
+            return EXIT_NO_FIT;
+        }
+    }
+
+    struct graph_summary g;
+    if (graph_analyse(&t, o.racks, &g) != GRAPH_OK) {
+        loads_release(&p.loads);
+        cluster_placement_release(&p.experts);
+        fprintf(stderr, "rackplan plan: the interconnect graph could not be built (out of memory)\n");
+        return EXIT_IO;
+    }
+    struct roof_setup setup = {.model = &m, .topology = &t, .graph = &g, .layout = p.layout, .workload = w,
+                               .efficiency = {t.efficiency_compute, t.efficiency_memory, t.efficiency_network},
+                               .expert_imbalance = p.moe ? p.experts.gpu_imbalance_mean : 1};
+    roof_decode(&setup, p.batch, &p.step);
+
+    status = p.memory.free_bytes >= 0 ? EXIT_OK : EXIT_NO_FIT;
+    struct sink sink;
+    if (!sink_open(&sink, o.output)) {
+        status = EXIT_IO;
+    } else {
+        if (o.format == FORMAT_JSON)
+            write_json(sink.out, &m, &t, &w, &p);
+        else
+            write_text(sink.out, &m, &t, &w, &p);
+        if (!sink_commit(&sink))
+            status = EXIT_IO;
+        else if (o.expert_map && p.moe && !write_expert_map(o.expert_map, &m, &p))
+            status = EXIT_IO;
+    }
+    if (p.memory.free_bytes < 0)
+        fprintf(stderr, "rackplan plan: the batch does not fit: %.3f GB short per device\n",
+                -p.memory.free_bytes / 1e9);
+    cluster_placement_release(&p.experts);
+    stage_split_release(&p.split);
+    free(p.stage_stats.x);
+    loads_release(&p.loads);
+    return status;
+}
