@@ -1,25 +1,11 @@
 /* Benchmark: a 200-point decode sweep from batch 1 to 1,000,000 for DeepSeek-V3 on 4 GB200
  * NVL72 racks (issue #4: well under 10 ms), plus the crossover search; median of 21 runs.
  * Run from the source root: build/bench/roofline_sweep */
+#include "bench.h"
 #include "fixtures.h"
 #include "roofline.h"
 
 #include <math.h>
-#include <stdlib.h>
-#include <time.h>
-
-static double seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 int main(void)
 {
@@ -37,20 +23,20 @@ int main(void)
     enum { RUNS = 21, POINTS = 200 };
     double sweep[RUNS], crossover[RUNS], checksum = 0;
     for (int run = 0; run < RUNS; run++) {
-        double start = seconds();
+        double start = bench_seconds();
         for (int i = 0; i < POINTS; i++) {
             int64_t batch = (int64_t)llround(exp(log(1e6) * i / (POINTS - 1)));
             struct roof_point p;
             roof_decode(&s, batch, &p);
             checksum += p.step_s;
         }
-        double middle = seconds();
+        double middle = bench_seconds();
         checksum += (double)roof_crossover_batch(&s);
-        crossover[run] = seconds() - middle;
+        crossover[run] = bench_seconds() - middle;
         sweep[run] = middle - start;
     }
-    qsort(sweep, RUNS, sizeof sweep[0], by_value);
-    qsort(crossover, RUNS, sizeof crossover[0], by_value);
+    qsort(sweep, RUNS, sizeof sweep[0], bench_by_value);
+    qsort(crossover, RUNS, sizeof crossover[0], bench_by_value);
     printf("200-point sweep, DeepSeek-V3 on 4 x GB200 NVL72: median %.3f ms (min %.3f, max %.3f) over %d runs\n",
            sweep[RUNS / 2] * 1e3, sweep[0] * 1e3, sweep[RUNS - 1] * 1e3, RUNS);
     printf("crossover search: median %.3f ms\n", crossover[RUNS / 2] * 1e3);

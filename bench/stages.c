@@ -1,24 +1,10 @@
 /* Benchmark: DeepSeek-V3's 61 layers into 2-8 pipeline stages (GB200 NVL72 racks): the exact DP,
  * and the ILP proving it optimal, warm-started and cold; median of 11 runs each.
  * Run from the source root: build/bench/stages */
+#include "bench.h"
 #include "fixtures.h"
 #include "stages.h"
 
-#include <stdlib.h>
-#include <time.h>
-
-static double seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 int main(void)
 {
@@ -44,13 +30,13 @@ int main(void)
         for (int run = 0; run < RUNS; run++) {
             struct stage_split a, b, c;
             struct lp_result ra, rb;
-            double t0 = seconds();
+            double t0 = bench_seconds();
             stages_dp(&problem, &a);
-            double t1 = seconds();
+            double t1 = bench_seconds();
             stages_ilp(&problem, &a, 10, &b, &ra);
-            double t2 = seconds();
+            double t2 = bench_seconds();
             stages_ilp(&problem, NULL, 10, &c, &rb);
-            double t3 = seconds();
+            double t3 = bench_seconds();
             dp[run] = t1 - t0;
             warm[run] = t2 - t1;
             cold[run] = t3 - t2;
@@ -59,9 +45,9 @@ int main(void)
             stage_split_release(&b);
             stage_split_release(&c);
         }
-        qsort(dp, RUNS, sizeof dp[0], by_value);
-        qsort(warm, RUNS, sizeof warm[0], by_value);
-        qsort(cold, RUNS, sizeof cold[0], by_value);
+        qsort(dp, RUNS, sizeof dp[0], bench_by_value);
+        qsort(warm, RUNS, sizeof warm[0], bench_by_value);
+        qsort(cold, RUNS, sizeof cold[0], bench_by_value);
         printf("%6lld %9.1f %15.2f %15.2f   %s\n", (long long)stages, dp[RUNS / 2] * 1e6,
                warm[RUNS / 2] * 1e3, cold[RUNS / 2] * 1e3, status);
     }

@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 
+#include "../reports/json.h"
 #include "model.h"
 #include "plan.h"
 #include "topology.h"
@@ -519,4 +520,32 @@ void cli_workload(const struct options *o, struct workload *out)
         .tp = o->tp,
         .pp = o->pp,
     };
+}
+
+void cli_json_header(struct json *j, const struct model *m, const struct topology *t,
+                     int64_t racks, int64_t devices)
+{
+    json_key(j, "model");
+    json_string(j, m->name);
+    json_key(j, "topology");
+    json_string(j, t->name);
+    json_key(j, "announced");
+    json_bool(j, t->announced);
+    json_key(j, "racks");
+    json_int(j, racks);
+    json_key(j, "devices");
+    json_int(j, devices);
+}
+
+void cli_json_precision(struct json *j, const struct workload *w)
+{
+    json_key(j, "precision");
+    json_begin_object(j);
+    json_key(j, "weights");
+    json_string(j, precision_name(w->weights));
+    json_key(j, "expert_weights");
+    json_string(j, precision_name(w->expert_weights));
+    json_key(j, "kv");
+    json_string(j, precision_name(w->kv));
+    json_end_object(j);
 }

@@ -128,6 +128,13 @@ struct workload;
 /* The workload the options describe (batch, context, precisions, reserve, pinned TP/PP). */
 void cli_workload(const struct options *o, struct workload *out);
 
+struct json;
+/* The keys every MODEL TOPOLOGY report opens with: model, topology, announced, racks, devices. */
+void cli_json_header(struct json *j, const struct model *m, const struct topology *t,
+                     int64_t racks, int64_t devices);
+/* "precision": {weights, expert_weights, kv} of a workload. */
+void cli_json_precision(struct json *j, const struct workload *w);
+
 /* Checks --context against the model's maximum and --racks; fills the precisions the model
  * runs at (the model's own unless overridden). Returns EXIT_OK or a usage error. */
 int cli_resolve(struct options *o, const struct model *m, const struct topology *t);

@@ -95,16 +95,7 @@ static void write_json(FILE *out, const struct model *m, const struct topology *
     struct json j;
     json_init(&j, out);
     json_begin_object(&j);
-    json_key(&j, "model");
-    json_string(&j, m->name);
-    json_key(&j, "topology");
-    json_string(&j, t->name);
-    json_key(&j, "announced");
-    json_bool(&j, t->announced);
-    json_key(&j, "racks");
-    json_int(&j, p->layout.racks);
-    json_key(&j, "devices");
-    json_int(&j, p->layout.devices);
+    cli_json_header(&j, m, t, p->layout.racks, p->layout.devices);
     json_key(&j, "batch");
     json_int(&j, p->batch);
     json_key(&j, "context");

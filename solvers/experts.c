@@ -88,6 +88,20 @@ static void improve(struct layer_placement *p, double *copy_load)
     }
 }
 
+/* One entry per copy: its expert and its share of the expert's load. Returns the count. */
+static int64_t copies_list(const double *tokens, const int64_t *copies, int64_t experts,
+                           int32_t *ids, double *loads)
+{
+    int64_t count = 0;
+    for (int64_t e = 0; e < experts; e++) {
+        for (int64_t c = 0; c < copies[e]; c++) {
+            ids[count] = (int32_t)e;
+            loads[count++] = tokens[e] / (double)copies[e];
+        }
+    }
+    return count;
+}
+
 void experts_replicas(const double *tokens, int64_t experts, int64_t slots, int64_t max_copies,
                       int64_t *copies)
 {
@@ -176,13 +190,7 @@ bool experts_place_layer(const double *tokens, int64_t experts, int64_t devices,
     experts_replicas(tokens, experts, total, devices, copies);
     int32_t *ids = xmalloc((size_t)total * sizeof *ids);
     double *loads = xmalloc((size_t)total * sizeof *loads);
-    int64_t count = 0;
-    for (int64_t e = 0; e < experts; e++) {
-        for (int64_t c = 0; c < copies[e]; c++) {
-            ids[count] = (int32_t)e;
-            loads[count++] = tokens[e] / (double)copies[e];
-        }
-    }
+    int64_t count = copies_list(tokens, copies, experts, ids, loads);
     bool placed = experts_place_copies(ids, loads, count, devices, slots, out);
     if (placed)
         out->lower_bound = bound(tokens, copies, experts, devices);
@@ -216,13 +224,7 @@ static bool place_cluster_layer(const double *tokens, int64_t experts, int64_t d
     experts_replicas(tokens, experts, total, domains > 1 ? domains : devices, copies);
     int32_t *ids = xmalloc((size_t)total * sizeof *ids);
     double *loads = xmalloc((size_t)total * sizeof *loads);
-    int64_t count = 0;
-    for (int64_t e = 0; e < experts; e++) {
-        for (int64_t c = 0; c < copies[e]; c++) {
-            ids[count] = (int32_t)e;
-            loads[count++] = tokens[e] / (double)copies[e];
-        }
-    }
+    int64_t count = copies_list(tokens, copies, experts, ids, loads);
     bool ok = true;
     /* flat: every device of the cluster as one bin set (what balances devices best) */
     struct layer_placement flat;
