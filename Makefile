@@ -4,7 +4,7 @@
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 PACKAGES = meson ninja-build pkg-config gcc libglpk-dev libigraph-dev libxml2-dev libyaml-dev \
-           python3
+           zlib1g-dev python3
 SUDO = $(if $(filter 0,$(shell id -u)),,sudo)
 
 .PHONY: all deps build run test test-asan clean

@@ -97,6 +97,8 @@ static void print_help(const struct command *c)
     if (c->options & OPTS_PLAN)
         printf("  --loads FILE.csv expert loads: rows = MoE layers, columns = experts, token counts\n"
                "                   (no header, EPLB's form); default: uniform\n"
+               "  --trace FILE     top-k routing trace (layer,token,e0..; .gz read too): reports how\n"
+               "                   much dispatch leaves the token's scale-up domain\n"
                "  --redundant N    spare expert slots in total for replicas of hot experts;\n"
                "                   default 0 (whole slots per device may add a few)\n"
                "  --ep N           pin the expert-parallel degree (devices per stage)\n"
@@ -124,7 +126,7 @@ static void print_help(const struct command *c)
 
 enum { OPT_RACKS = 256, OPT_WEIGHTS, OPT_KV, OPT_CONTEXT, OPT_BATCH, OPT_FORMAT, OPT_RESERVE,
        OPT_TP, OPT_PP, OPT_SWEEP, OPT_PHASE, OPT_PLOT, OPT_ETA_COMPUTE, OPT_ETA_MEMORY,
-       OPT_ETA_NETWORK, OPT_LOADS, OPT_REDUNDANT, OPT_EP, OPT_TIME_LIMIT, OPT_EXPERT_MAP };
+       OPT_ETA_NETWORK, OPT_LOADS, OPT_REDUNDANT, OPT_EP, OPT_TIME_LIMIT, OPT_EXPERT_MAP, OPT_TRACE };
 
 /* "A:B" or "A:B:N": N batches spaced evenly in log from A to B (default 50). */
 static bool parse_sweep(const char *text, struct options *o)
@@ -188,6 +190,7 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         {{"eta-memory", required_argument, NULL, OPT_ETA_MEMORY}, OPTS_ROOFLINE},
         {{"eta-network", required_argument, NULL, OPT_ETA_NETWORK}, OPTS_ROOFLINE},
         {{"loads", required_argument, NULL, OPT_LOADS}, OPTS_PLAN},
+        {{"trace", required_argument, NULL, OPT_TRACE}, OPTS_PLAN},
         {{"redundant", required_argument, NULL, OPT_REDUNDANT}, OPTS_PLAN},
         {{"ep", required_argument, NULL, OPT_EP}, OPTS_PLAN},
         {{"time-limit", required_argument, NULL, OPT_TIME_LIMIT}, OPTS_PLAN},
@@ -298,6 +301,9 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         }
         case OPT_LOADS:
             o->loads = arg;
+            break;
+        case OPT_TRACE:
+            o->trace = arg;
             break;
         case OPT_REDUNDANT:
             if (strcmp(arg, "auto") == 0)

@@ -10,6 +10,8 @@
 #include "roofline.h"
 #include "stages.h"
 #include "topology.h"
+#include "trace.h"
+#include "traffic.h"
 
 #include "../reports/json.h"
 
@@ -33,6 +35,8 @@ struct planned {
     double expert_seconds;
     struct roof_point step;
     struct device_memory memory;
+    bool have_traffic;
+    struct traffic hashed, local; /* replica by hash; a replica in the token's domain first */
 };
 
 static double seconds_now(void)
@@ -188,6 +192,19 @@ static void write_json(FILE *out, const struct model *m, const struct topology *
         json_number(&j, round(p->expert_seconds * 1e3) / 1e3);
         json_end_object(&j);
     }
+    if (p->have_traffic) {
+        json_key(&j, "remote_dispatch_fraction");
+        json_number(&j, p->hashed.remote_dispatch_fraction);
+        json_key(&j, "remote_domains_per_token");
+        json_number(&j, p->hashed.remote_domains_per_token);
+        json_key(&j, "local_routing");
+        json_begin_object(&j);
+        json_key(&j, "remote_dispatch_fraction");
+        json_number(&j, p->local.remote_dispatch_fraction);
+        json_key(&j, "remote_domains_per_token");
+        json_number(&j, p->local.remote_domains_per_token);
+        json_end_object(&j);
+    }
     if (p->have_stage_stats) {
         json_key(&j, "stages_solver");
         json_begin_object(&j);
@@ -262,6 +279,11 @@ static void write_text(FILE *out, const struct model *m, const struct topology *
                     p->experts.domain_imbalance_mean, p->experts.domain_imbalance_worst);
         fprintf(out, "  solver: greedy + local search, within %.2f%% of the lower bound in every layer, %.3f s\n",
                 p->experts.worst_gap * 100, p->expert_seconds);
+        if (p->have_traffic)
+            fprintf(out, "  dispatch leaving the token's domain: %.4f of pairs, %.3f domains per token "
+                         "(local routing: %.4f, %.3f)\n",
+                    p->hashed.remote_dispatch_fraction, p->hashed.remote_domains_per_token,
+                    p->local.remote_dispatch_fraction, p->local.remote_domains_per_token);
         fprintf(out, "  the per-device expert lists: --format json or --expert-map FILE.csv\n");
     }
     char gb[32];
@@ -377,6 +399,35 @@ int cmd_plan(int argc, char **argv)
                     (long long)m.moe.experts, (long long)group, (long long)p.slots);
             return EXIT_NO_FIT;
         }
+    }
+
+    if (o.trace && p.moe) {
+        struct trace trace;
+        struct diags d;
+        diags_init(&d);
+        enum trace_status read = trace_read(o.trace, m.moe.experts, &trace, &d);
+        if (read == TRACE_OK && (trace.layers != p.loads.layers || trace.k != m.moe.experts_per_token)) {
+            diags_add(&d, o.trace, 0, 0, "the trace has %lld layers of top-%lld; %s has %lld MoE layers of top-%lld",
+                      (long long)trace.layers, (long long)trace.k, m.name, (long long)p.loads.layers,
+                      (long long)m.moe.experts_per_token);
+            trace_release(&trace);
+            read = TRACE_INVALID;
+        }
+        diags_print(&d, stderr);
+        diags_release(&d);
+        if (read != TRACE_OK) {
+            loads_release(&p.loads);
+            cluster_placement_release(&p.experts);
+            return read == TRACE_IO_ERROR ? EXIT_IO : EXIT_INVALID;
+        }
+        int64_t group = p.ep_domains * p.ep_devices;
+        traffic_measure(&trace, p.experts.expert, group, p.slots, p.ep_devices, m.moe.experts, false, &p.hashed);
+        traffic_measure(&trace, p.experts.expert, group, p.slots, p.ep_devices, m.moe.experts, true, &p.local);
+        p.have_traffic = true;
+        trace_release(&trace);
+    } else if (o.trace) {
+        loads_release(&p.loads);
+        return cli_usage_error(o.command, "--trace is for MoE models; %s is dense", m.name);
     }
 
     struct graph_summary g;

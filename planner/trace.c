@@ -1,0 +1,187 @@
+/* trace.c: see trace.h. The only file that includes zlib.h. */
+#include "trace.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#define LINE_MAX_BYTES 65536
+
+struct row {
+    int64_t layer, token;
+    int32_t experts[64];
+};
+
+/* Parses one unsigned integer field at *p; returns false when there is none. */
+static bool field(const char **p, int64_t *out)
+{
+    const char *s = *p;
+    while (*s == ' ')
+        s++;
+    if (*s < '0' || *s > '9')
+        return false;
+    errno = 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (errno)
+        return false;
+    while (*end == ' ' || *end == '\r' || *end == '\n')
+        end++;
+    *out = v;
+    *p = end;
+    return true;
+}
+
+static enum trace_status header(const char *path, const char *line, int64_t *k, struct diags *d)
+{
+    if (strncmp(line, "layer,token", 11) != 0) {
+        diags_add(d, path, 1, 1, "the first line must be the header 'layer,token,e0,...,e{k-1}'");
+        return TRACE_INVALID;
+    }
+    const char *p = line + 11;
+    *k = 0;
+    while (*p == ',') {
+        char name[24];
+        snprintf(name, sizeof name, "e%lld", (long long)*k);
+        size_t n = strlen(name);
+        if (strncmp(p + 1, name, n) != 0 || (p[1 + n] != ',' && p[1 + n] != '\0' && p[1 + n] != '\n' &&
+                                             p[1 + n] != '\r')) {
+            diags_add(d, path, 1, (int)(p - line) + 2, "expected column '%s'", name);
+            return TRACE_INVALID;
+        }
+        p += 1 + n;
+        (*k)++;
+    }
+    if (*k == 0 || *k > 64) {
+        diags_add(d, path, 1, 1, "the header names %lld expert columns; 1 to 64 are supported", (long long)*k);
+        return TRACE_INVALID;
+    }
+    return TRACE_OK;
+}
+
+enum trace_status trace_read(const char *path, int64_t experts, struct trace *out, struct diags *d)
+{
+    gzFile file = gzopen(path, "rb");
+    if (!file) {
+        diags_add(d, path, 0, 0, "unable to open: %s", strerror(errno ? errno : ENOMEM));
+        return TRACE_IO_ERROR;
+    }
+    char *line = xmalloc(LINE_MAX_BYTES);
+    enum trace_status status = TRACE_OK;
+    int64_t k = 0;
+    if (!gzgets(file, line, LINE_MAX_BYTES)) {
+        diags_add(d, path, 0, 0, "the trace is empty");
+        status = TRACE_INVALID;
+    } else {
+        status = header(path, line, &k, d);
+    }
+    size_t cap = 0, count = 0;
+    int32_t *rows = NULL; /* packed: layer, token, k experts */
+    int64_t layers = 0, tokens = 0;
+    int line_number = 1;
+    while (status == TRACE_OK && gzgets(file, line, LINE_MAX_BYTES)) {
+        line_number++;
+        size_t length = strlen(line);
+        if (length == LINE_MAX_BYTES - 1 && line[length - 1] != '\n') {
+            diags_add(d, path, line_number, 1, "a line longer than %d bytes", LINE_MAX_BYTES - 1);
+            status = TRACE_INVALID;
+            break;
+        }
+        if (line[0] == '\n' || line[0] == '\r' || line[0] == '\0')
+            continue;
+        struct row r;
+        const char *p = line;
+        int64_t value;
+        for (int64_t c = 0; c < k + 2 && status == TRACE_OK; c++) {
+            int col = (int)(p - line) + 1;
+            if (!field(&p, &value) || (c < k + 1 && *p != ',') || (c == k + 1 && *p != '\0')) {
+                diags_add(d, path, line_number, col, "expected %lld whole numbers: layer, token and %lld experts",
+                          (long long)(k + 2), (long long)k);
+                status = TRACE_INVALID;
+                break;
+            }
+            if (c < k + 1)
+                p++;
+            if (c == 0)
+                r.layer = value;
+            else if (c == 1)
+                r.token = value;
+            else if (value >= experts) {
+                diags_add(d, path, line_number, col, "expert %lld is beyond the model's %lld experts",
+                          (long long)value, (long long)experts);
+                status = TRACE_INVALID;
+            } else {
+                for (int64_t e = 0; e < c - 2; e++) {
+                    if (r.experts[e] == value) {
+                        diags_add(d, path, line_number, col, "expert %lld appears twice in one row", (long long)value);
+                        status = TRACE_INVALID;
+                    }
+                }
+                r.experts[c - 2] = (int32_t)value;
+            }
+        }
+        if (status != TRACE_OK)
+            break;
+        if (r.layer >= 100000 || r.token >= 100000000) {
+            diags_add(d, path, line_number, 1, "layer %lld or token %lld is out of range", (long long)r.layer,
+                      (long long)r.token);
+            status = TRACE_INVALID;
+            break;
+        }
+        layers = r.layer + 1 > layers ? r.layer + 1 : layers;
+        tokens = r.token + 1 > tokens ? r.token + 1 : tokens;
+        if ((double)layers * (double)tokens * (double)k > TRACE_MAX_ENTRIES) {
+            diags_add(d, path, line_number, 1, "more than %d routing entries", TRACE_MAX_ENTRIES);
+            status = TRACE_INVALID;
+            break;
+        }
+        if (count == cap) {
+            cap = cap ? 2 * cap : 65536;
+            rows = xrealloc(rows, cap * (size_t)(k + 2) * sizeof *rows);
+        }
+        int32_t *packed = rows + count * (size_t)(k + 2);
+        packed[0] = (int32_t)r.layer;
+        packed[1] = (int32_t)r.token;
+        memcpy(packed + 2, r.experts, (size_t)k * sizeof *packed);
+        count++;
+    }
+    int gz_error = 0;
+    const char *gz_message = gzerror(file, &gz_error);
+    if (status == TRACE_OK && gz_error != Z_OK && gz_error != Z_STREAM_END) {
+        diags_add(d, path, line_number, 0, "unable to read: %s", gz_message);
+        status = gz_error == Z_ERRNO ? TRACE_IO_ERROR : TRACE_INVALID;
+    }
+    gzclose(file);
+    free(line);
+    if (status == TRACE_OK && count == 0) {
+        diags_add(d, path, 0, 0, "the trace has no rows");
+        status = TRACE_INVALID;
+    }
+    if (status != TRACE_OK) {
+        free(rows);
+        return status;
+    }
+    struct trace t = {.layers = layers, .tokens = tokens, .k = k};
+    size_t entries = (size_t)(layers * tokens * k);
+    t.expert = xmalloc(entries * sizeof *t.expert);
+    for (size_t i = 0; i < entries; i++)
+        t.expert[i] = -1;
+    for (size_t i = 0; i < count; i++) {
+        const int32_t *packed = rows + i * (size_t)(k + 2);
+        memcpy(t.expert + ((int64_t)packed[0] * tokens + packed[1]) * k, packed + 2,
+               (size_t)k * sizeof *t.expert);
+    }
+    free(rows);
+    *out = t;
+    return TRACE_OK;
+}
+
+void trace_release(struct trace *t)
+{
+    if (!t)
+        return;
+    free(t->expert);
+    memset(t, 0, sizeof *t);
+}
