@@ -102,7 +102,7 @@ static void print_help(const struct command *c)
                "  --redundant N    spare expert slots in total for replicas of hot experts;\n"
                "                   default 0 (whole slots per device may add a few)\n"
                "  --ep N           pin the expert-parallel degree (devices per stage)\n"
-               "  --time-limit S   seconds for all solving (default 10; 0: greedy and local search)\n"
+               "  --time-limit S   seconds for the stage ILP (default 10; 0: the DP alone)\n"
                "  --expert-map F   write the placement as a physical-to-logical map (.csv or .json)\n");
     if (c->options & OPTS_FIT)
         printf("  --reserve R      runtime reserve per device: a share of HBM (\"10%%\") or a size\n"
@@ -307,9 +307,9 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
             break;
         case OPT_REDUNDANT:
             if (strcmp(arg, "auto") == 0)
-                o->redundant = -1;
-            else if (!parse_count(arg, 0, 100000000, &o->redundant))
-                return cli_usage_error(c, "--redundant takes a number of spare expert slots or 'auto', not '%s'", arg);
+                return cli_usage_error(c, "--redundant auto (spare slots from free HBM) is not implemented yet; give a number");
+            if (!parse_count(arg, 0, 100000000, &o->redundant))
+                return cli_usage_error(c, "--redundant takes a number of spare expert slots, not '%s'", arg);
             break;
         case OPT_EP:
             if (!parse_count(arg, 1, 1000000, &o->ep))

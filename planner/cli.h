@@ -73,7 +73,7 @@ struct options {
     double eta_compute, eta_memory, eta_network; /* 0: not given */
     const char *loads;      /* expert-load CSV, or NULL: uniform */
     const char *trace;      /* routing trace (.csv or .csv.gz), or NULL */
-    int64_t redundant;      /* spare expert slots in total; -1: as many as HBM allows */
+    int64_t redundant;      /* spare expert slots in total */
     int64_t ep;             /* 0 = choose */
     double time_limit_s;
     const char *expert_map; /* .csv or .json, or NULL */

@@ -49,7 +49,7 @@ static double seconds_now(void)
 /* Layers on stages: each layer's weight bytes read per step over a stage's bandwidth is its
  * time, its weight bytes its memory; a stage holds a rack's HBM less the reserve. */
 static void plan_stages(const struct model *m, const struct topology *t, const struct workload *w,
-                        struct planned *p)
+                        double time_limit_s, struct planned *p)
 {
     int64_t L = m->layers, P = p->layout.pp;
     double *time = xmalloc((size_t)L * sizeof *time), *memory = xmalloc((size_t)L * sizeof *memory);
@@ -81,7 +81,7 @@ static void plan_stages(const struct model *m, const struct topology *t, const s
     struct stage_split dp;
     if (stages_dp(&problem, &dp)) {
         struct stage_split proven;
-        if (stages_ilp(&problem, &dp, 10, &proven, &p->stage_stats)) {
+        if (time_limit_s > 0 && stages_ilp(&problem, &dp, time_limit_s, &proven, &p->stage_stats)) {
             p->have_stage_stats = true;
             stage_split_release(&dp);
             p->split = proven;
@@ -374,7 +374,7 @@ int cmd_plan(int argc, char **argv)
     w.batch = p.batch;
     plan_memory(&m, &t, &p.layout, &w, &p.memory);
     if (p.layout.pp > 1) {
-        plan_stages(&m, &t, &w, &p);
+        plan_stages(&m, &t, &w, o.time_limit_s, &p);
         p.layout.stage_start = p.split.start; /* memory and time on the solved stages */
         if (!o.batch_set) {
             int64_t most = plan_max_batch(&m, &t, &p.layout, &w);
@@ -387,7 +387,7 @@ int cmd_plan(int argc, char **argv)
         int64_t group = p.layout.ep;
         p.ep_devices = group < t.domain_devices ? group : t.domain_devices;
         p.ep_domains = group / p.ep_devices;
-        int64_t redundant = o.redundant > 0 ? o.redundant : 0;
+        int64_t redundant = o.redundant;
         p.slots = (m.moe.experts + redundant + group - 1) / group;
         double start = seconds_now();
         bool placed = experts_place_cluster(p.loads.tokens, p.loads.layers, p.loads.experts, p.ep_domains,
