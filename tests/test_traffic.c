@@ -7,6 +7,26 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+/* Writes `text` to trace-test.csv in the current directory and reads it as a trace of an
+ * 8-expert model; the first diagnostic goes to `message`. */
+static enum trace_status read_text(const char *text, char *message, size_t size)
+{
+    FILE *f = fopen("trace-test.csv", "w");
+    fputs(text, f);
+    fclose(f);
+    struct trace t;
+    struct diags d;
+    diags_init(&d);
+    enum trace_status status = trace_read("trace-test.csv", 8, &t, &d);
+    message[0] = '\0';
+    if (d.count)
+        diag_format(&d.entries[0], message, size);
+    diags_release(&d);
+    if (status == TRACE_OK)
+        trace_release(&t);
+    return status;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && chdir(argv[1]) != 0)
@@ -36,29 +56,14 @@ int main(int argc, char **argv)
     char directory[] = "/tmp/rackplan-trace-XXXXXX"; /* malformed files go outside the tree */
     if (!mkdtemp(directory) || chdir(directory) != 0)
         return 1;
-    FILE *f = fopen("trace-test.csv", "w");
-    fputs("layer,token,e0,e1\n0,0,1,2\n0,1,3,3\n", f);
-    fclose(f);
-    diags_init(&d);
-    CHECK(trace_read("trace-test.csv", 8, &t, &d) == TRACE_INVALID, "an expert twice in one row is refused");
     char message[256];
-    diag_format(&d.entries[0], message, sizeof message);
+    CHECK(read_text("layer,token,e0,e1\n0,0,1,2\n0,1,3,3\n", message, sizeof message) == TRACE_INVALID,
+          "an expert twice in one row is refused");
     CHECK_STR(message, "trace-test.csv:3:7: error: expert 3 appears twice in one row", "with its position");
-    diags_release(&d);
-    f = fopen("trace-test.csv", "w");
-    fputs("layer,token,e0,e1\n0,0,1,9\n", f);
-    fclose(f);
-    diags_init(&d);
-    CHECK(trace_read("trace-test.csv", 8, &t, &d) == TRACE_INVALID, "an expert beyond the model is refused");
-    diag_format(&d.entries[0], message, sizeof message);
+    CHECK(read_text("layer,token,e0,e1\n0,0,1,9\n", message, sizeof message) == TRACE_INVALID,
+          "an expert beyond the model is refused");
     CHECK_STR(message, "trace-test.csv:2:7: error: expert 9 is beyond the model's 8 experts", "with its position");
-    diags_release(&d);
-    f = fopen("trace-test.csv", "w");
-    fputs("0,0,1,2\n", f);
-    fclose(f);
-    diags_init(&d);
-    CHECK(trace_read("trace-test.csv", 8, &t, &d) == TRACE_INVALID, "a trace without its header is refused");
-    diags_release(&d);
+    CHECK(read_text("0,0,1,2\n", message, sizeof message) == TRACE_INVALID, "a trace without its header is refused");
     remove("trace-test.csv");
     rmdir(directory);
     return tap_done();
