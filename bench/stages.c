@@ -3,6 +3,7 @@
  * Run from the source root: build/bench/stages */
 #include "bench.h"
 #include "fixtures.h"
+#include "plan.h"
 #include "stages.h"
 
 
@@ -13,9 +14,9 @@ int main(void)
     model_params(&m, &p);
     double time[61], memory[61];
     for (int64_t i = 0; i < 61; i++) {
-        memory[i] = model_attention_params_per_layer(&m) + 2 * 7168.0 +
-                    (model_layer_is_moe(&m, i) ? (p.shared_experts + p.routers) / 58 + 256 * p.routed_expert
-                                               : p.dense_ffn / 3);
+        struct layer_params layer;
+        plan_layer_params(&m, &p, i, &layer);
+        memory[i] = layer.replicated + layer.routed_experts; /* FP8: a byte each */
         time[i] = memory[i] / (72 * 8e12);
     }
     printf("stages   DP (us)   ILP warm (ms)   ILP cold (ms)   status\n");

@@ -55,17 +55,13 @@ static void plan_stages(const struct model *m, const struct topology *t, const s
     double *time = xmalloc((size_t)L * sizeof *time), *memory = xmalloc((size_t)L * sizeof *memory);
     struct model_params params;
     model_params(m, &params);
-    int64_t moe = model_moe_layers(m);
     double per_device = (double)(p->layout.devices / P);
     double bandwidth = per_device * t->hbm_bytes_per_s;
     for (int64_t i = 0; i < L; i++) {
-        double bytes = (model_attention_params_per_layer(m) + 2 * (double)m->hidden_size) *
-                       precision_bytes(w->weights);
-        if (model_layer_is_moe(m, i))
-            bytes += (params.shared_experts + params.routers) / (double)moe * precision_bytes(w->weights) +
-                     (double)m->moe.experts * params.routed_expert * precision_bytes(w->expert_weights);
-        else
-            bytes += params.dense_ffn / (double)(L - moe) * precision_bytes(w->weights);
+        struct layer_params layer;
+        plan_layer_params(m, &params, i, &layer);
+        double bytes = layer.replicated * precision_bytes(w->weights) +
+                       layer.routed_experts * precision_bytes(w->expert_weights);
         bytes += (double)w->batch * model_kv_bytes_per_sequence_layers(m, w->kv, w->context, i, i + 1);
         time[i] = bytes / bandwidth;
         memory[i] = bytes;

@@ -58,28 +58,32 @@ double plan_kv_split(const struct model *m, const struct layout *l)
     return (double)(l->tp < m->attention.kv_heads ? l->tp : m->attention.kv_heads);
 }
 
+void plan_layer_params(const struct model *m, const struct model_params *p, int64_t layer,
+                       struct layer_params *out)
+{
+    int64_t moe_layers = model_moe_layers(m);
+    out->replicated = model_attention_params_per_layer(m) + 2 * (double)m->hidden_size;
+    if (model_layer_is_moe(m, layer)) {
+        out->replicated += p->shared_experts / (double)moe_layers + p->routers / (double)moe_layers;
+        out->routed_experts = (double)m->moe.experts * p->routed_expert;
+    } else {
+        out->replicated += p->dense_ffn / (double)(m->layers - moe_layers);
+        out->routed_experts = 0;
+    }
+}
+
 void plan_stage(const struct model *m, const struct layout *l, int64_t index, struct stage *out)
 {
     struct model_params p;
     model_params(m, &p);
-    int64_t moe_layers = model_moe_layers(m);
-    int64_t dense_layers = m->layers - moe_layers;
-    double dense_ffn = dense_layers ? p.dense_ffn / (double)dense_layers : 0;
-    double shared = moe_layers ? p.shared_experts / (double)moe_layers : 0;
-    double router = moe_layers ? p.routers / (double)moe_layers : 0;
-    double attention = model_attention_params_per_layer(m);
-    double norms = 2 * (double)m->hidden_size;
     struct stage st = {0};
     st.first = l->stage_start ? l->stage_start[index] : index * m->layers / l->pp;
     st.last = l->stage_start ? l->stage_start[index + 1] : (index + 1) * m->layers / l->pp;
     for (int64_t layer = st.first; layer < st.last; layer++) {
-        st.replicated_params += attention + norms;
-        if (model_layer_is_moe(m, layer)) {
-            st.replicated_params += shared + router;
-            st.moe_layers++;
-        } else {
-            st.replicated_params += dense_ffn;
-        }
+        struct layer_params lp;
+        plan_layer_params(m, &p, layer, &lp);
+        st.replicated_params += lp.replicated;
+        st.moe_layers += lp.routed_experts > 0;
     }
     if (index == 0) {
         st.replicated_params += p.embedding;

@@ -68,6 +68,17 @@ struct fit {
     struct layout min_layout;
 };
 
+/* One layer's parameters: those split by TP and replicated over DP (attention, norms, and the
+ * dense FFN or the MoE layer's shared experts and router), and its routed experts (0 when dense).
+ * `p` is model_params(m). */
+struct layer_params {
+    double replicated;
+    double routed_experts;
+};
+
+void plan_layer_params(const struct model *m, const struct model_params *p, int64_t layer,
+                       struct layer_params *out);
+
 /* What one pipeline stage holds: layers [first, last), the parameters split by TP and
  * replicated over DP (attention, dense FFN, shared experts, routers, norms, and the embedding on
  * the first stage, LM head on the last), and its MoE layers. */

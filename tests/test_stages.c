@@ -1,5 +1,6 @@
 /* Layers to pipeline stages: the DP against hand cases, and the ILP proving the DP optimal. */
 #include "fixtures.h"
+#include "plan.h"
 #include "stages.h"
 #include "tap.h"
 
@@ -40,9 +41,9 @@ static void deepseek(void)
      * ~11.5 GB; capacity a GB200 NVL72's 90% of 72 x 186 GB */
     double time[61], memory[61];
     for (int64_t i = 0; i < 61; i++) {
-        memory[i] = model_attention_params_per_layer(&m) + 2 * 7168.0 +
-                    (model_layer_is_moe(&m, i) ? (p.shared_experts + p.routers) / 58 + 256 * p.routed_expert
-                                               : p.dense_ffn / 3);
+        struct layer_params layer;
+        plan_layer_params(&m, &p, i, &layer);
+        memory[i] = layer.replicated + layer.routed_experts; /* FP8: a byte each */
         time[i] = memory[i] / (72 * 8e12);
     }
     for (int64_t stages = 2; stages <= 8; stages++) {
