@@ -79,6 +79,7 @@ void model_params(const struct model *m, struct model_params *out)
     p.attention = model_attention_params_per_layer(m) * (double)m->layers;
     p.dense_ffn = dense_layers * ffn_params(m, m->ffn.intermediate_size);
     p.norms = 2 * d * (double)m->layers + d;
+    p.moe_layers = moe_layers;
     if (moe_layers > 0) {
         double e = (double)m->moe.experts;
         p.routed_expert = ffn_params(m, m->moe.intermediate_size);

@@ -78,6 +78,7 @@ struct model_params {
     double routers;
     double norms;
     double routed_expert;  /* one routed expert of one layer */
+    int64_t moe_layers;
     double total;
     double active;
 };

@@ -61,7 +61,7 @@ double plan_kv_split(const struct model *m, const struct layout *l)
 void plan_layer_params(const struct model *m, const struct model_params *p, int64_t layer,
                        struct layer_params *out)
 {
-    int64_t moe_layers = model_moe_layers(m);
+    int64_t moe_layers = p->moe_layers;
     out->replicated = model_attention_params_per_layer(m) + 2 * (double)m->hidden_size;
     if (model_layer_is_moe(m, layer)) {
         out->replicated += p->shared_experts / (double)moe_layers + p->routers / (double)moe_layers;
