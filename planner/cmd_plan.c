@@ -364,16 +364,15 @@ int cmd_plan(int argc, char **argv)
                                (long long)o.ep, (long long)p.layout.ep);
     }
     /* the batch: as asked, or the largest that fits this layout at the context */
-    struct fit fit;
-    plan_fit(&m, &t, o.racks, &w, &fit);
-    p.batch = o.batch_set ? o.batch : (fit.max_batch > 0 ? fit.max_batch : 1);
+    int64_t most = o.batch_set ? 0 : plan_max_batch(&m, &t, &p.layout, &w);
+    p.batch = o.batch_set ? o.batch : (most > 0 ? most : 1);
     w.batch = p.batch;
     plan_memory(&m, &t, &p.layout, &w, &p.memory);
     if (p.layout.pp > 1) {
         plan_stages(&m, &t, &w, o.time_limit_s, &p);
         p.layout.stage_start = p.split.start; /* memory and time on the solved stages */
         if (!o.batch_set) {
-            int64_t most = plan_max_batch(&m, &t, &p.layout, &w);
+            most = plan_max_batch(&m, &t, &p.layout, &w);
             p.batch = w.batch = most > 0 ? most : 1;
         }
         plan_memory(&m, &t, &p.layout, &w, &p.memory);
