@@ -105,15 +105,9 @@ static void write_json(FILE *out, const struct model *m, const struct topology *
     json_key(&j, "max_batch");
     json_int(&j, f->max_batch);
     json_key(&j, "min_devices");
-    if (f->min_devices)
-        json_int(&j, f->min_devices);
-    else
-        json_null(&j);
+    json_positive_or_null(&j, (double)f->min_devices);
     json_key(&j, "min_racks");
-    if (f->min_devices)
-        json_int(&j, f->min_racks);
-    else
-        json_null(&j);
+    json_positive_or_null(&j, (double)f->min_racks);
     json_key(&j, "min_layout");
     if (f->min_devices)
         json_layout(&j, m, &f->min_layout);

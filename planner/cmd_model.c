@@ -111,10 +111,7 @@ static void write_json(FILE *out, const struct model *m, const struct options *o
     json_key(&j, "flops_per_token");
     json_number(&j, model_matmul_flops_per_token(m) + model_attention_flops_per_token(m, o->context));
     json_key(&j, "max_context");
-    if (m->max_context)
-        json_int(&j, m->max_context);
-    else
-        json_null(&j);
+    json_positive_or_null(&j, (double)m->max_context);
     json_end_object(&j);
     json_finish(&j);
 }

@@ -33,15 +33,6 @@ static int64_t sweep_batches(int64_t from, int64_t to, int64_t points, int64_t *
     return n;
 }
 
-static void json_or_null(struct json *j, const char *key, double value)
-{
-    json_key(j, key);
-    if (value > 0)
-        json_number(j, value);
-    else
-        json_null(j);
-}
-
 static bool is_estimate(const struct efficiency *e)
 {
     return e->compute < 1 || e->memory < 1 || e->network < 1;
@@ -98,10 +89,7 @@ static void write_json(FILE *out, const struct report *r)
     json_key(&j, "latency_floor_ideal_s");
     json_number(&j, r->ideal_floor_s);
     json_key(&j, "crossover_batch");
-    if (r->crossover > 0)
-        json_int(&j, r->crossover);
-    else
-        json_null(&j);
+    json_positive_or_null(&j, (double)r->crossover);
     json_key(&j, "points");
     json_begin_array(&j);
     for (int64_t i = 0; i < r->count; i++) {
@@ -122,7 +110,8 @@ static void write_json(FILE *out, const struct report *r)
             json_key(&j, times[k].key);
             json_number(&j, times[k].value);
         }
-        json_or_null(&j, "cost_per_mtok", p->cost_per_mtok);
+        json_key(&j, "cost_per_mtok");
+        json_positive_or_null(&j, p->cost_per_mtok);
         json_key(&j, "bound");
         json_string(&j, roof_term_name(p->bound));
         json_key(&j, "fits");

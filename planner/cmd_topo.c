@@ -75,10 +75,7 @@ static void write_json(FILE *out, const struct topology *t, int64_t racks,
         json_key(&j, "hops");
         json_int(&j, g->pair_classes[i].hops);
         json_key(&j, "latency_s");
-        if (g->pair_classes[i].latency_s > 0)
-            json_number(&j, g->pair_classes[i].latency_s);
-        else
-            json_null(&j);
+        json_positive_or_null(&j, g->pair_classes[i].latency_s);
         json_end_object(&j);
     }
     json_end_array(&j);
@@ -108,15 +105,9 @@ static void write_json(FILE *out, const struct topology *t, int64_t racks,
         json_null(&j);
     json_end_object(&j);
     json_key(&j, "power_watts_per_device");
-    if (t->power_watts > 0)
-        json_number(&j, t->power_watts);
-    else
-        json_null(&j);
+    json_positive_or_null(&j, t->power_watts);
     json_key(&j, "price_usd_per_device_hour");
-    if (t->price_usd_per_hour > 0)
-        json_number(&j, t->price_usd_per_hour);
-    else
-        json_null(&j);
+    json_positive_or_null(&j, t->price_usd_per_hour);
     json_end_object(&j);
     json_finish(&j);
 }

@@ -132,6 +132,14 @@ void json_null(struct json *j)
     fputs("null", j->out);
 }
 
+void json_positive_or_null(struct json *j, double value)
+{
+    if (value > 0)
+        json_number(j, value);
+    else
+        json_null(j);
+}
+
 void json_finish(struct json *j)
 {
     assert(j->depth == 0);

@@ -34,6 +34,8 @@ void json_int(struct json *j, int64_t value);
 void json_number(struct json *j, double value); /* up to 15 significant digits */
 void json_bool(struct json *j, bool value);
 void json_null(struct json *j);
+/* `value` when it is above 0, else null: rackplan's "not known" (no price, no crossover). */
+void json_positive_or_null(struct json *j, double value);
 
 /* Ends the document with a newline. */
 void json_finish(struct json *j);

@@ -37,5 +37,17 @@ int main(void)
               "    671026404672,\n    null\n  ],\n  \"empty\": {},\n  \"flag\": true,\n  \"none\": null\n}\n",
               "indentation, escapes, whole numbers without exponent, NaN as null");
     free(text);
+
+    out = open_memstream(&text, &size);
+    json_init(&j, out);
+    json_begin_array(&j);
+    json_positive_or_null(&j, 144);
+    json_positive_or_null(&j, 0);
+    json_positive_or_null(&j, -1);
+    json_end_array(&j);
+    json_finish(&j);
+    fclose(out);
+    CHECK_STR(text, "[\n  144,\n  null,\n  null\n]\n", "positive values as numbers, 0 and below as null (unknown)");
+    free(text);
     return tap_done();
 }
