@@ -97,12 +97,16 @@ static void print_help(const struct command *c)
     if (c->options & OPTS_PLAN)
         printf("  --loads FILE.csv expert loads: rows = MoE layers, columns = experts, token counts\n"
                "                   (no header, EPLB's form); default: uniform\n"
-               "  --trace FILE     top-k routing trace (layer,token,e0..; .gz read too): reports how\n"
-               "                   much dispatch leaves the token's scale-up domain\n"
+               "  --trace FILE     top-k routing trace (layer,token,e0..; .gz read too): experts that\n"
+               "                   tokens pick together go to one scale-up domain, and the plan\n"
+               "                   reports how much dispatch leaves the token's domain\n"
+               "  --traffic-weight W  with --trace: minimise imbalance + W x distinct domains a token\n"
+               "                   reaches (default 1; 0: balance alone; 10: keeps expert groups whole)\n"
                "  --redundant N    spare expert slots in total for replicas of hot experts;\n"
                "                   default 0 (whole slots per device may add a few)\n"
                "  --ep N           pin the expert-parallel degree (devices per stage)\n"
-               "  --time-limit S   seconds for the stage ILP (default 10; 0: the DP alone)\n"
+               "  --time-limit S   seconds for all solving: the stage ILP and the expert search\n"
+               "                   (default 10; 0: no ILP, the DP and the searches run to the end)\n"
                "  --expert-map F   write the placement as a physical-to-logical map (.csv or .json)\n");
     if (c->options & OPTS_FIT)
         printf("  --reserve R      runtime reserve per device: a share of HBM (\"10%%\") or a size\n"
@@ -126,7 +130,8 @@ static void print_help(const struct command *c)
 
 enum { OPT_RACKS = 256, OPT_WEIGHTS, OPT_KV, OPT_CONTEXT, OPT_BATCH, OPT_FORMAT, OPT_RESERVE,
        OPT_TP, OPT_PP, OPT_SWEEP, OPT_PHASE, OPT_PLOT, OPT_ETA_COMPUTE, OPT_ETA_MEMORY,
-       OPT_ETA_NETWORK, OPT_LOADS, OPT_REDUNDANT, OPT_EP, OPT_TIME_LIMIT, OPT_EXPERT_MAP, OPT_TRACE };
+       OPT_ETA_NETWORK, OPT_LOADS, OPT_REDUNDANT, OPT_EP, OPT_TIME_LIMIT, OPT_EXPERT_MAP, OPT_TRACE,
+       OPT_TRAFFIC_WEIGHT };
 
 /* "A:B" or "A:B:N": N batches spaced evenly in log from A to B (default 50). */
 static bool parse_sweep(const char *text, struct options *o)
@@ -168,6 +173,7 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
     o->reserve_fraction = PLAN_DEFAULT_RESERVE_FRACTION;
     o->reserve_bytes = -1;
     o->time_limit_s = 10;
+    o->traffic_weight = 1;
     const struct {
         struct option option;
         unsigned needs;
@@ -191,6 +197,7 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         {{"eta-network", required_argument, NULL, OPT_ETA_NETWORK}, OPTS_ROOFLINE},
         {{"loads", required_argument, NULL, OPT_LOADS}, OPTS_PLAN},
         {{"trace", required_argument, NULL, OPT_TRACE}, OPTS_PLAN},
+        {{"traffic-weight", required_argument, NULL, OPT_TRAFFIC_WEIGHT}, OPTS_PLAN},
         {{"redundant", required_argument, NULL, OPT_REDUNDANT}, OPTS_PLAN},
         {{"ep", required_argument, NULL, OPT_EP}, OPTS_PLAN},
         {{"time-limit", required_argument, NULL, OPT_TIME_LIMIT}, OPTS_PLAN},
@@ -315,6 +322,14 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
             if (!parse_count(arg, 1, 1000000, &o->ep))
                 return cli_usage_error(c, "--ep takes a whole number from 1 to 1000000, not '%s'", arg);
             break;
+        case OPT_TRAFFIC_WEIGHT: {
+            char *end;
+            errno = 0;
+            o->traffic_weight = strtod(arg, &end);
+            if (errno || end == arg || *end || !(o->traffic_weight >= 0 && o->traffic_weight <= 1e6))
+                return cli_usage_error(c, "--traffic-weight takes a number from 0 to 1000000, not '%s'", arg);
+            break;
+        }
         case OPT_TIME_LIMIT: {
             char *end;
             errno = 0;

@@ -76,6 +76,7 @@ struct options {
     int64_t redundant;      /* spare expert slots in total */
     int64_t ep;             /* 0 = choose */
     double time_limit_s;
+    double traffic_weight;  /* cost of a distinct domain per token, in units of imbalance */
     const char *expert_map; /* .csv or .json, or NULL */
     bool batch_set;
 };

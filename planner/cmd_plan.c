@@ -2,6 +2,7 @@
  * and the step time the placement implies. */
 #include "cli.h"
 #include "commands.h"
+#include "domains.h"
 #include "experts.h"
 #include "graph.h"
 #include "loads.h"
@@ -33,18 +34,12 @@ struct planned {
     int64_t ep_domains, ep_devices, slots;
     struct cluster_placement experts;
     double expert_seconds;
+    double traffic_weight; /* 0 when no trace steered the placement */
     struct roof_point step;
     struct device_memory memory;
     bool have_traffic;
     struct traffic hashed, local; /* replica by hash; a replica in the token's domain first */
 };
-
-static double seconds_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Layers on stages: each layer's weight bytes read per step over a stage's bandwidth is its
  * time, its weight bytes its memory; a stage holds a rack's HBM less the reserve. */
@@ -177,7 +172,12 @@ static void write_json(FILE *out, const struct model *m, const struct topology *
         json_key(&j, "status");
         json_string(&j, p->experts.worst_gap <= 1e-9 ? "optimal" : "heuristic");
         json_key(&j, "method");
-        json_string(&j, "greedy replicas, LPT, pairwise swaps; bound max(mean load, heaviest copy)");
+        json_string(&j, p->traffic_weight > 0
+                            ? "greedy replicas, experts to domains by co-activation swaps, LPT, pairwise "
+                              "swaps; bound max(mean load, heaviest copy)"
+                            : "greedy replicas, LPT, pairwise swaps; bound max(mean load, heaviest copy)");
+        json_key(&j, "traffic_weight");
+        json_number(&j, p->traffic_weight);
         json_key(&j, "objective");
         json_number(&j, p->experts.gpu_imbalance_worst);
         json_key(&j, "bound");
@@ -275,6 +275,10 @@ static void write_text(FILE *out, const struct model *m, const struct topology *
                     p->experts.domain_imbalance_mean, p->experts.domain_imbalance_worst);
         fprintf(out, "  solver: greedy + local search, within %.2f%% of the lower bound in every layer, %.3f s\n",
                 p->experts.worst_gap * 100, p->expert_seconds);
+        if (p->traffic_weight > 0)
+            fprintf(out, "  placed by co-activation: cost = imbalance + %g x distinct domains per token "
+                         "(%.3f in the trace)\n",
+                    p->traffic_weight, p->experts.domains_per_token);
         if (p->have_traffic)
             fprintf(out, "  dispatch leaving the token's domain: %.4f of pairs, %.3f domains per token "
                          "(local routing: %.4f, %.3f)\n",
@@ -378,26 +382,12 @@ int cmd_plan(int argc, char **argv)
         plan_memory(&m, &t, &p.layout, &w, &p.memory);
     }
 
-    if (p.moe) {
-        int64_t group = p.layout.ep;
-        p.ep_devices = group < t.domain_devices ? group : t.domain_devices;
-        p.ep_domains = group / p.ep_devices;
-        int64_t redundant = o.redundant;
-        p.slots = (m.moe.experts + redundant + group - 1) / group;
-        double start = seconds_now();
-        bool placed = experts_place_cluster(p.loads.tokens, p.loads.layers, p.loads.experts, p.ep_domains,
-                                            p.ep_devices, p.slots, &p.experts);
-        p.expert_seconds = seconds_now() - start;
-        if (!placed) {
-            loads_release(&p.loads);
-            fprintf(stderr, "rackplan plan: no placement of %lld experts on %lld devices x %lld slots\n",
-                    (long long)m.moe.experts, (long long)group, (long long)p.slots);
-            return EXIT_NO_FIT;
-        }
+    if (o.trace && !p.moe) {
+        loads_release(&p.loads);
+        return cli_usage_error(o.command, "--trace is for MoE models; %s is dense", m.name);
     }
-
-    if (o.trace && p.moe) {
-        struct trace trace;
+    struct trace trace = {0};
+    if (o.trace) {
         struct diags d;
         diags_init(&d);
         enum trace_status read = trace_read(o.trace, m.moe.experts, &trace, &d);
@@ -412,18 +402,38 @@ int cmd_plan(int argc, char **argv)
         diags_release(&d);
         if (read != TRACE_OK) {
             loads_release(&p.loads);
-            cluster_placement_release(&p.experts);
             return read == TRACE_IO_ERROR ? EXIT_IO : EXIT_INVALID;
         }
-        int64_t group = p.ep_domains * p.ep_devices;
-        traffic_measure(&trace, p.experts.expert, group, p.slots, p.ep_devices, m.moe.experts, false, &p.hashed);
-        traffic_measure(&trace, p.experts.expert, group, p.slots, p.ep_devices, m.moe.experts, true, &p.local);
-        p.have_traffic = true;
-        trace_release(&trace);
-    } else if (o.trace) {
-        loads_release(&p.loads);
-        return cli_usage_error(o.command, "--trace is for MoE models; %s is dense", m.name);
     }
+
+    if (p.moe) {
+        int64_t group = p.layout.ep;
+        p.ep_devices = group < t.domain_devices ? group : t.domain_devices;
+        p.ep_domains = group / p.ep_devices;
+        int64_t redundant = o.redundant;
+        p.slots = (m.moe.experts + redundant + group - 1) / group;
+        double start = monotonic_seconds();
+        struct cluster_routing routing = {.chosen = trace.expert, .tokens = trace.tokens, .k = trace.k,
+                                          .groups = m.moe.groups, .traffic_weight = o.traffic_weight,
+                                          .deadline = o.time_limit_s > 0 ? start + o.time_limit_s : 0};
+        p.traffic_weight = o.trace ? o.traffic_weight : 0;
+        bool placed = experts_place_cluster(p.loads.tokens, p.loads.layers, p.loads.experts, p.ep_domains,
+                                            p.ep_devices, p.slots, o.trace ? &routing : NULL, &p.experts);
+        p.expert_seconds = monotonic_seconds() - start;
+        if (!placed) {
+            loads_release(&p.loads);
+            trace_release(&trace);
+            fprintf(stderr, "rackplan plan: no placement of %lld experts on %lld devices x %lld slots\n",
+                    (long long)m.moe.experts, (long long)group, (long long)p.slots);
+            return EXIT_NO_FIT;
+        }
+        if (o.trace) {
+            traffic_measure(&trace, p.experts.expert, group, p.slots, p.ep_devices, m.moe.experts, false, &p.hashed);
+            traffic_measure(&trace, p.experts.expert, group, p.slots, p.ep_devices, m.moe.experts, true, &p.local);
+            p.have_traffic = true;
+        }
+    }
+    trace_release(&trace);
 
     struct graph_summary g;
     if (graph_analyse(&t, o.racks, &g) != GRAPH_OK) {

@@ -2,6 +2,7 @@
 #include "experts.h"
 
 #include "diag.h"
+#include "domains.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -214,6 +215,32 @@ double layer_imbalance(const struct layer_placement *p)
     return p->mean_load > 0 ? p->max_load / p->mean_load : 1;
 }
 
+/* Co-activation aware: every copy of an expert in one domain, at most one copy a device. */
+static bool place_routed_layer(const double *tokens, int64_t experts, int64_t domains,
+                               int64_t devices, int64_t slots, const struct layer_routing *routing,
+                               const struct cluster_routing *options, int32_t *map,
+                               double *device_load, double *domain_imbalance, double *gap,
+                               double *domains_per_token, int64_t *swaps)
+{
+    int64_t total = domains * devices * slots;
+    int64_t *copies = xmalloc((size_t)experts * sizeof *copies);
+    experts_replicas(tokens, experts, total, devices, copies);
+    struct domain_assignment a;
+    bool ok = domains_place(tokens, copies, experts, routing, options->groups, domains, devices,
+                            slots, options->traffic_weight, options->deadline, map, device_load, &a);
+    if (ok) {
+        double most = 0;
+        for (int64_t d = 0; d < domains * devices; d++)
+            most = device_load[d] > most ? device_load[d] : most;
+        *domain_imbalance = a.imbalance;
+        *gap = most / bound(tokens, copies, experts, domains * devices) - 1;
+        *domains_per_token = a.domains_per_token;
+        *swaps = a.swaps;
+    }
+    free(copies);
+    return ok;
+}
+
 static bool place_cluster_layer(const double *tokens, int64_t experts, int64_t domains,
                                 int64_t devices, int64_t slots, int32_t *map, double *device_load,
                                 double *domain_imbalance, double *gap)
@@ -293,8 +320,10 @@ static bool place_cluster_layer(const double *tokens, int64_t experts, int64_t d
 }
 
 bool experts_place_cluster(const double *tokens, int64_t layers, int64_t experts, int64_t domains,
-                           int64_t devices, int64_t slots, struct cluster_placement *out)
+                           int64_t devices, int64_t slots, const struct cluster_routing *routing,
+                           struct cluster_placement *out)
 {
+    bool routed = routing && routing->chosen && routing->traffic_weight > 0 && domains > 1;
     int64_t all = domains * devices;
     if (layers <= 0 || experts <= 0 || all * slots < experts)
         return false;
@@ -305,8 +334,20 @@ bool experts_place_cluster(const double *tokens, int64_t layers, int64_t experts
     for (int64_t i = 0; i < layers && ok; i++) {
         double domain_imbalance = 1, gap = 0;
         double *loads = p.device_load + i * all;
-        ok = place_cluster_layer(tokens + i * experts, experts, domains, devices, slots,
-                                 p.expert + i * all * slots, loads, &domain_imbalance, &gap);
+        if (routed) {
+            struct layer_routing layer = {routing->tokens, routing->k,
+                                          routing->chosen + i * routing->tokens * routing->k};
+            double reach = 0;
+            int64_t swaps = 0;
+            ok = place_routed_layer(tokens + i * experts, experts, domains, devices, slots, &layer,
+                                    routing, p.expert + i * all * slots, loads, &domain_imbalance,
+                                    &gap, &reach, &swaps);
+            p.domains_per_token += reach / (double)layers;
+            p.swaps += swaps;
+        } else {
+            ok = place_cluster_layer(tokens + i * experts, experts, domains, devices, slots,
+                                     p.expert + i * all * slots, loads, &domain_imbalance, &gap);
+        }
         if (!ok)
             break;
         double sum = 0, max = 0;

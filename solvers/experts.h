@@ -57,10 +57,25 @@ struct cluster_placement {
     double gpu_imbalance_mean, gpu_imbalance_worst;
     double domain_imbalance_mean, domain_imbalance_worst;
     double worst_gap; /* largest (max load / lower bound - 1) over layers */
+    double domains_per_token; /* distinct domains a token reaches, mean over layers (routing only) */
+    int64_t swaps;            /* improving swaps of the traffic search */
+};
+
+/* With a routing sample (layers x tokens x k expert ids, the trace's layout) and a positive
+ * traffic_weight on several domains, each layer is placed by domains_place (domains.h) to lower
+ * domain imbalance + traffic_weight x distinct domains per token instead; `groups` is the
+ * router's expert groups (1: none). The search stops improving at `deadline` (<= 0: none). */
+struct cluster_routing {
+    const int32_t *chosen;
+    int64_t tokens, k;
+    int64_t groups;
+    double traffic_weight;
+    double deadline;
 };
 
 bool experts_place_cluster(const double *tokens, int64_t layers, int64_t experts, int64_t domains,
-                           int64_t devices, int64_t slots, struct cluster_placement *out);
+                           int64_t devices, int64_t slots, const struct cluster_routing *routing,
+                           struct cluster_placement *out);
 void cluster_placement_release(struct cluster_placement *p);
 
 #endif

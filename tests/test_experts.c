@@ -91,7 +91,7 @@ int main(int argc, char **argv)
     diags_init(&d);
     loads_read("loads/dsv3_load.csv", &l, &d);
     struct cluster_placement cp;
-    CHECK(experts_place_cluster(l.tokens, l.layers, l.experts, 4, 8, 9, &cp) && cp.gpu_imbalance_mean < 1.01,
+    CHECK(experts_place_cluster(l.tokens, l.layers, l.experts, 4, 8, 9, NULL, &cp) && cp.gpu_imbalance_mean < 1.01,
           "a2: GPU imbalance %.4f (EPLB 1.038)", cp.gpu_imbalance_mean);
     bool one_copy_per_device = true;
     for (int64_t slot = 0; slot < cp.layers * 32; slot++)
@@ -100,10 +100,10 @@ int main(int argc, char **argv)
                 one_copy_per_device &= cp.expert[slot * 9 + i] != cp.expert[slot * 9 + j];
     CHECK(one_copy_per_device, "a2: no GPU holds two copies of one expert");
     cluster_placement_release(&cp);
-    CHECK(experts_place_cluster(l.tokens, l.layers, l.experts, 8, 8, 4, &cp) && cp.gpu_imbalance_mean <= 1.15,
+    CHECK(experts_place_cluster(l.tokens, l.layers, l.experts, 8, 8, 4, NULL, &cp) && cp.gpu_imbalance_mean <= 1.15,
           "b: GPU imbalance %.4f <= 1.15 (EPLB hierarchical 1.325)", cp.gpu_imbalance_mean);
     cluster_placement_release(&cp);
-    CHECK(experts_place_cluster(l.tokens, l.layers, l.experts, 18, 8, 2, &cp) && cp.gpu_imbalance_mean <= 1.05431 + 1e-4,
+    CHECK(experts_place_cluster(l.tokens, l.layers, l.experts, 18, 8, 2, NULL, &cp) && cp.gpu_imbalance_mean <= 1.05431 + 1e-4,
           "d: GPU imbalance %.4f no worse than EPLB's 1.0543", cp.gpu_imbalance_mean);
     cluster_placement_release(&cp);
     loads_release(&l);
