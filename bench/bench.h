@@ -1,16 +1,10 @@
-/* bench.h: timing helpers shared by the benchmark programs. */
+/* bench.h: timing helpers shared by the benchmark programs (the clock: diag.h). */
 #ifndef RACKPLAN_BENCH_H
 #define RACKPLAN_BENCH_H
 
-#include <stdlib.h>
-#include <time.h>
+#include "diag.h"
 
-static inline double bench_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include <stdlib.h>
 
 static inline int bench_by_value(const void *a, const void *b)
 {

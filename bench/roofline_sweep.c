@@ -23,16 +23,16 @@ int main(void)
     enum { RUNS = 21, POINTS = 200 };
     double sweep[RUNS], crossover[RUNS], checksum = 0;
     for (int run = 0; run < RUNS; run++) {
-        double start = bench_seconds();
+        double start = monotonic_seconds();
         for (int i = 0; i < POINTS; i++) {
             int64_t batch = (int64_t)llround(exp(log(1e6) * i / (POINTS - 1)));
             struct roof_point p;
             roof_decode(&s, batch, &p);
             checksum += p.step_s;
         }
-        double middle = bench_seconds();
+        double middle = monotonic_seconds();
         checksum += (double)roof_crossover_batch(&s);
-        crossover[run] = bench_seconds() - middle;
+        crossover[run] = monotonic_seconds() - middle;
         sweep[run] = middle - start;
     }
     qsort(sweep, RUNS, sizeof sweep[0], bench_by_value);

@@ -31,13 +31,13 @@ int main(void)
         for (int run = 0; run < RUNS; run++) {
             struct stage_split a, b, c;
             struct lp_result ra, rb;
-            double t0 = bench_seconds();
+            double t0 = monotonic_seconds();
             stages_dp(&problem, &a);
-            double t1 = bench_seconds();
+            double t1 = monotonic_seconds();
             stages_ilp(&problem, &a, 10, &b, &ra);
-            double t2 = bench_seconds();
+            double t2 = monotonic_seconds();
             stages_ilp(&problem, NULL, 10, &c, &rb);
-            double t3 = bench_seconds();
+            double t3 = monotonic_seconds();
             dp[run] = t1 - t0;
             warm[run] = t2 - t1;
             cold[run] = t3 - t2;

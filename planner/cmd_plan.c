@@ -2,7 +2,7 @@
  * and the step time the placement implies. */
 #include "cli.h"
 #include "commands.h"
-#include "domains.h"
+#include "diag.h"
 #include "experts.h"
 #include "graph.h"
 #include "loads.h"
@@ -20,7 +20,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct planned {
     struct layout layout;

@@ -44,6 +44,9 @@ void diag_format(const struct diag *entry, char *buffer, size_t size);
  * it all. Returns 0, or -1 after adding a diagnostic (unable to open or read). */
 int file_read_all(const char *path, size_t limit, char **data, size_t *size, struct diags *d);
 
+/* Seconds on a monotonic clock, for time limits and timings. */
+double monotonic_seconds(void);
+
 /* malloc/realloc/strdup that abort on failure. */
 void *xmalloc(size_t size);
 void *xcalloc(size_t count, size_t size);

@@ -1,5 +1,4 @@
 /* domains.c: see domains.h. */
-#define _POSIX_C_SOURCE 200809L
 #include "domains.h"
 
 #include "diag.h"
@@ -7,14 +6,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-double monotonic_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 struct search {
     int64_t experts, domains, tokens, k;

@@ -59,7 +59,4 @@ bool domains_place(const double *tokens, const int64_t *copies, int64_t experts,
                    double deadline, int32_t *map, double *device_load,
                    struct domain_assignment *out);
 
-/* Seconds on a monotonic clock, for deadlines. */
-double monotonic_seconds(void);
-
 #endif

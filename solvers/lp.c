@@ -8,7 +8,6 @@
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct lp {
     glp_prob *prob;
@@ -112,17 +111,10 @@ static void callback(glp_tree *tree, void *info)
     }
 }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 bool lp_solve(struct lp *lp, const double *warm_start, double time_limit_s, struct lp_result *out)
 {
     memset(out, 0, sizeof *out);
-    double start = now();
+    double start = monotonic_seconds();
     jmp_buf here;
     failure = &here;
     glp_error_hook(on_glpk_error, NULL);
@@ -133,7 +125,7 @@ bool lp_solve(struct lp *lp, const double *warm_start, double time_limit_s, stru
         glp_free_env();
         lp->prob = glp_create_prob();
         out->status = LP_FAILED;
-        out->seconds = now() - start;
+        out->seconds = monotonic_seconds() - start;
         return false;
     }
     struct search s = {.warm_start = warm_start};
@@ -154,7 +146,7 @@ bool lp_solve(struct lp *lp, const double *warm_start, double time_limit_s, stru
     mip.presolve = GLP_OFF;
     mip.cb_func = callback;
     mip.cb_info = &s;
-    double remaining = time_limit_s - (now() - start);
+    double remaining = time_limit_s - (monotonic_seconds() - start);
     mip.tm_lim = (int)fmax(1, fmin(remaining * 1000, 2e9));
     code = glp_intopt(lp->prob, &mip);
     int status = glp_mip_status(lp->prob);
@@ -181,7 +173,7 @@ bool lp_solve(struct lp *lp, const double *warm_start, double time_limit_s, stru
 finish:
     failure = NULL;
     glp_error_hook(NULL, NULL);
-    out->seconds = now() - start;
+    out->seconds = monotonic_seconds() - start;
     return out->status != LP_FAILED;
 }
 
