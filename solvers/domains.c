@@ -29,6 +29,17 @@ static const int32_t *row_of(const struct search *s, int64_t t)
     return s->chosen + t * s->k;
 }
 
+/* row[j] is an expert id in range that the row has not named before it. */
+static bool first_mention(const int32_t *row, int64_t j, int64_t experts)
+{
+    if (row[j] < 0 || row[j] >= experts)
+        return false;
+    for (int64_t i = 0; i < j; i++)
+        if (row[i] == row[j])
+            return false;
+    return true;
+}
+
 /* Adds (sign +1) or removes (-1) token t's share of every move gain and of the distinct sum. */
 static void account(struct search *s, int64_t t, int sign)
 {
@@ -37,14 +48,9 @@ static void account(struct search *s, int64_t t, int sign)
     for (int64_t y = 0; y < s->domains; y++)
         s->distinct += sign * (c[y] > 0);
     for (int64_t j = 0; j < s->k; j++) {
+        if (!first_mention(row, j, s->experts))
+            continue;
         int64_t e = row[j];
-        if (e < 0 || e >= s->experts)
-            continue;
-        bool repeated = false;
-        for (int64_t i = 0; i < j; i++)
-            repeated |= row[i] == e;
-        if (repeated)
-            continue;
         int64_t home = s->domain_of[e];
         int64_t leaves = c[home] == 1;
         int64_t *g = s->gain + e * s->domains;
@@ -347,7 +353,6 @@ static bool search_open(struct search *s, const double *tokens, const int64_t *c
         for (int64_t t = 0; t < s->tokens; t++)
             s->routed += row_of(s, t)[0] >= 0;
         group_start(s, groups, capacity);
-        s->routed = 0;
     }
     s->domain_load = xcalloc((size_t)domains, sizeof *s->domain_load);
     for (int64_t e = 0; e < experts; e++)
@@ -357,14 +362,9 @@ static bool search_open(struct search *s, const double *tokens, const int64_t *c
         const int32_t *row = row_of(s, t);
         if (row[0] < 0)
             continue;
-        s->routed++;
-        for (int64_t j = 0; j < s->k; j++) {
-            bool repeated = false;
-            for (int64_t i = 0; i < j; i++)
-                repeated |= row[i] == row[j];
-            if (row[j] >= 0 && row[j] < experts && !repeated)
+        for (int64_t j = 0; j < s->k; j++)
+            if (first_mention(row, j, experts))
                 s->first[row[j] + 1]++;
-        }
     }
     for (int64_t e = 0; e < experts; e++)
         s->first[e + 1] += s->first[e];
@@ -377,10 +377,7 @@ static bool search_open(struct search *s, const double *tokens, const int64_t *c
         if (row[0] < 0)
             continue;
         for (int64_t j = 0; j < s->k; j++) {
-            bool repeated = false;
-            for (int64_t i = 0; i < j; i++)
-                repeated |= row[i] == row[j];
-            if (row[j] < 0 || row[j] >= experts || repeated)
+            if (!first_mention(row, j, experts))
                 continue;
             s->user[fill[row[j]]++] = t;
             s->count[t * domains + domain_of[row[j]]]++;
@@ -405,6 +402,17 @@ static void search_close(struct search *s)
     free(s->stamp);
 }
 
+/* Domain imbalance, distinct domains per routed token and the cost, as they stand. */
+static void summarise(const struct search *s, struct domain_assignment *out)
+{
+    double peak = 0;
+    for (int64_t d = 0; d < s->domains; d++)
+        peak = s->domain_load[d] > peak ? s->domain_load[d] : peak;
+    out->imbalance = peak / s->mean;
+    out->domains_per_token = s->routed > 0 ? (double)s->distinct / (double)s->routed : 0;
+    out->cost = out->imbalance + traffic_term(s, s->distinct);
+}
+
 static void search_domains(struct search *s, double deadline, struct domain_assignment *out)
 {
     int64_t swaps = 0;
@@ -414,12 +422,7 @@ static void search_domains(struct search *s, double deadline, struct domain_assi
         if (made == 0 || (deadline > 0 && monotonic_seconds() > deadline))
             break;
     }
-    double peak = 0;
-    for (int64_t d = 0; d < s->domains; d++)
-        peak = s->domain_load[d] > peak ? s->domain_load[d] : peak;
-    out->imbalance = peak / s->mean;
-    out->domains_per_token = s->routed > 0 ? (double)s->distinct / (double)s->routed : 0;
-    out->cost = out->imbalance + traffic_term(s, s->distinct);
+    summarise(s, out);
     out->swaps = swaps;
 }
 
@@ -447,9 +450,6 @@ static bool on_device(const int32_t *map, int64_t slots, int64_t device, int32_t
     return false;
 }
 
-/* Device level: swaps of a copy on the most loaded device with a lighter one elsewhere, within
- * its domain (no traffic change) or, as a trade of all copies, with an expert of as many copies
- * in another domain (traffic changes), while cost = device imbalance + weight x traffic falls. */
 /* Experts e (at slot i) and f (at slot j) of equal copy counts in different domains trade all
  * their copies: i with j, the others in slot order, so an expert never leaves copies behind.
  * Returns the largest load of a device that changes; with `apply` it also makes the trade. */
@@ -488,6 +488,9 @@ static double trade(struct search *s, int64_t devices_per_domain, int64_t slots,
     return peak;
 }
 
+/* Device level: swaps of a copy on the most loaded device with a lighter one elsewhere, within
+ * its domain (no traffic change) or, as a trade of all copies, with an expert of as many copies
+ * in another domain (traffic changes), while cost = device imbalance + weight x traffic falls. */
 static int64_t refine_devices(struct search *s, int64_t devices_per_domain, int64_t slots,
                               int32_t *map, double *device_load, double deadline)
 {
@@ -657,11 +660,7 @@ bool domains_place(const double *tokens, const int64_t *copies, int64_t experts,
             if (made == 0)
                 break;
         }
-        double peak = 0;
-        for (int64_t d = 0; d < s.domains; d++)
-            peak = s.domain_load[d] > peak ? s.domain_load[d] : peak;
-        out->imbalance = peak / s.mean;
-        out->domains_per_token = s.routed > 0 ? (double)s.distinct / (double)s.routed : 0;
+        summarise(&s, out);
     }
     free(ids);
     free(loads);
