@@ -33,7 +33,6 @@ struct planned {
     int64_t ep_domains, ep_devices, slots;
     struct cluster_placement experts;
     double expert_seconds;
-    double traffic_weight; /* 0 when no trace steered the placement */
     struct roof_point step;
     struct device_memory memory;
     bool have_traffic;
@@ -171,12 +170,12 @@ static void write_json(FILE *out, const struct model *m, const struct topology *
         json_key(&j, "status");
         json_string(&j, p->experts.worst_gap <= 1e-9 ? "optimal" : "heuristic");
         json_key(&j, "method");
-        json_string(&j, p->traffic_weight > 0
+        json_string(&j, p->experts.traffic_weight > 0
                             ? "greedy replicas, experts to domains by co-activation swaps, LPT, pairwise "
                               "swaps; bound max(mean load, heaviest copy)"
                             : "greedy replicas, LPT, pairwise swaps; bound max(mean load, heaviest copy)");
         json_key(&j, "traffic_weight");
-        json_number(&j, p->traffic_weight);
+        json_number(&j, p->experts.traffic_weight);
         json_key(&j, "objective");
         json_number(&j, p->experts.gpu_imbalance_worst);
         json_key(&j, "bound");
@@ -274,10 +273,10 @@ static void write_text(FILE *out, const struct model *m, const struct topology *
                     p->experts.domain_imbalance_mean, p->experts.domain_imbalance_worst);
         fprintf(out, "  solver: greedy + local search, within %.2f%% of the lower bound in every layer, %.3f s\n",
                 p->experts.worst_gap * 100, p->expert_seconds);
-        if (p->traffic_weight > 0)
+        if (p->experts.traffic_weight > 0)
             fprintf(out, "  placed by co-activation: cost = imbalance + %g x distinct domains per token "
                          "(%.3f in the trace)\n",
-                    p->traffic_weight, p->experts.domains_per_token);
+                    p->experts.traffic_weight, p->experts.domains_per_token);
         if (p->have_traffic)
             fprintf(out, "  dispatch leaving the token's domain: %.4f of pairs, %.3f domains per token "
                          "(local routing: %.4f, %.3f)\n",
@@ -415,7 +414,6 @@ int cmd_plan(int argc, char **argv)
         struct cluster_routing routing = {.chosen = trace.expert, .tokens = trace.tokens, .k = trace.k,
                                           .groups = m.moe.groups, .traffic_weight = o.traffic_weight,
                                           .deadline = o.time_limit_s > 0 ? start + o.time_limit_s : 0};
-        p.traffic_weight = o.trace ? o.traffic_weight : 0;
         bool placed = experts_place_cluster(p.loads.tokens, p.loads.layers, p.loads.experts, p.ep_domains,
                                             p.ep_devices, p.slots, o.trace ? &routing : NULL, &p.experts);
         p.expert_seconds = monotonic_seconds() - start;

@@ -327,7 +327,8 @@ bool experts_place_cluster(const double *tokens, int64_t layers, int64_t experts
     int64_t all = domains * devices;
     if (layers <= 0 || experts <= 0 || all * slots < experts)
         return false;
-    struct cluster_placement p = {.layers = layers, .domains = domains, .devices = devices, .slots = slots};
+    struct cluster_placement p = {.layers = layers, .domains = domains, .devices = devices, .slots = slots,
+                                  .traffic_weight = routed ? routing->traffic_weight : 0};
     p.expert = xmalloc((size_t)(layers * all * slots) * sizeof *p.expert);
     p.device_load = xmalloc((size_t)(layers * all) * sizeof *p.device_load);
     bool ok = true;

@@ -59,6 +59,7 @@ struct cluster_placement {
     double worst_gap; /* largest (max load / lower bound - 1) over layers */
     double domains_per_token; /* distinct domains a token reaches, mean over layers (routing only) */
     int64_t swaps;            /* improving swaps of the traffic search */
+    double traffic_weight;    /* the weight that steered the placement; 0: balance alone */
 };
 
 /* With a routing sample (layers x tokens x k expert ids, the trace's layout) and a positive
