@@ -415,7 +415,7 @@ int cmd_plan(int argc, char **argv)
                                           .groups = m.moe.groups, .traffic_weight = o.traffic_weight,
                                           .deadline = o.time_limit_s > 0 ? start + o.time_limit_s : 0};
         bool placed = experts_place_cluster(p.loads.tokens, p.loads.layers, p.loads.experts, p.ep_domains,
-                                            p.ep_devices, p.slots, o.trace ? &routing : NULL, &p.experts);
+                                            p.ep_devices, p.slots, &routing, &p.experts);
         p.expert_seconds = monotonic_seconds() - start;
         if (!placed) {
             loads_release(&p.loads);
