@@ -9,22 +9,11 @@
 
 int main(void)
 {
-    struct model m = fixture_model("models/deepseek-v3.yaml");
-    struct model_params p;
-    model_params(&m, &p);
     double time[61], memory[61];
-    for (int64_t i = 0; i < 61; i++) {
-        struct layer_params layer;
-        plan_layer_params(&m, &p, i, &layer);
-        memory[i] = layer.replicated + layer.routed_experts; /* FP8: a byte each */
-        time[i] = memory[i] / (72 * 8e12);
-    }
+    struct stage_problem problem = fixture_deepseek_stages(time, memory);
     printf("stages   DP (us)   ILP warm (ms)   ILP cold (ms)   status\n");
     for (int64_t stages = 2; stages <= 8; stages++) {
-        struct stage_problem problem = {.layers = 61, .time = time, .memory = memory,
-                                        .capacity = 0.9 * 72 * 186e9, .stages = stages,
-                                        .first_time = p.embedding / (72 * 8e12), .first_memory = p.embedding,
-                                        .last_time = p.lm_head / (72 * 8e12), .last_memory = p.lm_head};
+        problem.stages = stages;
         enum { RUNS = 11 };
         double dp[RUNS], warm[RUNS], cold[RUNS];
         const char *status = "";

@@ -4,6 +4,8 @@
 #define RACKPLAN_FIXTURES_H
 
 #include "model.h"
+#include "plan.h"
+#include "stages.h"
 #include "topology.h"
 
 #include <stdio.h>
@@ -35,6 +37,26 @@ static inline struct topology fixture_topology(const char *path)
     }
     diags_release(&d);
     return t;
+}
+
+/* DeepSeek-V3's 61 layers on GB200 NVL72 racks (the caller sets .stages): each layer's time is its FP8 weight
+ * bytes (a byte each) over one rack's 72 x 8 TB/s (dense layers ~0.58 GB, MoE layers ~11.5 GB);
+ * a stage holds 90% of 72 x 186 GB. `time` and `memory` hold 61 entries and back the problem. */
+static inline struct stage_problem fixture_deepseek_stages(double *time, double *memory)
+{
+    struct model m = fixture_model("models/deepseek-v3.yaml");
+    struct model_params p;
+    model_params(&m, &p);
+    for (int64_t i = 0; i < 61; i++) {
+        struct layer_params layer;
+        plan_layer_params(&m, &p, i, &layer);
+        memory[i] = layer.replicated + layer.routed_experts;
+        time[i] = memory[i] / (72 * 8e12);
+    }
+    return (struct stage_problem){.layers = 61, .time = time, .memory = memory,
+                                  .capacity = 0.9 * 72 * 186e9,
+                                  .first_time = p.embedding / (72 * 8e12), .first_memory = p.embedding,
+                                  .last_time = p.lm_head / (72 * 8e12), .last_memory = p.lm_head};
 }
 
 #endif

@@ -34,23 +34,10 @@ static void hand_cases(void)
 
 static void deepseek(void)
 {
-    struct model m = fixture_model("models/deepseek-v3.yaml");
-    struct model_params p;
-    model_params(&m, &p);
-    /* per-layer FP8 weight bytes over one rack's 72 x 8 TB/s: dense layers ~0.58 GB, MoE layers
-     * ~11.5 GB; capacity a GB200 NVL72's 90% of 72 x 186 GB */
     double time[61], memory[61];
-    for (int64_t i = 0; i < 61; i++) {
-        struct layer_params layer;
-        plan_layer_params(&m, &p, i, &layer);
-        memory[i] = layer.replicated + layer.routed_experts; /* FP8: a byte each */
-        time[i] = memory[i] / (72 * 8e12);
-    }
+    struct stage_problem problem = fixture_deepseek_stages(time, memory);
     for (int64_t stages = 2; stages <= 8; stages++) {
-        struct stage_problem problem = {.layers = 61, .time = time, .memory = memory,
-                                        .capacity = 0.9 * 72 * 186e9, .stages = stages,
-                                        .first_time = p.embedding / (72 * 8e12), .first_memory = p.embedding,
-                                        .last_time = p.lm_head / (72 * 8e12), .last_memory = p.lm_head};
+        problem.stages = stages;
         struct stage_split dp, warm, cold;
         struct lp_result a, b;
         bool ok = stages_dp(&problem, &dp);
