@@ -47,13 +47,14 @@ bool domains_assign(const double *tokens, const int64_t *copies, int64_t experts
  * 1. experts, with all their copies, to domains (domains_assign's search; when `groups` > 1
  *    divides the experts into id ranges and is a multiple of the domains, whole groups are
  *    placed first, as group-limited routers pick groups before experts);
- * 2. each domain's copies on its devices (experts_place_copies);
+ * 2. each domain's copies on its devices, replicas moved between the domain's experts while
+ *    that lowers its most loaded device (experts_place_tuned; `copies` is updated);
  * 3. swaps off the most loaded device (within its domain, or trading all copies with an expert
  *    of as many copies in another domain) while device imbalance + traffic_weight x traffic
  *    falls, alternating with traffic-only trades that raise no device above the maximum.
  * `map`: domains x devices_per_domain x slots logical ids (-1: empty); `device_load`: one per
  * device. out->imbalance is the final domain imbalance. */
-bool domains_place(const double *tokens, const int64_t *copies, int64_t experts,
+bool domains_place(const double *tokens, int64_t *copies, int64_t experts,
                    const struct layer_routing *routing, int64_t groups, int64_t domains,
                    int64_t devices_per_domain, int64_t slots, double traffic_weight,
                    double deadline, int32_t *map, double *device_load,

@@ -39,6 +39,16 @@ void experts_replicas(const double *tokens, int64_t experts, int64_t slots, int6
 bool experts_place_copies(const int32_t *expert, const double *load, int64_t count,
                           int64_t devices, int64_t slots, struct layer_placement *out);
 
+/* Places the copies of the `n` experts in `ids` (`tokens` and `copies` indexed by expert id),
+ * then moves one replica at a time, from an expert that keeps one to spare to an expert on the
+ * most loaded device, while that lowers the most loaded device. The greedy counts minimise the
+ * heaviest copy, not the heaviest device: with few slots a device (e.g. 2 slots on DeepSeek's
+ * EP144) pairs copies, and other counts pair better. `copies` is updated; at most `max_copies`
+ * of one expert; the tuning stops at `deadline` (<= 0: none). */
+bool experts_place_tuned(const double *tokens, const int32_t *ids, int64_t n, int64_t *copies,
+                         int64_t max_copies, int64_t devices, int64_t slots, double deadline,
+                         struct layer_placement *out);
+
 void layer_placement_release(struct layer_placement *p);
 
 /* max / mean device load: 1 is perfect balance. */

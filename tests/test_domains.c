@@ -105,19 +105,25 @@ int main(int argc, char **argv)
     }
     /* case b: 256 slots on 8 nodes of 8 GPUs, no spare. EPLB hierarchical: GPU 1.32488 at 3.47704
      * remote nodes a token; global: 1.17898 at 4.6448 (eplb_results.csv). */
-    struct measured b = place(&l, &t, 8, 8, 4, 1);
+    struct measured b = place(&l, &t, 8, 8, 4, 0.1);
     CHECK(b.valid, "b: every expert placed, all copies in one node");
-    CHECK(b.gpu < 1.15 && b.remote < 4.6448, "b, W = 1: GPU %.4f < 1.15 and %.3f remote nodes < 4.645 "
-          "(beats EPLB global on both)", b.gpu, b.remote);
+    CHECK(b.gpu < 1.17898 && b.remote < 4.6448, "b, W = 0.1: GPU %.4f < 1.179 and %.3f remote nodes "
+          "< 4.645 (beats EPLB global on both)", b.gpu, b.remote);
     struct measured whole = place(&l, &t, 8, 8, 4, 10);
     CHECK(whole.gpu < 1.32488 && whole.remote <= 3.47704 + 0.01, "b, W = 10: GPU %.4f < 1.325 at %.3f "
           "remote nodes (EPLB hierarchical 3.477)", whole.gpu, whole.remote);
     CHECK(whole.remote < b.remote && whole.gpu > b.gpu, "a larger weight trades balance for traffic");
-    /* case a2: 288 slots on 4 nodes of 8 GPUs; EPLB global (a2g) 1.00847 at 2.71197 */
-    struct measured a2 = place(&l, &t, 4, 8, 9, 1);
+    /* case a2: 288 slots on 4 nodes of 8 GPUs. EPLB hierarchical (a2) 1.03804 at 2.34962 remote
+     * nodes, global (a2g) 1.00847 at 2.71197. Issue #5 asks for both no worse than hierarchical,
+     * one clearly better. */
+    struct measured a2 = place(&l, &t, 4, 8, 9, 0.1);
     CHECK(a2.valid && a2.gpu < 1.00847 && a2.remote < 2.71197,
-          "a2, W = 1: GPU %.4f < 1.0085 and %.3f remote nodes < 2.712 (beats EPLB global on both)", a2.gpu,
-          a2.remote);
+          "a2, W = 0.1: GPU %.4f < 1.0085 and %.3f remote nodes < 2.712 (beats EPLB global on both)",
+          a2.gpu, a2.remote);
+    struct measured a2_traffic = place(&l, &t, 4, 8, 9, 1.5);
+    CHECK(a2_traffic.valid && a2_traffic.gpu < 1.03804 - 0.01 && a2_traffic.remote <= 2.34962,
+          "a2, W = 1.5: GPU %.4f < 1.028 (clearly below EPLB hierarchical's 1.038) and %.4f remote "
+          "nodes <= 2.3496", a2_traffic.gpu, a2_traffic.remote);
     trace_release(&t);
     loads_release(&l);
     return tap_done();
