@@ -114,12 +114,13 @@ static void print_help(const struct command *c)
                "  --tp N, --pp N   pin tensor-parallel / pipeline degrees; default: chosen\n",
                PLAN_DEFAULT_RESERVE_FRACTION * 100);
     if (c->options & OPTS_FORMAT)
-        printf("  --format F       %s\n", c->options & OPTS_DOT        ? "text (default), json or dot (Graphviz)"
-                                     : c->options & OPTS_ROOFLINE ? "text (default), json or csv"
-                                                                  : "text (default) or json");
+        printf("  --format F       %s\n", c->options & OPTS_DOT        ? "text (default), json, yaml or dot (Graphviz)"
+                                     : c->options & OPTS_ROOFLINE ? "text (default), json, yaml or csv"
+                                                                  : "text (default), json or yaml");
     if (c->options & OPTS_FORMAT)
         printf(
-               "  -o, --output F   write to F (atomically: a temporary file renamed into place)\n");
+               "  -o, --output F   write to F (atomically: a temporary file renamed into place);\n"
+               "                   F ending in .json, .yaml or .yml sets the format when --format is not given\n");
     printf("  -h, --help       this help\n");
     if (strcmp(c->name, "fit") == 0)
         printf("\nexit codes: 0 fits, 1 does not fit, 2 usage error, 3 invalid input,\n"
@@ -162,6 +163,21 @@ static bool parse_fraction(const char *text, double *out)
         return false;
     *out = v;
     return true;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a > b && strcmp(s + a - b, suffix) == 0;
+}
+
+static enum output_format format_of_path(const char *path)
+{
+    if (ends_with(path, ".json"))
+        return FORMAT_JSON;
+    if (ends_with(path, ".yaml") || ends_with(path, ".yml"))
+        return FORMAT_YAML;
+    return FORMAT_TEXT;
 }
 
 int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
@@ -254,19 +270,22 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
                 return cli_usage_error(c, "--batch takes a whole number of sequences from 1 to 2^40, not '%s'", arg);
             break;
         case OPT_FORMAT:
+            o->format_set = true;
             if (strcmp(arg, "text") == 0)
                 o->format = FORMAT_TEXT;
             else if (strcmp(arg, "json") == 0)
                 o->format = FORMAT_JSON;
+            else if (strcmp(arg, "yaml") == 0)
+                o->format = FORMAT_YAML;
             else if (strcmp(arg, "dot") == 0 && (c->options & OPTS_DOT))
                 o->format = FORMAT_DOT;
             else if (strcmp(arg, "csv") == 0 && (c->options & OPTS_ROOFLINE))
                 o->format = FORMAT_CSV;
             else
-                return cli_usage_error(c, "--format takes text%s or json, not '%s'",
-                                       c->options & OPTS_DOT        ? ", dot"
-                                       : c->options & OPTS_ROOFLINE ? ", csv"
-                                                                    : "",
+                return cli_usage_error(c, "--format takes %s, not '%s'",
+                                       c->options & OPTS_DOT        ? "text, json, yaml or dot"
+                                       : c->options & OPTS_ROOFLINE ? "text, json, yaml or csv"
+                                                                    : "text, json or yaml",
                                        arg);
             break;
         case 'o':
@@ -339,9 +358,7 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
             break;
         }
         case OPT_EXPERT_MAP: {
-            size_t length = strlen(arg);
-            if (length < 5 ||
-                (strcmp(arg + length - 4, ".csv") != 0 && strcmp(arg + length - 5, ".json") != 0))
+            if (!ends_with(arg, ".csv") && !ends_with(arg, ".json"))
                 return cli_usage_error(c, "--expert-map takes a file ending in .csv or .json, not '%s'", arg);
             o->expert_map = arg;
             break;
@@ -361,6 +378,8 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
     if (positionals != c->positionals)
         return cli_usage_error(c, "expected %d argument%s, got %d", c->positionals,
                                c->positionals == 1 ? "" : "s", positionals);
+    if (!o->format_set && o->output)
+        o->format = format_of_path(o->output);
     return -1;
 }
 

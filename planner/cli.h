@@ -26,7 +26,7 @@ enum exit_code {
 #define CLI_DEFAULT_CONTEXT 8192
 #define CLI_DEFAULT_BATCH 1
 
-enum output_format { FORMAT_TEXT, FORMAT_JSON, FORMAT_DOT, FORMAT_CSV };
+enum output_format { FORMAT_TEXT, FORMAT_JSON, FORMAT_YAML, FORMAT_DOT, FORMAT_CSV };
 
 /* Which options a command takes. */
 enum {
@@ -62,7 +62,8 @@ struct options {
     enum precision kv;
     int64_t context;
     int64_t batch;
-    enum output_format format;
+    enum output_format format; /* without --format: from -o's extension (.json, .yaml, .yml) */
+    bool format_set;
     const char *output; /* NULL = stdout */
     double reserve_fraction;
     double reserve_bytes; /* < 0: use the fraction */

@@ -72,11 +72,11 @@ static void json_layout(struct json *j, const struct model *m, const struct layo
     json_end_object(j);
 }
 
-static void write_json(FILE *out, const struct model *m, const struct topology *t,
+static void write_tree(FILE *out, enum json_syntax syntax, const struct model *m, const struct topology *t,
                        const struct options *o, const struct workload *w, const struct fit *f)
 {
     struct json j;
-    json_init(&j, out);
+    json_init(&j, out, syntax);
     json_begin_object(&j);
     cli_json_header(&j, m, t, o->racks, f->layout.devices);
     cli_json_precision(&j, w);
@@ -212,8 +212,8 @@ int cmd_fit(int argc, char **argv)
     struct sink sink;
     if (!sink_open(&sink, o.output))
         return EXIT_IO;
-    if (o.format == FORMAT_JSON)
-        write_json(sink.out, &m, &t, &o, &w, &f);
+    if (o.format == FORMAT_JSON || o.format == FORMAT_YAML)
+        write_tree(sink.out, o.format == FORMAT_YAML ? SYNTAX_YAML : SYNTAX_JSON, &m, &t, &o, &w, &f);
     else
         write_text(sink.out, &m, &t, &o, &w, &f);
     if (!sink_commit(&sink))

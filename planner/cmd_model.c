@@ -24,12 +24,12 @@ static int64_t windowed_layers(const struct model *m)
     return n;
 }
 
-static void write_json(FILE *out, const struct model *m, const struct options *o)
+static void write_tree(FILE *out, enum json_syntax syntax, const struct model *m, const struct options *o)
 {
     struct model_params p;
     model_params(m, &p);
     struct json j;
-    json_init(&j, out);
+    json_init(&j, out, syntax);
     json_begin_object(&j);
     json_key(&j, "name");
     json_string(&j, m->name);
@@ -186,8 +186,8 @@ int cmd_model(int argc, char **argv)
     struct sink sink;
     if (!sink_open(&sink, o.output))
         return EXIT_IO;
-    if (o.format == FORMAT_JSON)
-        write_json(sink.out, &m, &o);
+    if (o.format == FORMAT_JSON || o.format == FORMAT_YAML)
+        write_tree(sink.out, o.format == FORMAT_YAML ? SYNTAX_YAML : SYNTAX_JSON, &m, &o);
     else
         write_text(sink.out, &m, &o);
     return sink_commit(&sink) ? EXIT_OK : EXIT_IO;

@@ -82,11 +82,11 @@ static void plan_stages(const struct model *m, const struct topology *t, const s
     free(memory);
 }
 
-static void write_json(FILE *out, const struct model *m, const struct topology *t,
+static void write_tree(FILE *out, enum json_syntax syntax, const struct model *m, const struct topology *t,
                        const struct workload *w, const struct planned *p)
 {
     struct json j;
-    json_init(&j, out);
+    json_init(&j, out, syntax);
     json_begin_object(&j);
     cli_json_header(&j, m, t, p->layout.racks, p->layout.devices);
     json_key(&j, "batch");
@@ -449,8 +449,8 @@ int cmd_plan(int argc, char **argv)
     if (!sink_open(&sink, o.output)) {
         status = EXIT_IO;
     } else {
-        if (o.format == FORMAT_JSON)
-            write_json(sink.out, &m, &t, &w, &p);
+        if (o.format == FORMAT_JSON || o.format == FORMAT_YAML)
+            write_tree(sink.out, o.format == FORMAT_YAML ? SYNTAX_YAML : SYNTAX_JSON, &m, &t, &w, &p);
         else
             write_text(sink.out, &m, &t, &w, &p);
         if (!sink_commit(&sink))

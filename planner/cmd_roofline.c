@@ -49,12 +49,12 @@ struct report {
     int64_t crossover;
 };
 
-static void write_json(FILE *out, const struct report *r)
+static void write_tree(FILE *out, enum json_syntax syntax, const struct report *r)
 {
     const struct layout *l = &r->setup->layout;
     const struct efficiency *e = &r->setup->efficiency;
     struct json j;
-    json_init(&j, out);
+    json_init(&j, out, syntax);
     json_begin_object(&j);
     cli_json_header(&j, r->model, r->topology, l->racks, l->devices);
     json_key(&j, "phase");
@@ -251,8 +251,8 @@ int cmd_roofline(int argc, char **argv)
         status = EXIT_IO;
         goto done;
     }
-    if (o.format == FORMAT_JSON)
-        write_json(sink.out, &r);
+    if (o.format == FORMAT_JSON || o.format == FORMAT_YAML)
+        write_tree(sink.out, o.format == FORMAT_YAML ? SYNTAX_YAML : SYNTAX_JSON, &r);
     else if (o.format == FORMAT_CSV)
         write_csv(sink.out, &r);
     else

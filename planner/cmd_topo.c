@@ -8,12 +8,12 @@
 
 #include <inttypes.h>
 
-static void write_json(FILE *out, const struct topology *t, int64_t racks,
+static void write_tree(FILE *out, enum json_syntax syntax, const struct topology *t, int64_t racks,
                        const struct graph_summary *g)
 {
     double devices = (double)racks * (double)t->domain_devices;
     struct json j;
-    json_init(&j, out);
+    json_init(&j, out, syntax);
     json_begin_object(&j);
     json_key(&j, "name");
     json_string(&j, t->name);
@@ -188,8 +188,8 @@ int cmd_topo(int argc, char **argv)
     if (!sink_open(&sink, o.output))
         return EXIT_IO;
     bool written = true;
-    if (o.format == FORMAT_JSON)
-        write_json(sink.out, &t, o.racks, &g);
+    if (o.format == FORMAT_JSON || o.format == FORMAT_YAML)
+        write_tree(sink.out, o.format == FORMAT_YAML ? SYNTAX_YAML : SYNTAX_JSON, &t, o.racks, &g);
     else if (o.format == FORMAT_DOT)
         written = graph_write_dot(&t, o.racks, sink.out) == GRAPH_OK;
     else

@@ -1,5 +1,8 @@
 /* json.h: a streaming JSON writer with stable formatting (2-space indent, keys in the order
  * written), so the same data always gives the same bytes. Writes to a FILE the caller owns.
+ * The same calls can write the tree as YAML instead (block style; an array whose first element
+ * is a number or string is written inline, [1, 2, 3], so expert lists stay one line; strings
+ * are double-quoted, as in JSON, which YAML reads the same way).
  * Misuse (a value without a key inside an object, unbalanced ends) is a programming error and
  * asserts. Non-finite numbers are written as null (JSON has no NaN). */
 #ifndef RACKPLAN_JSON_H
@@ -11,15 +14,23 @@
 
 #define JSON_MAX_DEPTH 32
 
+enum json_syntax { SYNTAX_JSON, SYNTAX_YAML };
+
 struct json {
     FILE *out;
+    enum json_syntax syntax;
     int depth;
     bool first[JSON_MAX_DEPTH];
     bool in_object[JSON_MAX_DEPTH];
+    bool inline_level[JSON_MAX_DEPTH]; /* YAML: this container is written inline, JSON-like */
+    bool decided[JSON_MAX_DEPTH];      /* YAML: an array knows whether it is inline */
+    int column[JSON_MAX_DEPTH];        /* YAML: where the container's own lines start */
+    bool after_dash;                   /* YAML: "- " written, the next line continues it */
+    bool started;
     const char *pending_key;
 };
 
-void json_init(struct json *j, FILE *out);
+void json_init(struct json *j, FILE *out, enum json_syntax syntax);
 
 /* Sets the key of the next value (inside an object). */
 void json_key(struct json *j, const char *key);

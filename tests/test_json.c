@@ -11,7 +11,7 @@ int main(void)
     size_t size = 0;
     FILE *out = open_memstream(&text, &size);
     struct json j;
-    json_init(&j, out);
+    json_init(&j, out, SYNTAX_JSON);
     json_begin_object(&j);
     json_key(&j, "name");
     json_string(&j, "a \"quoted\"\n\x01");
@@ -39,7 +39,7 @@ int main(void)
     free(text);
 
     out = open_memstream(&text, &size);
-    json_init(&j, out);
+    json_init(&j, out, SYNTAX_JSON);
     json_begin_array(&j);
     json_positive_or_null(&j, 144);
     json_positive_or_null(&j, 0);
