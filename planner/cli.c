@@ -102,8 +102,9 @@ static void print_help(const struct command *c)
                "                   reports how much dispatch leaves the token's domain\n"
                "  --traffic-weight W  with --trace: minimise imbalance + W x distinct domains a token\n"
                "                   reaches (default 1; 0: balance alone; 10: keeps expert groups whole)\n"
-               "  --redundant N    spare expert slots in total for replicas of hot experts;\n"
-               "                   default 0 (whole slots per device may add a few)\n"
+               "  --redundant N    spare expert slots in total for replicas of hot experts (they\n"
+               "                   take HBM); default 0 (whole slots per device may add a few);\n"
+               "                   auto: whole slots per device while the batch still fits\n"
                "  --ep N           pin the expert-parallel degree (devices per stage)\n"
                "  --time-limit S   seconds for all solving: the stage ILP and the expert search\n"
                "                   (default 10; 0: no ILP, the DP and the searches run to the end)\n"
@@ -332,10 +333,9 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
             o->trace = arg;
             break;
         case OPT_REDUNDANT:
-            if (strcmp(arg, "auto") == 0)
-                return cli_usage_error(c, "--redundant auto (spare slots from free HBM) is not implemented yet; give a number");
-            if (!parse_count(arg, 0, 100000000, &o->redundant))
-                return cli_usage_error(c, "--redundant takes a number of spare expert slots, not '%s'", arg);
+            o->redundant_auto = strcmp(arg, "auto") == 0;
+            if (!o->redundant_auto && !parse_count(arg, 0, 100000000, &o->redundant))
+                return cli_usage_error(c, "--redundant takes a number of spare expert slots or auto, not '%s'", arg);
             break;
         case OPT_EP:
             if (!parse_count(arg, 1, 1000000, &o->ep))

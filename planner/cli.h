@@ -75,6 +75,7 @@ struct options {
     const char *loads;      /* expert-load CSV, or NULL: uniform */
     const char *trace;      /* routing trace (.csv or .csv.gz), or NULL */
     int64_t redundant;      /* spare expert slots in total */
+    bool redundant_auto;    /* as many as free HBM holds at the batch */
     int64_t ep;             /* 0 = choose */
     double time_limit_s;
     double traffic_weight;  /* cost of a distinct domain per token, in units of imbalance */

@@ -31,6 +31,7 @@ struct planned {
     struct loads loads;
     bool uniform;
     int64_t ep_domains, ep_devices, slots;
+    bool redundant_auto;
     struct cluster_placement experts;
     double expert_seconds;
     struct roof_point step;
@@ -128,6 +129,8 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct model *m
         json_int(&j, p->slots);
         json_key(&j, "redundant_slots");
         json_int(&j, p->ep_domains * p->ep_devices * p->slots - m->moe.experts);
+        json_key(&j, "redundant_auto");
+        json_bool(&j, p->redundant_auto);
         json_key(&j, "experts");
         json_begin_array(&j);
         int64_t moe_index = 0;
@@ -263,9 +266,10 @@ static void write_text(FILE *out, const struct model *m, const struct topology *
                 p->stage_stats.bound * 1e3, p->stage_stats.gap * 100, p->stage_stats.seconds);
     if (p->moe) {
         fprintf(out, "\nexperts (%s loads): %" PRId64 " slots on each of %" PRId64 " devices, %" PRId64
-                     " spare for replicas of hot experts\n",
+                     " spare for replicas of hot experts%s\n",
                 p->uniform ? "uniform" : "measured", p->slots, p->ep_domains * p->ep_devices,
-                p->ep_domains * p->ep_devices * p->slots - m->moe.experts);
+                p->ep_domains * p->ep_devices * p->slots - m->moe.experts,
+                p->redundant_auto ? " (auto: the slots HBM holds at this batch)" : "");
         fprintf(out, "  GPU imbalance (max / mean load)     mean %.4f, worst layer %.4f\n",
                 p->experts.gpu_imbalance_mean, p->experts.gpu_imbalance_worst);
         if (p->ep_domains > 1)
@@ -318,6 +322,28 @@ static bool write_expert_map(const char *path, const struct model *m, const stru
     return sink_commit(&sink);
 }
 
+/* --redundant auto: whole spare slots per device (at most as many as the experts already
+ * there, doubling them) while the batch still fits; each slot holds one routed expert in every
+ * MoE layer of the stage. Returns the spare slots over the EP group beyond the experts. */
+static int64_t redundant_that_fits(const struct model *m, const struct topology *t,
+                                   const struct layout *l, const struct workload *w)
+{
+    int64_t base = (m->moe.experts + l->ep - 1) / l->ep;
+    if (l->ep > m->moe.experts)
+        return 0;
+    struct layout trial = *l;
+    int64_t best = base * l->ep - m->moe.experts;
+    for (int64_t extra = 1; extra <= base; extra++) {
+        trial.redundant = (base + extra) * l->ep - m->moe.experts;
+        struct device_memory mem;
+        plan_memory(m, t, &trial, w, &mem);
+        if (mem.free_bytes < 0)
+            break;
+        best = trial.redundant;
+    }
+    return best;
+}
+
 int cmd_plan(int argc, char **argv)
 {
     struct options o;
@@ -366,9 +392,13 @@ int cmd_plan(int argc, char **argv)
                                (long long)o.ep, (long long)p.layout.ep);
     }
     /* the batch: as asked, or the largest that fits this layout at the context */
+    p.layout.redundant = o.redundant;
     int64_t most = o.batch_set ? 0 : plan_max_batch(&m, &t, &p.layout, &w);
     p.batch = o.batch_set ? o.batch : (most > 0 ? most : 1);
     w.batch = p.batch;
+    p.redundant_auto = o.redundant_auto && p.moe;
+    if (p.redundant_auto)
+        p.layout.redundant = redundant_that_fits(&m, &t, &p.layout, &w);
     plan_memory(&m, &t, &p.layout, &w, &p.memory);
     if (p.layout.pp > 1) {
         plan_stages(&m, &t, &w, o.time_limit_s, &p);
@@ -408,8 +438,7 @@ int cmd_plan(int argc, char **argv)
         int64_t group = p.layout.ep;
         p.ep_devices = group < t.domain_devices ? group : t.domain_devices;
         p.ep_domains = group / p.ep_devices;
-        int64_t redundant = o.redundant;
-        p.slots = (m.moe.experts + redundant + group - 1) / group;
+        p.slots = (m.moe.experts + p.layout.redundant + group - 1) / group;
         double start = monotonic_seconds();
         struct cluster_routing routing = {.chosen = trace.expert, .tokens = trace.tokens, .k = trace.k,
                                           .groups = m.moe.groups, .traffic_weight = o.traffic_weight,

@@ -47,7 +47,7 @@ double plan_experts_per_device(const struct model *m, const struct layout *l)
     if (experts <= 0)
         return 0;
     if (ep <= experts)
-        return ceil(experts / ep);
+        return ceil((experts + (double)l->redundant) / ep);
     return 1.0 / floor(ep / experts);
 }
 

@@ -43,6 +43,7 @@ struct layout {
     int64_t racks;
     int64_t devices;
     int64_t tp, pp, dp, ep;
+    int64_t redundant; /* spare routed-expert slots over the EP group, for replicas; they take HBM */
     const int64_t *stage_start; /* pp + 1 layer indices from a stage solver, or NULL: even split;
                                  * borrowed, not owned */
 };

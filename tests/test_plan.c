@@ -100,6 +100,26 @@ static void experts_whole(void)
     CHECK_EQ(plan_experts_per_device(&m, &l), 1.0 / 70, "EP beyond the expert count slices experts");
     l.ep = l.dp = l.devices = 72;
     CHECK_EQ(plan_experts_per_device(&m, &l), 2, "128 experts over 72 devices: 2 on the fullest");
+    /* replicas take slots: 128 + 88 spare = 216 slots over 72 devices is 3 a device */
+    l.redundant = 88;
+    CHECK_EQ(plan_experts_per_device(&m, &l), 3, "128 experts + 88 spare slots over 72 devices: 3 each");
+}
+
+/* A spare slot holds one routed expert in each MoE layer: DeepSeek-V3 at FP8 on EP144 (case d,
+ * 18 HGX H800 nodes) goes from 2 slots a device (288 slots: the 32 spare of DeepSeek's decode
+ * deployment) to 3 (432 slots, 176 spare), 58 x 3 x 7168 x 2048 B = 2,554,331,136 B more. */
+static void replica_memory(void)
+{
+    struct model m = fixture_model("models/deepseek-v3.yaml");
+    struct topology h800 = fixture_topology("topologies/hgx-h800.xml");
+    struct workload w = workload(&m, 11376, 8192);
+    struct layout l = {.racks = 18, .devices = 144, .tp = 1, .pp = 1, .dp = 144, .ep = 144, .redundant = 32};
+    struct device_memory two, three;
+    plan_memory(&m, &h800, &l, &w, &two);
+    l.redundant = 176;
+    plan_memory(&m, &h800, &l, &w, &three);
+    CHECK_EQ(three.weights_bytes - two.weights_bytes, 58.0 * 3 * 7168 * 2048,
+             "one more expert slot a device: 2.55 GB of FP8 weights");
 }
 
 static void gqa_kv_split(void)
@@ -128,6 +148,7 @@ int main(int argc, char **argv)
     llama_405b();
     deepseek_v3();
     experts_whole();
+    replica_memory();
     gqa_kv_split();
     return tap_done();
 }
