@@ -7,7 +7,7 @@
 set -eu
 runs=${1:-5}
 [ $# -gt 0 ] && shift
-weights=${*:-"0 0.3 1 3 10"}
+weights=${*:-"0 0.1 0.3 1 1.5 3 10"}
 rp=build/rackplan
 ev=build/bench/evaluate
 tmp=$(mktemp -d)

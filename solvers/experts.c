@@ -196,7 +196,7 @@ static int64_t subset_copies(const double *tokens, const int64_t *copies, const 
 
 struct candidate {
     int32_t expert;
-    double load; /* per copy, after the move */
+    double load; /* sort key: load per copy after the move (negated for receivers: heaviest first) */
 };
 
 static int lighter_first(const void *a, const void *b)
