@@ -330,6 +330,26 @@ bool experts_place_tuned(const double *tokens, const int32_t *ids, int64_t n, in
     return ok;
 }
 
+/* Every expert on `devices` x `slots`, from the greedy counts `greedy`, tuned by
+ * experts_place_tuned; the tuned counts are copied to `tuned` unless it is NULL. */
+static bool place_all_tuned(const double *tokens, int64_t experts, const int64_t *greedy,
+                            int64_t max_copies, int64_t devices, int64_t slots, double deadline,
+                            int64_t *tuned, struct layer_placement *out)
+{
+    int32_t *every = xmalloc((size_t)experts * sizeof *every);
+    int64_t *counts = xmalloc((size_t)experts * sizeof *counts);
+    for (int64_t e = 0; e < experts; e++)
+        every[e] = (int32_t)e;
+    memcpy(counts, greedy, (size_t)experts * sizeof *counts);
+    bool placed = experts_place_tuned(tokens, every, experts, counts, max_copies, devices, slots,
+                                      deadline, out);
+    if (tuned)
+        memcpy(tuned, counts, (size_t)experts * sizeof *tuned);
+    free(counts);
+    free(every);
+    return placed;
+}
+
 bool experts_place_layer(const double *tokens, int64_t experts, int64_t devices, int64_t slots,
                          struct layer_placement *out)
 {
@@ -338,16 +358,9 @@ bool experts_place_layer(const double *tokens, int64_t experts, int64_t devices,
         return false;
     int64_t *copies = xmalloc((size_t)experts * sizeof *copies);
     experts_replicas(tokens, experts, total, devices, copies);
-    int64_t *tuned = xmalloc((size_t)experts * sizeof *tuned);
-    int32_t *every = xmalloc((size_t)experts * sizeof *every);
-    memcpy(tuned, copies, (size_t)experts * sizeof *tuned);
-    for (int64_t e = 0; e < experts; e++)
-        every[e] = (int32_t)e;
-    bool placed = experts_place_tuned(tokens, every, experts, tuned, devices, devices, slots, 0, out);
+    bool placed = place_all_tuned(tokens, experts, copies, devices, devices, slots, 0, NULL, out);
     if (placed) /* the greedy counts give the bound: no counts have a lighter heaviest copy */
         out->lower_bound = bound(tokens, copies, experts, devices);
-    free(every);
-    free(tuned);
     free(copies);
     return placed;
 }
@@ -377,17 +390,14 @@ static bool place_routed_layer(const double *tokens, int64_t experts, int64_t do
     int64_t *copies = xmalloc((size_t)experts * sizeof *copies);
     int64_t *tuned = xmalloc((size_t)experts * sizeof *tuned);
     experts_replicas(tokens, experts, total, devices, copies);
-    memcpy(tuned, copies, (size_t)experts * sizeof *tuned);
-    {
-        int32_t *every = xmalloc((size_t)experts * sizeof *every);
-        for (int64_t e = 0; e < experts; e++)
-            every[e] = (int32_t)e;
-        struct layer_placement flat;
-        if (experts_place_tuned(tokens, every, experts, tuned, devices, domains * devices, slots,
-                                options->deadline, &flat))
-            layer_placement_release(&flat);
-        free(every);
-    }
+    /* counts tuned for the whole cluster as the start: domains_place re-deals or tunes them
+     * per domain, and they pair better than the greedy ones (EP144: 1.047 vs 1.053 GPU) */
+    struct layer_placement flat;
+    if (place_all_tuned(tokens, experts, copies, devices, domains * devices, slots,
+                        options->deadline, tuned, &flat))
+        layer_placement_release(&flat);
+    else
+        memcpy(tuned, copies, (size_t)experts * sizeof *tuned);
     struct domain_assignment a;
     bool ok = domains_place(tokens, tuned, experts, routing, options->groups, domains, devices,
                             slots, options->traffic_weight, options->deadline, map, device_load, &a);
@@ -420,15 +430,8 @@ static bool place_cluster_layer(const double *tokens, int64_t experts, int64_t d
     bool ok = true;
     /* flat: every device of the cluster as one bin set (what balances devices best) */
     struct layer_placement flat;
-    int32_t *every = xmalloc((size_t)experts * sizeof *every);
-    int64_t *tuned = xmalloc((size_t)experts * sizeof *tuned);
-    for (int64_t e = 0; e < experts; e++)
-        every[e] = (int32_t)e;
-    memcpy(tuned, copies, (size_t)experts * sizeof *tuned);
-    bool have_flat = experts_place_tuned(tokens, every, experts, tuned, max_copies,
-                                         domains * devices, slots, deadline, &flat);
-    free(every);
-    free(tuned);
+    bool have_flat = place_all_tuned(tokens, experts, copies, max_copies, domains * devices, slots,
+                                     deadline, NULL, &flat);
     if (domains == 1 || !have_flat) {
         ok = have_flat;
         if (ok) {
