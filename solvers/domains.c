@@ -11,7 +11,7 @@ struct search {
     int64_t experts, domains, tokens, k;
     const double *load;
     int64_t *copies; /* group_start and domains_place's tuning move replicas */
-    int64_t max_copies;
+    int64_t max_copies; /* of one expert: one per device of its domain */
     const int32_t *chosen;
     int64_t *domain_of;
     double *domain_load;
@@ -245,8 +245,8 @@ static bool fill_by_size(struct search *s, int64_t capacity)
     return ok;
 }
 
-/* Whole groups to domains: the groups (their loads, slots and the tokens' group masks, as a
- * histogram over masks) and the assignment being built. */
+/* Whole groups to domains: the groups' loads, the tokens' group masks as a histogram over
+ * masks, and the split being built (`where`: group -> domain, -1 while unplaced). */
 struct grouping {
     const struct search *s;
     int64_t groups, per_domain;

@@ -43,15 +43,19 @@ bool domains_assign(const double *tokens, const int64_t *copies, int64_t experts
                     struct domain_assignment *out);
 
 /* The whole layer on `domains` x `devices_per_domain` devices of `slots` slots, `copies[e]`
- * copies of each expert:
- * 1. experts, with all their copies, to domains (domains_assign's search; when `groups` > 1
- *    divides the experts into id ranges and is a multiple of the domains, whole groups are
- *    placed first, as group-limited routers pick groups before experts);
- * 2. each domain's copies on its devices, replicas moved between the domain's experts while
- *    that lowers its most loaded device (experts_place_tuned; `copies` is updated);
+ * copies of each expert (`copies` is updated as replicas move):
+ * 1. experts, with all their copies, to domains (domains_assign's search). When `groups` > 1
+ *    divides the experts into id ranges and is a multiple of the domains, every split of whole
+ *    groups over the domains is tried first (when there are at most 20,000), as group-limited
+ *    routers pick groups before experts, and the spare slots are dealt again inside each
+ *    domain (EPLB's hierarchical policy does the same);
+ * 2. each domain's copies on its devices (experts_place_copies);
  * 3. swaps off the most loaded device (within its domain, or trading all copies with an expert
  *    of as many copies in another domain) while device imbalance + traffic_weight x traffic
- *    falls, alternating with traffic-only trades that raise no device above the maximum.
+ *    falls, alternating with traffic-only trades that raise no device above the maximum, and
+ *    replicas tuned inside each domain (experts_place_tuned). Step 3 runs twice from the same
+ *    start, once paying traffic for lowering any device at the peak and once only for lowering
+ *    the maximum, and keeps the lower device imbalance + traffic_weight x traffic.
  * `map`: domains x devices_per_domain x slots logical ids (-1: empty); `device_load`: one per
  * device. out->imbalance is the final domain imbalance. */
 bool domains_place(const double *tokens, int64_t *copies, int64_t experts,
