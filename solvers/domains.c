@@ -727,8 +727,8 @@ static int64_t refine_rounds(struct search *s, int64_t devices_per_domain, int64
 /* Each domain re-placed with its replicas tuned (experts_place_tuned), kept where that lowers
  * the domain's most loaded device. Replicas stay inside their domain, so traffic and domain
  * loads do not change. Returns the number of domains changed. */
-static int64_t tune_domains(struct search *s, int64_t *copies, int64_t devices_per_domain,
-                            int64_t slots, int32_t *map, double *device_load, double deadline)
+static int64_t tune_domains(struct search *s, int64_t devices_per_domain, int64_t slots,
+                            int32_t *map, double *device_load, double deadline)
 {
     int32_t *ids = xmalloc((size_t)s->experts * sizeof *ids);
     int64_t *trial = xmalloc((size_t)s->experts * sizeof *trial);
@@ -738,7 +738,7 @@ static int64_t tune_domains(struct search *s, int64_t *copies, int64_t devices_p
         for (int64_t g = d * devices_per_domain; g < (d + 1) * devices_per_domain; g++)
             most = device_load[g] > most ? device_load[g] : most;
         int64_t n = experts_in(s, d, ids);
-        memcpy(trial, copies, (size_t)s->experts * sizeof *trial);
+        memcpy(trial, s->copies, (size_t)s->experts * sizeof *trial);
         struct layer_placement inner;
         if (!experts_place_tuned(s->load, ids, n, trial, devices_per_domain, devices_per_domain,
                                  slots, deadline, &inner))
@@ -746,7 +746,7 @@ static int64_t tune_domains(struct search *s, int64_t *copies, int64_t devices_p
         if (inner.max_load < most * (1 - 1e-12)) {
             install(d, devices_per_domain, slots, &inner, map, device_load);
             for (int64_t i = 0; i < n; i++)
-                copies[ids[i]] = trial[ids[i]];
+                s->copies[ids[i]] = trial[ids[i]];
             changed++;
         }
         layer_placement_release(&inner);
@@ -771,13 +771,12 @@ static void *duplicate(const void *from, size_t bytes)
     return to;
 }
 
-static void snapshot_take(const struct search *s, const int64_t *copies, const int32_t *map,
-                          const double *device_load, int64_t devices, int64_t slots,
-                          struct snapshot *out)
+static void snapshot_take(const struct search *s, const int32_t *map, const double *device_load,
+                          int64_t devices, int64_t slots, struct snapshot *out)
 {
     size_t experts = (size_t)s->experts, domains = (size_t)s->domains;
     out->domain_of = duplicate(s->domain_of, experts * sizeof *s->domain_of);
-    out->copies = duplicate(copies, experts * sizeof *copies);
+    out->copies = duplicate(s->copies, experts * sizeof *s->copies);
     out->gain = duplicate(s->gain, experts * domains * sizeof *s->gain);
     out->count = duplicate(s->count, (size_t)s->tokens * domains * sizeof *s->count);
     out->domain_load = duplicate(s->domain_load, domains * sizeof *s->domain_load);
@@ -786,12 +785,12 @@ static void snapshot_take(const struct search *s, const int64_t *copies, const i
     out->distinct = s->distinct;
 }
 
-static void snapshot_restore(struct search *s, int64_t *copies, int32_t *map, double *device_load,
-                             int64_t devices, int64_t slots, const struct snapshot *from)
+static void snapshot_restore(struct search *s, int32_t *map, double *device_load, int64_t devices,
+                             int64_t slots, const struct snapshot *from)
 {
     size_t experts = (size_t)s->experts, domains = (size_t)s->domains;
     memcpy(s->domain_of, from->domain_of, experts * sizeof *s->domain_of);
-    memcpy(copies, from->copies, experts * sizeof *copies);
+    memcpy(s->copies, from->copies, experts * sizeof *s->copies);
     memcpy(s->gain, from->gain, experts * domains * sizeof *s->gain);
     memcpy(s->count, from->count, (size_t)s->tokens * domains * sizeof *s->count);
     memcpy(s->domain_load, from->domain_load, domains * sizeof *s->domain_load);
@@ -813,13 +812,12 @@ static void snapshot_release(struct snapshot *p)
 
 /* The device phase: swaps and trades, then replicas tuned inside domains, until neither helps.
  * Returns the placement's cost: device imbalance + weight x distinct domains per token. */
-static double finish(struct search *s, int64_t *copies, int64_t devices_per_domain,
-                     int64_t slots, int32_t *map, double *device_load, double deadline,
-                     int64_t *swaps)
+static double finish(struct search *s, int64_t devices_per_domain, int64_t slots, int32_t *map,
+                     double *device_load, double deadline, int64_t *swaps)
 {
     *swaps += refine_rounds(s, devices_per_domain, slots, map, device_load, deadline);
     for (int round = 0; round < 5; round++) {
-        if (tune_domains(s, copies, devices_per_domain, slots, map, device_load, deadline) == 0)
+        if (tune_domains(s, devices_per_domain, slots, map, device_load, deadline) == 0)
             break;
         *swaps += refine_rounds(s, devices_per_domain, slots, map, device_load, deadline);
     }
@@ -849,17 +847,12 @@ bool domains_place(const double *tokens, int64_t *copies, int64_t experts,
         return false;
     }
     search_domains(&s, deadline, out);
+    int32_t *members = xmalloc((size_t)experts * sizeof *members);
     int32_t *ids = xmalloc((size_t)capacity * sizeof *ids);
     double *loads = xmalloc((size_t)capacity * sizeof *loads);
     bool ok = true;
     for (int64_t d = 0; d < domains && ok; d++) {
-        int64_t n = 0;
-        for (int64_t e = 0; e < experts; e++)
-            if (domain_of[e] == d)
-                for (int64_t c = 0; c < copies[e]; c++) {
-                    ids[n] = (int32_t)e;
-                    loads[n++] = tokens[e] / (double)copies[e];
-                }
+        int64_t n = experts_copy_list(tokens, copies, members, experts_in(&s, d, members), ids, loads);
         struct layer_placement inner;
         ok = experts_place_copies(ids, loads, n, devices_per_domain, slots, &inner);
         if (!ok)
@@ -873,27 +866,33 @@ bool domains_place(const double *tokens, int64_t *copies, int64_t experts,
          * one) or only trades that lower the maximum itself. Neither wins everywhere: on
          * DeepSeek's EP144 (case d) the first balances devices to 1.047 where the second stays
          * at 1.13, on EP32 (case a2) the second keeps 2.35 remote nodes where the first pays
-         * 2.39 for 0.01 of balance. */
-        int64_t devices = domains * devices_per_domain;
-        struct snapshot start, first;
-        snapshot_take(&s, copies, map, device_load, devices, slots, &start);
-        int64_t first_swaps = out->swaps, second_swaps = out->swaps;
-        double first_cost = finish(&s, copies, devices_per_domain, slots, map, device_load,
-                                   deadline, &first_swaps);
-        snapshot_take(&s, copies, map, device_load, devices, slots, &first);
-        snapshot_restore(&s, copies, map, device_load, devices, slots, &start);
-        s.peak_only = true;
-        double second_cost = finish(&s, copies, devices_per_domain, slots, map, device_load,
-                                    deadline, &second_swaps);
-        out->swaps = second_swaps;
-        if (first_cost <= second_cost) {
-            snapshot_restore(&s, copies, map, device_load, devices, slots, &first);
-            out->swaps = first_swaps;
+         * 2.39 for about 0.02 of balance. */
+        int64_t devices = domains * devices_per_domain, before = out->swaps;
+        bool traffic = s.routed > 0 && s.weight > 0; /* without it both ways are the same */
+        struct snapshot start;
+        if (traffic)
+            snapshot_take(&s, map, device_load, devices, slots, &start);
+        double first_cost = finish(&s, devices_per_domain, slots, map, device_load, deadline,
+                                   &out->swaps);
+        if (traffic) {
+            struct snapshot first;
+            int64_t first_swaps = out->swaps;
+            snapshot_take(&s, map, device_load, devices, slots, &first);
+            snapshot_restore(&s, map, device_load, devices, slots, &start);
+            s.peak_only = true;
+            out->swaps = before;
+            double second_cost = finish(&s, devices_per_domain, slots, map, device_load, deadline,
+                                        &out->swaps);
+            if (first_cost <= second_cost) {
+                snapshot_restore(&s, map, device_load, devices, slots, &first);
+                out->swaps = first_swaps;
+            }
+            snapshot_release(&start);
+            snapshot_release(&first);
         }
         summarise(&s, out);
-        snapshot_release(&start);
-        snapshot_release(&first);
     }
+    free(members);
     free(ids);
     free(loads);
     search_close(&s);

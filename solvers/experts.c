@@ -89,15 +89,15 @@ static void improve(struct layer_placement *p, double *copy_load)
     }
 }
 
-/* One entry per copy: its expert and its share of the expert's load. Returns the count. */
-static int64_t copies_list(const double *tokens, const int64_t *copies, int64_t experts,
-                           int32_t *ids, double *loads)
+int64_t experts_copy_list(const double *tokens, const int64_t *copies, const int32_t *ids,
+                          int64_t n, int32_t *list_ids, double *list_loads)
 {
     int64_t count = 0;
-    for (int64_t e = 0; e < experts; e++) {
+    for (int64_t i = 0; i < n; i++) {
+        int32_t e = ids ? ids[i] : (int32_t)i;
         for (int64_t c = 0; c < copies[e]; c++) {
-            ids[count] = (int32_t)e;
-            loads[count++] = tokens[e] / (double)copies[e];
+            list_ids[count] = e;
+            list_loads[count++] = tokens[e] / (double)copies[e];
         }
     }
     return count;
@@ -179,19 +179,6 @@ bool experts_place_copies(const int32_t *expert, const double *load, int64_t cou
     }
     *out = p;
     return true;
-}
-
-/* The copies of the experts in `ids` (loads and counts indexed by expert id) as a list. */
-static int64_t subset_copies(const double *tokens, const int64_t *copies, const int32_t *ids,
-                             int64_t n, int32_t *list_ids, double *list_loads)
-{
-    int64_t count = 0;
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t c = 0; c < copies[ids[i]]; c++) {
-            list_ids[count] = ids[i];
-            list_loads[count++] = tokens[ids[i]] / (double)copies[ids[i]];
-        }
-    return count;
 }
 
 struct candidate {
@@ -278,7 +265,7 @@ bool experts_place_tuned(const double *tokens, const int32_t *ids, int64_t n, in
     struct candidate *receivers = xmalloc((size_t)(n + slots) * sizeof *receivers);
     double *scratch_a = xmalloc((size_t)devices * sizeof *scratch_a);
     double *scratch_b = xmalloc((size_t)devices * sizeof *scratch_b);
-    int64_t count = subset_copies(tokens, copies, ids, n, list_ids, list_loads);
+    int64_t count = experts_copy_list(tokens, copies, ids, n, list_ids, list_loads);
     bool ok = count <= total && experts_place_copies(list_ids, list_loads, count, devices, slots, out);
     if (max_copies > devices)
         max_copies = devices;
@@ -303,7 +290,7 @@ bool experts_place_tuned(const double *tokens, const int32_t *ids, int64_t n, in
                 tried++;
                 copies[receiver]++;
                 copies[donor]--;
-                subset_copies(tokens, copies, ids, n, list_ids, list_loads);
+                experts_copy_list(tokens, copies, ids, n, list_ids, list_loads);
                 struct layer_placement trial = {0};
                 if (experts_place_copies(list_ids, list_loads, count, devices, slots, &trial) &&
                     lighter_placement(&trial, out, scratch_a, scratch_b)) {
@@ -426,7 +413,7 @@ static bool place_cluster_layer(const double *tokens, int64_t experts, int64_t d
     experts_replicas(tokens, experts, total, max_copies, copies);
     int32_t *ids = xmalloc((size_t)total * sizeof *ids);
     double *loads = xmalloc((size_t)total * sizeof *loads);
-    int64_t count = copies_list(tokens, copies, experts, ids, loads);
+    int64_t count = experts_copy_list(tokens, copies, NULL, experts, ids, loads);
     bool ok = true;
     /* flat: every device of the cluster as one bin set (what balances devices best) */
     struct layer_placement flat;

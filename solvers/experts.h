@@ -34,6 +34,11 @@ bool experts_place_layer(const double *tokens, int64_t experts, int64_t devices,
 void experts_replicas(const double *tokens, int64_t experts, int64_t slots, int64_t max_copies,
                       int64_t *copies);
 
+/* One entry per copy of the `n` experts in `ids` (NULL: experts 0 .. n-1): its expert in
+ * `list_ids`, its share tokens[e] / copies[e] in `list_loads`. Returns the entries written. */
+int64_t experts_copy_list(const double *tokens, const int64_t *copies, const int32_t *ids,
+                          int64_t n, int32_t *list_ids, double *list_loads);
+
 /* Places `count` given copies (expert id and load each) on `devices` x `slots` slots, by LPT and
  * swaps; lower_bound is max(mean load, heaviest copy). */
 bool experts_place_copies(const int32_t *expert, const double *load, int64_t count,
