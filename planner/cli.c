@@ -562,6 +562,12 @@ void cli_workload(const struct options *o, struct workload *out)
     };
 }
 
+bool cli_tree_format(enum output_format format, enum json_syntax *syntax)
+{
+    *syntax = format == FORMAT_YAML ? SYNTAX_YAML : SYNTAX_JSON;
+    return format == FORMAT_JSON || format == FORMAT_YAML;
+}
+
 void cli_json_header(struct json *j, const struct model *m, const struct topology *t,
                      int64_t racks, int64_t devices)
 {

@@ -8,6 +8,7 @@
 #define RACKPLAN_CLI_H
 
 #include "diag.h"
+#include "json.h"
 #include "precision.h"
 
 #include <stdbool.h>
@@ -132,7 +133,9 @@ struct workload;
 /* The workload the options describe (batch, context, precisions, reserve, pinned TP/PP). */
 void cli_workload(const struct options *o, struct workload *out);
 
-struct json;
+/* Whether `format` writes the JSON tree (json or yaml), and in which syntax. */
+bool cli_tree_format(enum output_format format, enum json_syntax *syntax);
+
 /* The keys every MODEL TOPOLOGY report opens with: model, topology, announced, racks, devices. */
 void cli_json_header(struct json *j, const struct model *m, const struct topology *t,
                      int64_t racks, int64_t devices);

@@ -212,8 +212,9 @@ int cmd_fit(int argc, char **argv)
     struct sink sink;
     if (!sink_open(&sink, o.output))
         return EXIT_IO;
-    if (o.format == FORMAT_JSON || o.format == FORMAT_YAML)
-        write_tree(sink.out, o.format == FORMAT_YAML ? SYNTAX_YAML : SYNTAX_JSON, &m, &t, &o, &w, &f);
+    enum json_syntax syntax;
+    if (cli_tree_format(o.format, &syntax))
+        write_tree(sink.out, syntax, &m, &t, &o, &w, &f);
     else
         write_text(sink.out, &m, &t, &o, &w, &f);
     if (!sink_commit(&sink))

@@ -186,8 +186,9 @@ int cmd_model(int argc, char **argv)
     struct sink sink;
     if (!sink_open(&sink, o.output))
         return EXIT_IO;
-    if (o.format == FORMAT_JSON || o.format == FORMAT_YAML)
-        write_tree(sink.out, o.format == FORMAT_YAML ? SYNTAX_YAML : SYNTAX_JSON, &m, &o);
+    enum json_syntax syntax;
+    if (cli_tree_format(o.format, &syntax))
+        write_tree(sink.out, syntax, &m, &o);
     else
         write_text(sink.out, &m, &o);
     return sink_commit(&sink) ? EXIT_OK : EXIT_IO;

@@ -478,8 +478,9 @@ int cmd_plan(int argc, char **argv)
     if (!sink_open(&sink, o.output)) {
         status = EXIT_IO;
     } else {
-        if (o.format == FORMAT_JSON || o.format == FORMAT_YAML)
-            write_tree(sink.out, o.format == FORMAT_YAML ? SYNTAX_YAML : SYNTAX_JSON, &m, &t, &w, &p);
+        enum json_syntax syntax;
+        if (cli_tree_format(o.format, &syntax))
+            write_tree(sink.out, syntax, &m, &t, &w, &p);
         else
             write_text(sink.out, &m, &t, &w, &p);
         if (!sink_commit(&sink))

@@ -251,8 +251,9 @@ int cmd_roofline(int argc, char **argv)
         status = EXIT_IO;
         goto done;
     }
-    if (o.format == FORMAT_JSON || o.format == FORMAT_YAML)
-        write_tree(sink.out, o.format == FORMAT_YAML ? SYNTAX_YAML : SYNTAX_JSON, &r);
+    enum json_syntax syntax;
+    if (cli_tree_format(o.format, &syntax))
+        write_tree(sink.out, syntax, &r);
     else if (o.format == FORMAT_CSV)
         write_csv(sink.out, &r);
     else

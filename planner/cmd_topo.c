@@ -188,8 +188,9 @@ int cmd_topo(int argc, char **argv)
     if (!sink_open(&sink, o.output))
         return EXIT_IO;
     bool written = true;
-    if (o.format == FORMAT_JSON || o.format == FORMAT_YAML)
-        write_tree(sink.out, o.format == FORMAT_YAML ? SYNTAX_YAML : SYNTAX_JSON, &t, o.racks, &g);
+    enum json_syntax syntax;
+    if (cli_tree_format(o.format, &syntax))
+        write_tree(sink.out, syntax, &t, o.racks, &g);
     else if (o.format == FORMAT_DOT)
         written = graph_write_dot(&t, o.racks, sink.out) == GRAPH_OK;
     else
