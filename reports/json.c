@@ -82,17 +82,26 @@ static void yaml_line(struct json *j, int column)
         fputc(' ', j->out);
 }
 
+/* YAML: carries on the current line, after "key:" with a space, after "- " or at the start of
+ * the document without one. */
+static void yaml_continue(struct json *j)
+{
+    if (j->started && !j->after_dash)
+        fputc(' ', j->out);
+    j->after_dash = false;
+    j->started = true;
+}
+
 /* YAML: what goes before a value (a container when `container`) at the current level. */
 static void yaml_before(struct json *j, bool container)
 {
     int d = j->depth;
-    if (d > 0 && !j->in_object[d] && !j->decided[d]) {
-        j->decided[d] = true;
+    /* a block-level array's first element decides whether it is written inline */
+    if (d > 0 && !j->in_object[d] && !j->inline_level[d] && j->first[d]) {
         j->inline_level[d] = !container;
         if (!container) {
-            fputs(j->after_dash || !j->started ? "[" : " [", j->out);
-            j->after_dash = false;
-            j->started = true;
+            yaml_continue(j);
+            fputc('[', j->out);
         }
     }
     if (d > 0 && j->inline_level[d]) {
@@ -158,7 +167,6 @@ static void yaml_begin(struct json *j, char open, bool object)
     j->first[j->depth] = true;
     j->in_object[j->depth] = object;
     j->inline_level[j->depth] = inside_inline;
-    j->decided[j->depth] = object || inside_inline;
     j->column[j->depth] = d == 0 ? 0 : j->column[d] + 2;
     if (inside_inline)
         fputc(open, j->out);
@@ -170,11 +178,9 @@ static void yaml_end(struct json *j, char open, char close)
     if (j->inline_level[d]) {
         fputc(close, j->out);
     } else if (j->first[d]) { /* empty: nothing said yet after "key:" or "- " */
-        fputs(j->after_dash || !j->started ? "" : " ", j->out);
-        j->started = true;
+        yaml_continue(j);
         fputc(open, j->out);
         fputc(close, j->out);
-        j->after_dash = false;
     }
     j->depth--;
 }

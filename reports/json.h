@@ -23,7 +23,6 @@ struct json {
     bool first[JSON_MAX_DEPTH];
     bool in_object[JSON_MAX_DEPTH];
     bool inline_level[JSON_MAX_DEPTH]; /* YAML: this container is written inline, JSON-like */
-    bool decided[JSON_MAX_DEPTH];      /* YAML: an array knows whether it is inline */
     int column[JSON_MAX_DEPTH];        /* YAML: where the container's own lines start */
     bool after_dash;                   /* YAML: "- " written, the next line continues it */
     bool started;
