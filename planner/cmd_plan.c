@@ -171,22 +171,38 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct model *m
         json_key(&j, "solver");
         json_begin_object(&j);
         json_key(&j, "status");
-        json_string(&j, p->experts.worst_gap <= 1e-9 ? "optimal" : "heuristic");
+        json_string(&j, p->experts.worst_gap <= 1e-9 ? "optimal" : "feasible");
         json_key(&j, "method");
         json_string(&j, p->experts.traffic_weight > 0
                             ? "greedy replicas, experts to domains by co-activation swaps, LPT, pairwise "
-                              "swaps; bound max(mean load, heaviest copy)"
-                            : "greedy replicas, LPT, pairwise swaps; bound max(mean load, heaviest copy)");
+                              "swaps, GLPK on the most loaded device's domain; objective the mean GPU "
+                              "imbalance, bound the mean of max(mean load, heaviest copy) / mean load"
+                            : "greedy replicas, LPT, pairwise swaps, GLPK on the most loaded device's "
+                              "domain; objective the mean GPU imbalance, bound the mean of max(mean load, "
+                              "heaviest copy) / mean load");
         json_key(&j, "traffic_weight");
         json_number(&j, p->experts.traffic_weight);
         json_key(&j, "objective");
-        json_number(&j, p->experts.gpu_imbalance_worst);
+        json_number(&j, p->experts.gpu_imbalance_mean);
         json_key(&j, "bound");
-        json_number(&j, p->experts.gpu_imbalance_worst / (1 + p->experts.worst_gap));
+        json_number(&j, p->experts.bound_mean);
         json_key(&j, "gap");
+        json_number(&j, (p->experts.gpu_imbalance_mean - p->experts.bound_mean) / p->experts.gpu_imbalance_mean);
+        json_key(&j, "worst_layer_gap");
         json_number(&j, p->experts.worst_gap);
         json_key(&j, "seconds");
         json_number(&j, round(p->expert_seconds * 1e3) / 1e3);
+        json_key(&j, "glpk");
+        json_begin_object(&j);
+        json_key(&j, "problems");
+        json_number(&j, (double)p->experts.ilp.problems);
+        json_key(&j, "proven_optimal");
+        json_number(&j, (double)p->experts.ilp.proven);
+        json_key(&j, "improved");
+        json_number(&j, (double)p->experts.ilp.improved);
+        json_key(&j, "seconds");
+        json_number(&j, round(p->experts.ilp.seconds * 1e3) / 1e3);
+        json_end_object(&j);
         json_end_object(&j);
     }
     if (p->have_traffic) {
@@ -275,8 +291,15 @@ static void write_text(FILE *out, const struct model *m, const struct topology *
         if (p->ep_domains > 1)
             fprintf(out, "  domain imbalance                    mean %.4f, worst layer %.4f\n",
                     p->experts.domain_imbalance_mean, p->experts.domain_imbalance_worst);
-        fprintf(out, "  solver: greedy + local search, within %.2f%% of the lower bound in every layer, %.3f s\n",
-                p->experts.worst_gap * 100, p->expert_seconds);
+        double objective = p->experts.gpu_imbalance_mean, bound = p->experts.bound_mean;
+        fprintf(out, "  solver: mean GPU imbalance %.4f, bound %.4f, gap %.2f%% (worst layer %.2f%%), %.3f s\n",
+                objective, bound, (objective - bound) / objective * 100, p->experts.worst_gap * 100,
+                p->expert_seconds);
+        if (p->experts.ilp.problems > 0)
+            fprintf(out, "  GLPK on the most loaded device's domain: %" PRId64 " problems, %" PRId64
+                         " proven optimal, %" PRId64 " lowered a layer's maximum, %.3f s\n",
+                    p->experts.ilp.problems, p->experts.ilp.proven, p->experts.ilp.improved,
+                    p->experts.ilp.seconds);
         if (p->experts.traffic_weight > 0)
             fprintf(out, "  placed by co-activation: cost = imbalance + %g x distinct domains per token "
                          "(%.3f in the trace)\n",

@@ -3,7 +3,9 @@
 
 #include "diag.h"
 #include "domains.h"
+#include "lp.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,9 +30,18 @@ static bool holds(const struct layer_placement *p, int64_t device, int32_t exper
     return false;
 }
 
+static int lighter_token_first(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
 /* Lower bound for fixed slots: the mean load, and the heaviest copy under the best replica
- * counts (the greedy counts minimise the largest load per copy). */
-static double bound(const double *tokens, const int64_t *copies, int64_t experts, int64_t devices)
+ * counts (the greedy counts minimise the largest load per copy). Without spare slots every
+ * device is full and there is one copy an expert, so the heaviest expert's device also holds
+ * slots - 1 others, at least the lightest ones. */
+static double bound(const double *tokens, const int64_t *copies, int64_t experts, int64_t devices,
+                    int64_t slots)
 {
     double total = 0, heaviest = 0;
     for (int64_t e = 0; e < experts; e++) {
@@ -39,8 +50,18 @@ static double bound(const double *tokens, const int64_t *copies, int64_t experts
         if (per_copy > heaviest)
             heaviest = per_copy;
     }
-    double mean = total / (double)devices;
-    return heaviest > mean ? heaviest : mean;
+    double mean = total / (double)devices, best = heaviest > mean ? heaviest : mean;
+    if (experts == devices * slots && slots > 1) {
+        double *sorted = xmalloc((size_t)experts * sizeof *sorted);
+        memcpy(sorted, tokens, (size_t)experts * sizeof *sorted);
+        qsort(sorted, (size_t)experts, sizeof *sorted, lighter_token_first);
+        double full = sorted[experts - 1];
+        for (int64_t i = 0; i < slots - 1; i++)
+            full += sorted[i];
+        best = full > best ? full : best;
+        free(sorted);
+    }
+    return best;
 }
 
 /* Swaps a copy on the most loaded device with a lighter copy elsewhere while that lowers the
@@ -347,7 +368,7 @@ bool experts_place_layer(const double *tokens, int64_t experts, int64_t devices,
     experts_replicas(tokens, experts, total, devices, copies);
     bool placed = place_all_tuned(tokens, experts, copies, devices, devices, slots, 0, NULL, out);
     if (placed) /* the greedy counts give the bound: no counts have a lighter heaviest copy */
-        out->lower_bound = bound(tokens, copies, experts, devices);
+        out->lower_bound = bound(tokens, copies, experts, devices, slots);
     free(copies);
     return placed;
 }
@@ -366,11 +387,217 @@ double layer_imbalance(const struct layer_placement *p)
     return p->mean_load > 0 ? p->max_load / p->mean_load : 1;
 }
 
+/* GLPK's neighbourhood: at most 8 devices (e.g. one HGX node; 32 copies at 4 slots is 228
+ * binaries), branch and bound cut after a fixed number of nodes so that the result does not
+ * depend on the machine's speed, and a few rounds per layer (each lowers the maximum or ends). */
+enum { NEIGHBOURHOOD_DEVICES = 8, ILP_NODES = 100, ILP_ROUNDS = 16 };
+static const double ILP_SECONDS = 0.5;
+
+/* Re-places every copy held by the `k` devices in `chosen` on those devices by an ILP minimising
+ * their largest load: x(i, d) = copy i on device d, each copy once, `slots` a device, one copy of
+ * an expert a device. Copies are sorted heaviest first and copy i may only use devices 0..i,
+ * which removes the devices' symmetry without losing a solution (number the devices in the
+ * order of their heaviest copy). Returns true when the largest load went down. */
+static bool reassign_devices(const double *copy_load, int32_t *map, double *device_load,
+                             int64_t slots, const int64_t *chosen, int64_t k, double seconds,
+                             struct expert_ilp_stats *stats)
+{
+    int64_t capacity = k * slots;
+    struct copy *list = xmalloc((size_t)capacity * sizeof *list);
+    int64_t n = 0;
+    double before = 0, total = 0;
+    for (int64_t d = 0; d < k; d++) {
+        before = device_load[chosen[d]] > before ? device_load[chosen[d]] : before;
+        for (int64_t s = 0; s < slots; s++) {
+            int32_t e = map[chosen[d] * slots + s];
+            if (e >= 0) {
+                list[n++] = (struct copy){e, copy_load[e]};
+                total += copy_load[e];
+            }
+        }
+    }
+    if (n == 0 || k < 2) {
+        free(list);
+        return false;
+    }
+    qsort(list, (size_t)n, sizeof *list, heavier_first);
+    int64_t *first_column = xmalloc((size_t)(n + 1) * sizeof *first_column);
+    int64_t columns = 0;
+    for (int64_t i = 0; i < n; i++) {
+        first_column[i] = columns + 1;
+        columns += i + 1 < k ? i + 1 : k;
+    }
+    int64_t peak = columns + 1;
+    struct lp *lp = lp_new((int)peak, true);
+    for (int64_t c = 1; c < peak; c++)
+        lp_column(lp, (int)c, 0, 1, true, 0);
+    /* the peak is at least the mean, the heaviest copy, and on full devices the heaviest copy
+     * with the lightest others beside it */
+    double floor = n > 0 ? list[0].load : 0;
+    floor = total / (double)k > floor ? total / (double)k : floor;
+    if (n == capacity && n > 0) {
+        double full = list[0].load;
+        for (int64_t i = n - 1; i > n - slots; i--)
+            full += list[i].load;
+        floor = full > floor ? full : floor;
+    }
+    if (before <= floor * (1 + CLOSE_ENOUGH)) { /* optimal already, or too close to gain */
+        lp_free(lp);
+        free(first_column);
+        free(list);
+        return false;
+    }
+    lp_column(lp, (int)peak, floor, INFINITY, false, 1);
+    int *cols = xmalloc((size_t)(n + 1) * sizeof *cols);
+    double *coefs = xmalloc((size_t)(n + 1) * sizeof *coefs);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t reach = i + 1 < k ? i + 1 : k;
+        for (int64_t d = 0; d < reach; d++) {
+            cols[d] = (int)(first_column[i] + d);
+            coefs[d] = 1;
+        }
+        lp_row(lp, (int)reach, cols, coefs, 1, 1);
+    }
+    for (int64_t d = 0; d < k; d++) {
+        int count = 0;
+        for (int64_t i = d; i < n; i++) {
+            cols[count] = (int)(first_column[i] + d);
+            coefs[count++] = list[i].load;
+        }
+        cols[count] = (int)peak;
+        coefs[count] = -1;
+        lp_row(lp, count + 1, cols, coefs, -INFINITY, 0);
+        for (int c = 0; c < count; c++)
+            coefs[c] = 1;
+        lp_row(lp, count, cols, coefs, 0, (double)slots);
+        for (int64_t i = d; i < n; i++) { /* copies of one expert are adjacent: equal loads */
+            if (i > d && list[i - 1].expert == list[i].expert)
+                continue;
+            int same = 0;
+            for (int64_t j = i; j < n && list[j].expert == list[i].expert; j++) {
+                cols[same] = (int)(first_column[j] + d);
+                coefs[same++] = 1;
+            }
+            if (same > 1)
+                lp_row(lp, same, cols, coefs, 0, 1);
+        }
+    }
+    /* the current placement as the first incumbent, devices renumbered by their heaviest copy */
+    double *warm = xcalloc((size_t)peak + 1, sizeof *warm);
+    int64_t *label = xmalloc((size_t)k * sizeof *label);
+    int32_t *holder = xmalloc((size_t)capacity * sizeof *holder);
+    for (int64_t d = 0; d < k; d++) {
+        label[d] = -1;
+        for (int64_t s = 0; s < slots; s++)
+            holder[d * slots + s] = map[chosen[d] * slots + s];
+    }
+    int64_t labels = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t d = 0; /* the first device still holding a copy of this expert */
+        while (d < k) {
+            int64_t s = 0;
+            while (s < slots && holder[d * slots + s] != list[i].expert)
+                s++;
+            if (s < slots) {
+                holder[d * slots + s] = -1;
+                break;
+            }
+            d++;
+        }
+        if (label[d] < 0)
+            label[d] = labels++;
+        warm[first_column[i] + label[d]] = 1;
+    }
+    warm[peak] = before;
+    lp_node_limit(lp, ILP_NODES);
+    struct lp_result r;
+    lp_solve(lp, warm, seconds, &r);
+    stats->problems++;
+    stats->proven += r.status == LP_OPTIMAL;
+    stats->seconds += r.seconds;
+    bool improved = (r.status == LP_OPTIMAL || r.status == LP_FEASIBLE) &&
+                    r.objective < before * (1 - 1e-9);
+    if (improved) {
+        int64_t *used = xcalloc((size_t)k, sizeof *used);
+        for (int64_t d = 0; d < k; d++) {
+            device_load[chosen[d]] = 0;
+            for (int64_t s = 0; s < slots; s++)
+                map[chosen[d] * slots + s] = -1;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            int64_t reach = i + 1 < k ? i + 1 : k, d = 0;
+            while (d + 1 < reach && r.x[first_column[i] + d] < 0.5)
+                d++;
+            map[chosen[d] * slots + used[d]++] = list[i].expert;
+            device_load[chosen[d]] += list[i].load;
+        }
+        free(used);
+        stats->improved++;
+    }
+    free(r.x);
+    free(holder);
+    free(label);
+    free(warm);
+    free(coefs);
+    free(cols);
+    lp_free(lp);
+    free(first_column);
+    free(list);
+    return improved;
+}
+
+/* GLPK on the most loaded device's domain (all of it, or the device and the lightest others),
+ * while that lowers the layer's maximum, the maximum is not within CLOSE_ENOUGH of the layer's
+ * lower bound `lower`, and time is left. */
+static void reassign_worst(const double *tokens, int64_t experts, int64_t domains, int64_t devices,
+                           int64_t slots, double lower, int32_t *map, double *device_load,
+                           double deadline, int64_t layers_left, struct expert_ilp_stats *stats)
+{
+    int64_t all = domains * devices;
+    double *copy_load = xcalloc((size_t)experts, sizeof *copy_load);
+    for (int64_t i = 0; i < all * slots; i++)
+        if (map[i] >= 0)
+            copy_load[map[i]]++;
+    for (int64_t e = 0; e < experts; e++)
+        copy_load[e] = copy_load[e] > 0 ? tokens[e] / copy_load[e] : 0;
+    int64_t *order = xmalloc((size_t)devices * sizeof *order);
+    int64_t k = devices < NEIGHBOURHOOD_DEVICES ? devices : NEIGHBOURHOOD_DEVICES;
+    for (int round = 0; round < ILP_ROUNDS; round++) {
+        double left = (deadline - monotonic_seconds()) / (double)layers_left;
+        if (left <= 0)
+            break;
+        int64_t worst = 0;
+        for (int64_t d = 1; d < all; d++)
+            if (device_load[d] > device_load[worst])
+                worst = d;
+        if (device_load[worst] <= lower * (1 + CLOSE_ENOUGH))
+            break;
+        /* the worst device and the k - 1 lightest others of its domain (insertion sort: stable) */
+        int64_t base = worst / devices * devices, others = 0;
+        for (int64_t g = base; g < base + devices; g++) {
+            if (g == worst)
+                continue;
+            int64_t at = others++;
+            while (at > 0 && device_load[order[at - 1]] > device_load[g]) {
+                order[at] = order[at - 1];
+                at--;
+            }
+            order[at] = g;
+        }
+        order[k - 1] = worst;
+        if (!reassign_devices(copy_load, map, device_load, slots, order, k,
+                              left < ILP_SECONDS ? left : ILP_SECONDS, stats))
+            break;
+    }
+    free(order);
+    free(copy_load);
+}
+
 /* Co-activation aware: every copy of an expert in one domain, at most one copy a device. */
 static bool place_routed_layer(const double *tokens, int64_t experts, int64_t domains,
                                int64_t devices, int64_t slots, const struct layer_routing *routing,
                                const struct cluster_routing *options, int32_t *map,
-                               double *device_load, double *domain_imbalance, double *gap,
+                               double *device_load, double *domain_imbalance, double *lower,
                                double *domains_per_token, int64_t *swaps)
 {
     int64_t total = domains * devices * slots;
@@ -390,11 +617,8 @@ static bool place_routed_layer(const double *tokens, int64_t experts, int64_t do
                             slots, options->traffic_weight, options->deadline, map, device_load, &a);
     free(tuned);
     if (ok) {
-        double most = 0;
-        for (int64_t d = 0; d < domains * devices; d++)
-            most = device_load[d] > most ? device_load[d] : most;
         *domain_imbalance = a.imbalance;
-        *gap = most / bound(tokens, copies, experts, domains * devices) - 1;
+        *lower = bound(tokens, copies, experts, domains * devices, slots);
         *domains_per_token = a.domains_per_token;
         *swaps = a.swaps;
     }
@@ -404,13 +628,14 @@ static bool place_routed_layer(const double *tokens, int64_t experts, int64_t do
 
 static bool place_cluster_layer(const double *tokens, int64_t experts, int64_t domains,
                                 int64_t devices, int64_t slots, double deadline, int32_t *map,
-                                double *device_load, double *domain_imbalance, double *gap)
+                                double *device_load, double *domain_imbalance, double *lower)
 {
     int64_t per_domain = devices * slots;
     int64_t total = domains * per_domain;
     int64_t *copies = xmalloc((size_t)experts * sizeof *copies);
     int64_t max_copies = domains > 1 ? domains : devices;
     experts_replicas(tokens, experts, total, max_copies, copies);
+    *lower = bound(tokens, copies, experts, domains * devices, slots);
     int32_t *ids = xmalloc((size_t)total * sizeof *ids);
     double *loads = xmalloc((size_t)total * sizeof *loads);
     int64_t count = experts_copy_list(tokens, copies, NULL, experts, ids, loads);
@@ -425,7 +650,6 @@ static bool place_cluster_layer(const double *tokens, int64_t experts, int64_t d
             memcpy(map, flat.expert, (size_t)total * sizeof *map);
             memcpy(device_load, flat.device_load, (size_t)(domains * devices) * sizeof *device_load);
             *domain_imbalance = 1;
-            *gap = flat.max_load / bound(tokens, copies, experts, domains * devices) - 1;
         }
     } else {
         struct layer_placement top; /* domains as bins of per_domain slots */
@@ -453,7 +677,6 @@ static bool place_cluster_layer(const double *tokens, int64_t experts, int64_t d
                 worst = inner.max_load > worst ? inner.max_load : worst;
                 layer_placement_release(&inner);
             }
-            *gap = worst / bound(tokens, copies, experts, domains * devices) - 1;
             free(domain_ids);
             free(domain_loads);
             layer_placement_release(&top);
@@ -470,8 +693,7 @@ static bool place_cluster_layer(const double *tokens, int64_t experts, int64_t d
                     sum += domain;
                 }
                 *domain_imbalance = sum > 0 ? most / (sum / (double)domains) : 1;
-                *gap = flat.max_load / bound(tokens, copies, experts, domains * devices) - 1;
-            }
+                }
         }
     }
     if (have_flat)
@@ -496,31 +718,37 @@ bool experts_place_cluster(const double *tokens, int64_t layers, int64_t experts
     p.device_load = xmalloc((size_t)(layers * all) * sizeof *p.device_load);
     bool ok = true;
     for (int64_t i = 0; i < layers && ok; i++) {
-        double domain_imbalance = 1, gap = 0;
+        double domain_imbalance = 1, lower = 0;
         double *loads = p.device_load + i * all;
+        int32_t *map = p.expert + i * all * slots;
         if (routed) {
             struct layer_routing layer = {routing->tokens, routing->k,
                                           routing->chosen + i * routing->tokens * routing->k};
             double reach = 0;
             int64_t swaps = 0;
             ok = place_routed_layer(tokens + i * experts, experts, domains, devices, slots, &layer,
-                                    routing, p.expert + i * all * slots, loads, &domain_imbalance,
-                                    &gap, &reach, &swaps);
+                                    routing, map, loads, &domain_imbalance, &lower, &reach, &swaps);
             p.domains_per_token += reach / (double)layers;
             p.swaps += swaps;
         } else {
             ok = place_cluster_layer(tokens + i * experts, experts, domains, devices, slots,
-                                     routing ? routing->deadline : 0, p.expert + i * all * slots,
-                                     loads, &domain_imbalance, &gap);
+                                     routing ? routing->deadline : 0, map, loads,
+                                     &domain_imbalance, &lower);
         }
         if (!ok)
             break;
+        if (routing && routing->deadline > 0)
+            reassign_worst(tokens + i * experts, experts, domains, devices, slots, lower, map, loads,
+                           routing->deadline, layers - i, &p.ilp);
         double sum = 0, max = 0;
         for (int64_t d = 0; d < all; d++) {
             sum += loads[d];
             max = loads[d] > max ? loads[d] : max;
         }
-        double gpu = sum > 0 ? max / (sum / (double)all) : 1;
+        double mean = sum / (double)all;
+        double gpu = sum > 0 ? max / mean : 1;
+        double gap = lower > 0 ? max / lower - 1 : 0;
+        p.bound_mean += (sum > 0 ? lower / mean : 1) / (double)layers;
         p.gpu_imbalance_mean += gpu / (double)layers;
         p.gpu_imbalance_worst = gpu > p.gpu_imbalance_worst ? gpu : p.gpu_imbalance_worst;
         p.domain_imbalance_mean += domain_imbalance / (double)layers;

@@ -65,6 +65,13 @@ double layer_imbalance(const struct layer_placement *p);
  * domains by LPT and swaps (domains as bins of devices x slots), then each domain's copies to its
  * devices. `expert` is the physical-to-logical map: layer-major, then devices in order (domain
  * by domain), then slots. */
+/* GLPK's part in a cluster placement: problems solved, how many it proved optimal, how many
+ * lowered the layer's most loaded device. */
+struct expert_ilp_stats {
+    int64_t problems, proven, improved;
+    double seconds;
+};
+
 struct cluster_placement {
     int64_t layers, domains, devices, slots; /* devices per domain */
     int32_t *expert;
@@ -72,6 +79,8 @@ struct cluster_placement {
     double gpu_imbalance_mean, gpu_imbalance_worst;
     double domain_imbalance_mean, domain_imbalance_worst;
     double worst_gap; /* largest (max load / lower bound - 1) over layers */
+    double bound_mean; /* no placement has a lower gpu_imbalance_mean (lower bound / mean, averaged) */
+    struct expert_ilp_stats ilp;
     double domains_per_token; /* distinct domains a token reaches, mean over layers (routing only) */
     int64_t swaps;            /* improving swaps of the traffic search */
     double traffic_weight;    /* the weight that steered the placement; 0: balance alone */
@@ -80,7 +89,10 @@ struct cluster_placement {
 /* With a routing sample (layers x tokens x k expert ids, the trace's layout) and a positive
  * traffic_weight on several domains, each layer is placed by domains_place (domains.h) to lower
  * domain imbalance + traffic_weight x distinct domains per token instead; `groups` is the
- * router's expert groups (1: none). The search stops improving at `deadline` (<= 0: none). */
+ * router's expert groups (1: none). The search stops improving at `deadline` (<= 0: none).
+ * With a deadline, GLPK then re-places the copies on the most loaded device and the devices of
+ * its domain (or the lightest of them, at most 8 devices) while that lowers the layer's maximum;
+ * copies never leave their domain, so the traffic is unchanged. */
 struct cluster_routing {
     const int32_t *chosen;
     int64_t tokens, k;

@@ -12,6 +12,7 @@
 struct lp {
     glp_prob *prob;
     int columns;
+    int node_limit; /* 0: none */
 };
 
 static jmp_buf *failure; /* where a GLPK fatal error returns to */
@@ -59,6 +60,11 @@ static int bound_type(double lower, double upper)
     return has_lower ? GLP_LO : has_upper ? GLP_UP : GLP_FR;
 }
 
+void lp_node_limit(struct lp *lp, int nodes)
+{
+    lp->node_limit = nodes;
+}
+
 void lp_column(struct lp *lp, int col, double lower, double upper, bool integer, double cost)
 {
     if (col < 1 || col > lp->columns)
@@ -92,6 +98,8 @@ void lp_row(struct lp *lp, int count, const int *cols, const double *coefs, doub
 struct search {
     const double *warm_start;
     bool offered;
+    int node_limit;
+    int nodes;
     double bound;
     bool have_bound;
 };
@@ -104,6 +112,8 @@ static void callback(glp_tree *tree, void *info)
         glp_ios_heur_sol(tree, s->warm_start);
         s->offered = true;
     }
+    if (reason == GLP_ISELECT && s->node_limit > 0 && ++s->nodes > s->node_limit)
+        glp_ios_terminate(tree);
     int best = glp_ios_best_node(tree);
     if (best) {
         s->bound = glp_ios_node_bound(tree, best);
@@ -128,7 +138,7 @@ bool lp_solve(struct lp *lp, const double *warm_start, double time_limit_s, stru
         out->seconds = monotonic_seconds() - start;
         return false;
     }
-    struct search s = {.warm_start = warm_start};
+    struct search s = {.warm_start = warm_start, .node_limit = lp->node_limit};
     glp_smcp simplex;
     glp_init_smcp(&simplex);
     simplex.msg_lev = GLP_MSG_OFF;
@@ -157,7 +167,7 @@ bool lp_solve(struct lp *lp, const double *warm_start, double time_limit_s, stru
     } else if (status == GLP_NOFEAS) {
         out->status = LP_INFEASIBLE;
     } else {
-        out->status = code == GLP_ETMLIM || code == GLP_EROOT ? LP_NO_SOLUTION : LP_FAILED;
+        out->status = code == GLP_ETMLIM || code == GLP_ESTOP || code == GLP_EROOT ? LP_NO_SOLUTION : LP_FAILED;
     }
     if (out->status == LP_OPTIMAL || out->status == LP_FEASIBLE) {
         int n = glp_get_num_cols(lp->prob);

@@ -31,6 +31,10 @@ struct lp_result {
 struct lp *lp_new(int columns, bool minimise);
 void lp_free(struct lp *lp);
 
+/* Stops branch and bound after `nodes` nodes (0: no limit): unlike a time limit, the same
+ * problem then always ends with the same solution, whatever the machine's speed. */
+void lp_node_limit(struct lp *lp, int nodes);
+
 /* Bounds (use +-INFINITY for none), integrality and objective coefficient of column `col`. */
 void lp_column(struct lp *lp, int col, double lower, double upper, bool integer, double cost);
 
