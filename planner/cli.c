@@ -41,6 +41,26 @@ static bool parse_count(const char *text, int64_t min, int64_t max, int64_t *out
 }
 
 /* "10%" (of HBM) or a size: "8GB", "8GiB", "512MB", "2e9" (bytes). */
+/* "N[,N...]": cluster sizes in racks, each from 1 to PLAN_MAX_RACKS. */
+static bool parse_racks_list(const char *text, struct options *o)
+{
+    o->racks_count = 0;
+    const char *at = text;
+    for (;;) {
+        char piece[32];
+        size_t length = strcspn(at, ",");
+        if (length == 0 || length >= sizeof piece || o->racks_count == CLI_MAX_RACKS_LIST)
+            return false;
+        memcpy(piece, at, length);
+        piece[length] = 0;
+        if (!parse_count(piece, 1, PLAN_MAX_RACKS, &o->racks_list[o->racks_count++]))
+            return false;
+        if (at[length] == 0)
+            return true;
+        at += length + 1;
+    }
+}
+
 static bool parse_reserve(const char *text, struct options *o)
 {
     char *end;
@@ -73,8 +93,15 @@ static bool parse_reserve(const char *text, struct options *o)
 static void print_help(const struct command *c)
 {
     printf("usage: %s\n\n%s", c->usage, c->help);
-    if (c->options & (OPTS_RACKS | OPTS_PRECISION | OPTS_CONTEXT | OPTS_BATCH | OPTS_FORMAT))
+    if (c->options & (OPTS_RACKS | OPTS_PRECISION | OPTS_CONTEXT | OPTS_BATCH | OPTS_FORMAT | OPTS_COMPARE))
         printf("\noptions:\n");
+    if (c->options & OPTS_COMPARE)
+        printf("  --racks N[,N...] cluster sizes in scale-up domains, one row each per topology;\n"
+               "                   default: each topology's <cluster domains>\n"
+               "  --tpot-ms X      time per output token target: the largest batch whose decode\n"
+               "                   step is within X ms; default: the largest batch that fits\n"
+               "  --price D=USD    price per device-hour for topology D (its file name without\n"
+               "                   .xml, or its name); default: the topology's <price>\n");
     if (c->options & OPTS_RACKS)
         printf("  --racks N        scale-up domains (racks, nodes, pods) in the cluster;\n"
                "                   default: the topology's <cluster domains>\n");
@@ -133,7 +160,7 @@ static void print_help(const struct command *c)
 enum { OPT_RACKS = 256, OPT_WEIGHTS, OPT_KV, OPT_CONTEXT, OPT_BATCH, OPT_FORMAT, OPT_RESERVE,
        OPT_TP, OPT_PP, OPT_SWEEP, OPT_PHASE, OPT_PLOT, OPT_ETA_COMPUTE, OPT_ETA_MEMORY,
        OPT_ETA_NETWORK, OPT_LOADS, OPT_REDUNDANT, OPT_EP, OPT_TIME_LIMIT, OPT_EXPERT_MAP, OPT_TRACE,
-       OPT_TRAFFIC_WEIGHT };
+       OPT_TRAFFIC_WEIGHT, OPT_TPOT_MS, OPT_PRICE };
 
 /* "A:B" or "A:B:N": N batches spaced evenly in log from A to B (default 50). */
 static bool parse_sweep(const char *text, struct options *o)
@@ -172,12 +199,17 @@ static bool ends_with(const char *s, const char *suffix)
     return a > b && strcmp(s + a - b, suffix) == 0;
 }
 
-static enum output_format format_of_path(const char *path)
+/* The format -o's extension names, among those `c` writes; text otherwise. */
+static enum output_format format_of_path(const struct command *c, const char *path)
 {
     if (ends_with(path, ".json"))
         return FORMAT_JSON;
     if (ends_with(path, ".yaml") || ends_with(path, ".yml"))
         return FORMAT_YAML;
+    if (ends_with(path, ".csv") && (c->options & (OPTS_ROOFLINE | OPTS_COMPARE)))
+        return FORMAT_CSV;
+    if (ends_with(path, ".md") && (c->options & OPTS_COMPARE))
+        return FORMAT_MD;
     return FORMAT_TEXT;
 }
 
@@ -219,6 +251,9 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         {{"ep", required_argument, NULL, OPT_EP}, OPTS_PLAN},
         {{"time-limit", required_argument, NULL, OPT_TIME_LIMIT}, OPTS_PLAN},
         {{"expert-map", required_argument, NULL, OPT_EXPERT_MAP}, OPTS_PLAN},
+        {{"racks", required_argument, NULL, OPT_RACKS}, OPTS_COMPARE},
+        {{"tpot-ms", required_argument, NULL, OPT_TPOT_MS}, OPTS_COMPARE},
+        {{"price", required_argument, NULL, OPT_PRICE}, OPTS_COMPARE},
     };
     struct option longopts[sizeof table / sizeof table[0] + 1];
     int n = 0;
@@ -242,10 +277,37 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
             print_help(c);
             return EXIT_OK;
         case OPT_RACKS:
-            if (!parse_count(arg, 1, PLAN_MAX_RACKS, &o->racks))
+            if (c->options & OPTS_COMPARE) {
+                if (!parse_racks_list(arg, o))
+                    return cli_usage_error(c, "--racks takes up to %d whole numbers from 1 to %d "
+                                              "separated by commas, not '%s'",
+                                           CLI_MAX_RACKS_LIST, PLAN_MAX_RACKS, arg);
+            } else if (!parse_count(arg, 1, PLAN_MAX_RACKS, &o->racks)) {
                 return cli_usage_error(c, "--racks takes a whole number from 1 to %d, not '%s'",
                                        PLAN_MAX_RACKS, arg);
+            }
             break;
+        case OPT_TPOT_MS: {
+            char *end;
+            errno = 0;
+            double ms = strtod(arg, &end);
+            if (errno || end == arg || *end || !(ms > 0 && ms <= 1e7))
+                return cli_usage_error(c, "--tpot-ms takes milliseconds above 0, not '%s'", arg);
+            o->tpot_s = ms / 1e3;
+            break;
+        }
+        case OPT_PRICE: {
+            const char *equals = strrchr(arg, '=');
+            char *end;
+            errno = 0;
+            double usd = equals ? strtod(equals + 1, &end) : 0;
+            if (!equals || equals == arg || errno || end == equals + 1 || *end || !(usd > 0 && usd < 1e6))
+                return cli_usage_error(c, "--price takes DEVICE=USD_PER_HOUR (e.g. hgx-h100=2.99), not '%s'", arg);
+            if (o->price_count == CLI_MAX_PRICES)
+                return cli_usage_error(c, "at most %d --price options", CLI_MAX_PRICES);
+            o->prices[o->price_count++] = (struct price){arg, usd};
+            break;
+        }
         case OPT_WEIGHTS:
         case OPT_KV: {
             enum precision p;
@@ -280,12 +342,15 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
                 o->format = FORMAT_YAML;
             else if (strcmp(arg, "dot") == 0 && (c->options & OPTS_DOT))
                 o->format = FORMAT_DOT;
-            else if (strcmp(arg, "csv") == 0 && (c->options & OPTS_ROOFLINE))
+            else if (strcmp(arg, "csv") == 0 && (c->options & (OPTS_ROOFLINE | OPTS_COMPARE)))
                 o->format = FORMAT_CSV;
+            else if (strcmp(arg, "md") == 0 && (c->options & OPTS_COMPARE))
+                o->format = FORMAT_MD;
             else
                 return cli_usage_error(c, "--format takes %s, not '%s'",
                                        c->options & OPTS_DOT        ? "text, json, yaml or dot"
                                        : c->options & OPTS_ROOFLINE ? "text, json, yaml or csv"
+                                       : c->options & OPTS_COMPARE  ? "text, json, yaml, csv or md"
                                                                     : "text, json or yaml",
                                        arg);
             break;
@@ -371,15 +436,18 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
     }
     /* getopt_long has moved the operands after the options. */
     for (int i = optind; i < argc; i++) {
-        if (positionals >= 4)
-            return cli_usage_error(c, "too many arguments");
+        if (positionals >= CLI_MAX_POSITIONALS)
+            return cli_usage_error(c, "too many arguments (at most %d)", CLI_MAX_POSITIONALS);
         o->positional[positionals++] = argv[i];
     }
-    if (positionals != c->positionals)
+    o->positional_count = positionals;
+    if (c->more && positionals < c->positionals)
+        return cli_usage_error(c, "expected at least %d arguments, got %d", c->positionals, positionals);
+    if (!c->more && positionals != c->positionals)
         return cli_usage_error(c, "expected %d argument%s, got %d", c->positionals,
                                c->positionals == 1 ? "" : "s", positionals);
     if (!o->format_set && o->output)
-        o->format = format_of_path(o->output);
+        o->format = format_of_path(c, o->output);
     return -1;
 }
 

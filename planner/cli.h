@@ -27,7 +27,7 @@ enum exit_code {
 #define CLI_DEFAULT_CONTEXT 8192
 #define CLI_DEFAULT_BATCH 1
 
-enum output_format { FORMAT_TEXT, FORMAT_JSON, FORMAT_YAML, FORMAT_DOT, FORMAT_CSV };
+enum output_format { FORMAT_TEXT, FORMAT_JSON, FORMAT_YAML, FORMAT_DOT, FORMAT_CSV, FORMAT_MD };
 
 /* Which options a command takes. */
 enum {
@@ -40,7 +40,12 @@ enum {
     OPTS_DOT = 1 << 6,       /* --format dot */
     OPTS_ROOFLINE = 1 << 7,  /* --sweep, --phase, --plot, --eta-*, --format csv */
     OPTS_PLAN = 1 << 8,      /* --loads, --redundant, --ep, --time-limit, --expert-map */
+    OPTS_COMPARE = 1 << 9,   /* --racks N[,N...], --tpot-ms, --price, --format csv|md */
 };
+
+#define CLI_MAX_POSITIONALS 64
+#define CLI_MAX_RACKS_LIST 16
+#define CLI_MAX_PRICES 16
 
 struct command {
     const char *name;
@@ -50,12 +55,24 @@ struct command {
     const char *help;  /* the rest of --help */
     unsigned options;
     int positionals;   /* exactly this many */
+    bool more;         /* or more: at least `positionals` */
+};
+
+struct price {
+    const char *device; /* a topology's file name without .xml, or its name; any case */
+    double usd_per_hour;
 };
 
 struct options {
     const struct command *command;
-    const char *positional[4];
+    const char *positional[CLI_MAX_POSITIONALS];
+    int positional_count;
     int64_t racks; /* 0 = the topology's default */
+    int64_t racks_list[CLI_MAX_RACKS_LIST]; /* compare: each cluster size; racks_count 0: default */
+    int racks_count;
+    double tpot_s; /* compare: time per output token target; 0: none */
+    struct price prices[CLI_MAX_PRICES];
+    int price_count;
     bool weights_set;
     enum precision weights;
     enum precision expert_weights; /* set by cli_resolve */
@@ -63,7 +80,7 @@ struct options {
     enum precision kv;
     int64_t context;
     int64_t batch;
-    enum output_format format; /* without --format: from -o's extension (.json, .yaml, .yml) */
+    enum output_format format; /* without --format: from -o's extension (.json, .yaml, .yml; .csv, .md where written) */
     bool format_set;
     const char *output; /* NULL = stdout */
     double reserve_fraction;

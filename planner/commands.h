@@ -9,11 +9,13 @@ extern const struct command command_topo;
 extern const struct command command_fit;
 extern const struct command command_roofline;
 extern const struct command command_plan;
+extern const struct command command_compare;
 
 int cmd_model(int argc, char **argv);
 int cmd_topo(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
 int cmd_roofline(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 
 #endif

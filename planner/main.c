@@ -88,8 +88,28 @@ const struct command command_plan = {
     .positionals = 2,
 };
 
-static const struct command *const commands[] = {&command_fit, &command_model, &command_plan,
-                                                 &command_roofline, &command_topo};
+const struct command command_compare = {
+    .name = "compare",
+    .run = cmd_compare,
+    .summary = "one model on several topologies and cluster sizes: fit, latency, throughput, cost",
+    .usage = "rackplan compare MODEL TOPOLOGY... [--racks N[,N...]] [--context N] [--tpot-ms X]\n"
+             "                        [--price DEVICE=USD_PER_HOUR]... [--weights PREC] [--kv PREC]\n"
+             "                        [--format text|json|yaml|csv|md] [-o FILE]",
+    .help = "Which hardware to buy: for each topology and cluster size, whether the model fits (and\n"
+            "the fewest devices that hold it), the latency floor (the decode step at batch 1), the\n"
+            "largest batch whose decode step meets --tpot-ms (or that fits, without a target),\n"
+            "tokens/s per device and per rack there, cost per million output tokens (the\n"
+            "topology's <price> or --price), energy per token (its <power>), the scale-up domain\n"
+            "size and the share of the MoE all-to-all that leaves it. Rows are sorted by cost per\n"
+            "token; the best is marked. Each topology is laid out as fit and roofline would.\n"
+            "Exit 0 when some row fits (and meets the target), 1 when none does.\n",
+    .options = OPTS_FORMAT | OPTS_PRECISION | OPTS_CONTEXT | OPTS_COMPARE,
+    .positionals = 2,
+    .more = true,
+};
+
+static const struct command *const commands[] = {&command_compare, &command_fit, &command_model,
+                                                 &command_plan, &command_roofline, &command_topo};
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])
 
 static void print_usage(FILE *out)

@@ -1,0 +1,101 @@
+/* compare.c: see compare.h. */
+#include "compare.h"
+
+#include "graph.h"
+
+#include <stdlib.h>
+
+/* The largest batch in [1, most] whose decode step is within tpot_s: step time never falls as
+ * the batch grows (every term is non-decreasing in it), so bisection finds it. 0: none. */
+static int64_t batch_within(const struct roof_setup *s, int64_t most, double tpot_s)
+{
+    struct roof_point p;
+    roof_decode(s, 1, &p);
+    if (p.step_s > tpot_s)
+        return 0;
+    int64_t low = 1, high = most; /* low meets the target */
+    while (low < high) {
+        int64_t mid = low + (high - low + 1) / 2;
+        roof_decode(s, mid, &p);
+        if (p.step_s <= tpot_s)
+            low = mid;
+        else
+            high = mid - 1;
+    }
+    return low;
+}
+
+bool compare_row(const struct model *m, const struct topology *t, int64_t racks,
+                 const struct workload *w, double tpot_s, double price_usd_per_hour,
+                 struct compare_row *out)
+{
+    *out = (struct compare_row){.racks = racks, .devices = racks * t->domain_devices,
+                                .domain_size = t->domain_devices};
+    struct workload one = *w;
+    one.batch = 1;
+    struct roof_setup s = {.model = m, .topology = t, .workload = one,
+                           .efficiency = {t->efficiency_compute, t->efficiency_memory,
+                                          t->efficiency_network}};
+    out->estimate = s.efficiency.compute < 1 || s.efficiency.memory < 1 || s.efficiency.network < 1;
+    if (!plan_choose_layout(m, t, racks, out->devices, &one, &s.layout))
+        return true; /* no valid layout: the row does not fit */
+    out->layout = s.layout;
+    struct graph_summary g;
+    if (graph_analyse(t, racks, &g) != GRAPH_OK)
+        return false;
+    s.graph = &g;
+    struct fit fit;
+    if (plan_fit(m, t, racks, &one, &fit))
+        out->min_devices = fit.min_devices;
+    out->max_batch = plan_max_batch(m, t, &s.layout, &one);
+    out->fits = out->max_batch >= 1;
+    out->latency_floor_s = roof_latency_floor_s(&s);
+    if (model_is_moe(m) && s.layout.ep > t->domain_devices)
+        out->all_to_all_outside = 1 - (double)t->domain_devices / (double)s.layout.ep;
+    out->price_usd_per_hour = price_usd_per_hour > 0 ? price_usd_per_hour : t->price_usd_per_hour;
+    if (!out->fits)
+        return true;
+    out->batch = tpot_s > 0 ? batch_within(&s, out->max_batch, tpot_s) : out->max_batch;
+    out->tpot_met = out->batch >= 1;
+    if (!out->tpot_met)
+        return true;
+    roof_decode(&s, out->batch, &out->point);
+    double rate = out->point.tokens_per_s;
+    out->tokens_per_s_per_rack = rate / (double)racks;
+    if (out->price_usd_per_hour > 0 && rate > 0)
+        out->cost_per_mtok = out->price_usd_per_hour * (double)out->devices / 3600 / rate * 1e6;
+    if (t->power_watts > 0 && rate > 0)
+        out->joules_per_token = t->power_watts * (double)out->devices / rate;
+    return true;
+}
+
+static const struct compare_row *sorted_rows;
+
+static int better_first(const void *a, const void *b)
+{
+    int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
+    const struct compare_row *x = &sorted_rows[i], *y = &sorted_rows[j];
+    bool x_ok = x->fits && x->tpot_met, y_ok = y->fits && y->tpot_met;
+    if (x_ok != y_ok)
+        return x_ok ? -1 : 1;
+    if (x_ok) {
+        bool x_cost = x->cost_per_mtok > 0, y_cost = y->cost_per_mtok > 0;
+        if (x_cost != y_cost)
+            return x_cost ? -1 : 1;
+        if (x_cost && x->cost_per_mtok != y->cost_per_mtok)
+            return x->cost_per_mtok < y->cost_per_mtok ? -1 : 1;
+        double xr = x->point.tokens_per_s_per_device, yr = y->point.tokens_per_s_per_device;
+        if (xr != yr)
+            return xr > yr ? -1 : 1;
+    }
+    return i < j ? -1 : i > j;
+}
+
+void compare_order(const struct compare_row *rows, int64_t count, int64_t *order)
+{
+    for (int64_t i = 0; i < count; i++)
+        order[i] = i;
+    sorted_rows = rows;
+    qsort(order, (size_t)count, sizeof *order, better_first);
+    sorted_rows = NULL;
+}

@@ -1,0 +1,47 @@
+/* compare.h: one model on one topology at one cluster size, reduced to what a buyer compares:
+ * does it fit, the latency floor, the batch a time-per-output-token target allows, throughput
+ * per device and per rack, cost and energy per token, and how much of the MoE all-to-all leaves
+ * the scale-up domain. Every number comes from the roofline (roofline.h) and the memory plan
+ * (plan.h) on the layout they choose. */
+#ifndef RACKPLAN_COMPARE_H
+#define RACKPLAN_COMPARE_H
+
+#include "model.h"
+#include "plan.h"
+#include "roofline.h"
+#include "topology.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct compare_row {
+    int64_t racks, devices, domain_size;
+    struct layout layout;
+    bool fits;            /* one sequence at the context fits */
+    int64_t max_batch;    /* sequences that fit at the context */
+    int64_t min_devices;  /* fewest devices that hold the weights and one sequence; 0: none */
+    double latency_floor_s;
+    bool tpot_met;        /* some batch meets the target (true without a target when it fits) */
+    int64_t batch;        /* the batch the row reports: the largest within the target and HBM */
+    struct roof_point point; /* the decode step at `batch` */
+    double tokens_per_s_per_rack;
+    double price_usd_per_hour; /* per device; 0: unknown */
+    double cost_per_mtok;      /* USD per million output tokens; 0: unknown */
+    double joules_per_token;   /* 0: power unknown */
+    double all_to_all_outside; /* share of the EP all-to-all bytes that leave the domain */
+    bool estimate;             /* efficiency below 1 somewhere: an estimate, not a bound */
+};
+
+/* Fills `out` for `racks` domains of `t`. `w` gives context and precisions (its batch is
+ * ignored); tpot_s 0 means no target; price_usd_per_hour 0 means the topology's. Returns
+ * false when the interconnect graph could not be built (out of memory). */
+bool compare_row(const struct model *m, const struct topology *t, int64_t racks,
+                 const struct workload *w, double tpot_s, double price_usd_per_hour,
+                 struct compare_row *out);
+
+/* Sorts rows for a buyer: fitting rows that meet the target first, by cost per token (rows
+ * with a known cost before those without), then by tokens/s per device; the rest after, in
+ * their order. `order` receives row indices. */
+void compare_order(const struct compare_row *rows, int64_t count, int64_t *order);
+
+#endif
