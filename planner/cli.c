@@ -651,6 +651,20 @@ void cli_json_header(struct json *j, const struct model *m, const struct topolog
     json_int(j, devices);
 }
 
+void cli_json_parallel(struct json *j, const struct layout *l)
+{
+    json_begin_object(j);
+    json_key(j, "tp");
+    json_int(j, l->tp);
+    json_key(j, "ep");
+    json_int(j, l->ep);
+    json_key(j, "pp");
+    json_int(j, l->pp);
+    json_key(j, "dp");
+    json_int(j, l->dp);
+    json_end_object(j);
+}
+
 void cli_json_precision(struct json *j, const struct workload *w)
 {
     json_key(j, "precision");

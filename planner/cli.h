@@ -156,6 +156,9 @@ bool cli_tree_format(enum output_format format, enum json_syntax *syntax);
 /* The keys every MODEL TOPOLOGY report opens with: model, topology, announced, racks, devices. */
 void cli_json_header(struct json *j, const struct model *m, const struct topology *t,
                      int64_t racks, int64_t devices);
+struct layout;
+/* An object {tp, ep, pp, dp} of a layout (the value of "parallel" or "layout"). */
+void cli_json_parallel(struct json *j, const struct layout *l);
 /* "precision": {weights, expert_weights, kv} of a workload. */
 void cli_json_precision(struct json *j, const struct workload *w);
 

@@ -80,16 +80,7 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct report *
         json_key(&j, "context");
         json_int(&j, r->workload->context);
         json_key(&j, "parallel");
-        json_begin_object(&j);
-        json_key(&j, "tp");
-        json_int(&j, x->layout.tp);
-        json_key(&j, "ep");
-        json_int(&j, x->layout.ep);
-        json_key(&j, "pp");
-        json_int(&j, x->layout.pp);
-        json_key(&j, "dp");
-        json_int(&j, x->layout.dp);
-        json_end_object(&j);
+        cli_json_parallel(&j, &x->layout);
         json_key(&j, "fits");
         json_bool(&j, x->fits);
         json_key(&j, "max_batch");
@@ -102,10 +93,7 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct report *
         else
             json_null(&j);
         json_key(&j, "tpot_s");
-        if (r->options->tpot_s > 0)
-            json_number(&j, r->options->tpot_s);
-        else
-            json_null(&j);
+        json_positive_or_null(&j, r->options->tpot_s);
         json_key(&j, "tpot_met");
         json_bool(&j, x->tpot_met);
         json_key(&j, "batch");
@@ -124,20 +112,11 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct report *
         json_key(&j, "tokens_per_s_per_rack");
         json_number(&j, x->tokens_per_s_per_rack);
         json_key(&j, "price_usd_per_device_hour");
-        if (x->price_usd_per_hour > 0)
-            json_number(&j, x->price_usd_per_hour);
-        else
-            json_null(&j);
+        json_positive_or_null(&j, x->price_usd_per_hour);
         json_key(&j, "cost_per_mtok");
-        if (x->cost_per_mtok > 0)
-            json_number(&j, x->cost_per_mtok);
-        else
-            json_null(&j);
+        json_positive_or_null(&j, x->cost_per_mtok);
         json_key(&j, "joules_per_token");
-        if (x->joules_per_token > 0)
-            json_number(&j, x->joules_per_token);
-        else
-            json_null(&j);
+        json_positive_or_null(&j, x->joules_per_token);
         json_key(&j, "all_to_all_outside_domain");
         json_number(&j, x->all_to_all_outside);
         json_key(&j, "kind");

@@ -95,16 +95,7 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct model *m
     json_key(&j, "context");
     json_int(&j, w->context);
     json_key(&j, "parallel");
-    json_begin_object(&j);
-    json_key(&j, "tp");
-    json_int(&j, p->layout.tp);
-    json_key(&j, "ep");
-    json_int(&j, p->layout.ep);
-    json_key(&j, "pp");
-    json_int(&j, p->layout.pp);
-    json_key(&j, "dp");
-    json_int(&j, p->layout.dp);
-    json_end_object(&j);
+    cli_json_parallel(&j, &p->layout);
     json_key(&j, "stages");
     json_begin_array(&j);
     for (int64_t s = 0; s < p->layout.pp; s++) {

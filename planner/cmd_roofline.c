@@ -62,16 +62,7 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct report *
     json_key(&j, "kind");
     json_string(&j, is_estimate(e) ? "estimate" : "bound");
     json_key(&j, "layout");
-    json_begin_object(&j);
-    json_key(&j, "tp");
-    json_int(&j, l->tp);
-    json_key(&j, "pp");
-    json_int(&j, l->pp);
-    json_key(&j, "dp");
-    json_int(&j, l->dp);
-    json_key(&j, "ep");
-    json_int(&j, l->ep);
-    json_end_object(&j);
+    cli_json_parallel(&j, l);
     cli_json_precision(&j, &r->setup->workload);
     json_key(&j, "context");
     json_int(&j, r->setup->workload.context);
