@@ -433,21 +433,20 @@ static bool reassign_devices(const double *copy_load, int32_t *map, double *devi
         lp_column(lp, (int)c, 0, 1, true, 0);
     /* the peak is at least the mean, the heaviest copy, and on full devices the heaviest copy
      * with the lightest others beside it */
-    double floor = n > 0 ? list[0].load : 0;
-    floor = total / (double)k > floor ? total / (double)k : floor;
-    if (n == capacity && n > 0) {
+    double least = list[0].load > total / (double)k ? list[0].load : total / (double)k;
+    if (n == capacity) {
         double full = list[0].load;
         for (int64_t i = n - 1; i > n - slots; i--)
             full += list[i].load;
-        floor = full > floor ? full : floor;
+        least = full > least ? full : least;
     }
-    if (before <= floor * (1 + CLOSE_ENOUGH)) { /* optimal already, or too close to gain */
+    if (before <= least * (1 + CLOSE_ENOUGH)) { /* optimal already, or too close to gain */
         lp_free(lp);
         free(first_column);
         free(list);
         return false;
     }
-    lp_column(lp, (int)peak, floor, INFINITY, false, 1);
+    lp_column(lp, (int)peak, least, INFINITY, false, 1);
     int *cols = xmalloc((size_t)(n + 1) * sizeof *cols);
     double *coefs = xmalloc((size_t)(n + 1) * sizeof *coefs);
     for (int64_t i = 0; i < n; i++) {
