@@ -576,6 +576,15 @@ int cli_load_topology(const char *path, struct topology *out)
     return status == TOPOLOGY_OK ? EXIT_OK : status == TOPOLOGY_IO_ERROR ? EXIT_IO : EXIT_INVALID;
 }
 
+int cli_check_cluster(const struct command *c, int64_t racks, const struct topology *t)
+{
+    double devices = (double)racks * (double)t->domain_devices;
+    if (devices > 1e7)
+        return cli_usage_error(c, "--racks %lld makes %.0f devices of %s, more than 10000000",
+                               (long long)racks, devices, t->name);
+    return EXIT_OK;
+}
+
 int cli_resolve(struct options *o, const struct model *m, const struct topology *t)
 {
     if (m && m->max_context > 0 && o->context > m->max_context)
@@ -588,9 +597,8 @@ int cli_resolve(struct options *o, const struct model *m, const struct topology 
     }
     if (t && o->racks == 0)
         o->racks = t->default_domains;
-    if (t && (double)o->racks * (double)t->domain_devices > 1e7)
-        return cli_usage_error(o->command, "--racks %lld makes %.0f devices, more than 10000000",
-                               (long long)o->racks, (double)o->racks * (double)t->domain_devices);
+    if (t && cli_check_cluster(o->command, o->racks, t) != EXIT_OK)
+        return EXIT_USAGE;
     if (m && !o->weights_set)
         o->weights = m->weights_precision;
     if (m)

@@ -162,6 +162,9 @@ void cli_json_parallel(struct json *j, const struct layout *l);
 /* "precision": {weights, expert_weights, kv} of a workload. */
 void cli_json_precision(struct json *j, const struct workload *w);
 
+/* A usage error when `racks` domains of `t` make more than 10,000,000 devices. */
+int cli_check_cluster(const struct command *c, int64_t racks, const struct topology *t);
+
 /* Checks --context against the model's maximum and --racks; fills the precisions the model
  * runs at (the model's own unless overridden). Returns EXIT_OK or a usage error. */
 int cli_resolve(struct options *o, const struct model *m, const struct topology *t);

@@ -13,17 +13,12 @@
 #include <string.h>
 #include <strings.h>
 
-struct entry {
-    const char *path;
-    struct topology topology;
-    struct compare_row row;
-};
-
 struct report {
     const struct model *model;
     const struct options *options;
     const struct workload *workload;
-    const struct entry *entries;
+    const struct compare_row *rows;
+    const struct topology *const *topology_of; /* each row's topology */
     const int64_t *order;
     int64_t count;
 };
@@ -50,7 +45,7 @@ static bool price_names(const struct price *p, const char *path, const struct to
 
 static bool is_best(const struct report *r, int64_t rank)
 {
-    const struct compare_row *x = &r->entries[r->order[rank]].row;
+    const struct compare_row *x = &r->rows[r->order[rank]];
     return rank == 0 && x->fits && x->tpot_met;
 }
 
@@ -60,17 +55,17 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct report *
     json_init(&j, out, syntax);
     json_begin_array(&j);
     for (int64_t rank = 0; rank < r->count; rank++) {
-        const struct entry *e = &r->entries[r->order[rank]];
-        const struct compare_row *x = &e->row;
+        const struct topology *t = r->topology_of[r->order[rank]];
+        const struct compare_row *x = &r->rows[r->order[rank]];
         json_begin_object(&j);
         json_key(&j, "best");
         json_bool(&j, is_best(r, rank));
         json_key(&j, "model");
         json_string(&j, r->model->name);
         json_key(&j, "topology");
-        json_string(&j, e->topology.name);
+        json_string(&j, t->name);
         json_key(&j, "announced");
-        json_bool(&j, e->topology.announced);
+        json_bool(&j, t->announced);
         json_key(&j, "racks");
         json_int(&j, x->racks);
         json_key(&j, "devices");
@@ -134,13 +129,13 @@ static void write_csv(FILE *out, const struct report *r)
                  "tokens_per_s_per_device,tokens_per_s_per_rack,cost_per_mtok,joules_per_token,"
                  "all_to_all_outside_domain,kind\n");
     for (int64_t rank = 0; rank < r->count; rank++) {
-        const struct entry *e = &r->entries[r->order[rank]];
-        const struct compare_row *x = &e->row;
+        const struct topology *t = r->topology_of[r->order[rank]];
+        const struct compare_row *x = &r->rows[r->order[rank]];
         fprintf(out, "%s,\"%s\",%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
                      ",%" PRId64 ",%" PRId64 ",%s,%" PRId64 ",%" PRId64 ",%.9g,%s,%" PRId64
                      ",%.9g,%.9g,%.9g,%.9g,",
-                is_best(r, rank) ? "true" : "false", e->topology.name,
-                e->topology.announced ? "true" : "false", x->racks, x->devices, x->domain_size,
+                is_best(r, rank) ? "true" : "false", t->name,
+                t->announced ? "true" : "false", x->racks, x->devices, x->domain_size,
                 x->layout.tp, x->layout.ep, x->layout.pp, x->layout.dp, x->fits ? "true" : "false",
                 x->max_batch, x->min_devices, x->fits ? x->latency_floor_s : 0,
                 x->tpot_met ? "true" : "false",
@@ -163,10 +158,10 @@ struct cells {
 
 static void row_cells(const struct report *r, int64_t rank, struct cells *c)
 {
-    const struct entry *e = &r->entries[r->order[rank]];
-    const struct compare_row *x = &e->row;
-    snprintf(c->name, sizeof c->name, "%s%s%s", is_best(r, rank) ? "* " : "", e->topology.name,
-             e->topology.announced ? " (announced)" : "");
+    const struct topology *t = r->topology_of[r->order[rank]];
+    const struct compare_row *x = &r->rows[r->order[rank]];
+    snprintf(c->name, sizeof c->name, "%s%s%s", is_best(r, rank) ? "* " : "", t->name,
+             t->announced ? " (announced)" : "");
     format_count((double)x->racks, c->racks, sizeof c->racks);
     format_count((double)x->devices, c->devices, sizeof c->devices);
     format_count((double)x->domain_size, c->domain, sizeof c->domain);
@@ -215,7 +210,7 @@ static void write_heading(FILE *out, const struct report *r)
 static bool any_estimate(const struct report *r)
 {
     for (int64_t i = 0; i < r->count; i++)
-        if (r->entries[i].row.estimate)
+        if (r->rows[i].estimate)
             return true;
     return false;
 }
@@ -291,7 +286,8 @@ int cmd_compare(int argc, char **argv)
     struct workload w;
     cli_workload(&o, &w);
     int64_t count = (int64_t)topologies * sizes;
-    struct entry *entries = xcalloc((size_t)count, sizeof *entries);
+    struct compare_row *rows = xcalloc((size_t)count, sizeof *rows);
+    const struct topology **topology_of = xcalloc((size_t)count, sizeof *topology_of);
     int64_t *order = xcalloc((size_t)count, sizeof *order);
     status = EXIT_OK;
     for (int i = 0; i < topologies && status == EXIT_OK; i++) {
@@ -300,17 +296,12 @@ int cmd_compare(int argc, char **argv)
             if (price_names(&o.prices[p], o.positional[i + 1], &loaded[i]))
                 price = o.prices[p].usd_per_hour;
         for (int k = 0; k < sizes; k++) {
-            struct entry *e = &entries[i * sizes + k];
-            e->path = o.positional[i + 1];
-            e->topology = loaded[i];
+            int64_t row = i * sizes + k;
+            topology_of[row] = &loaded[i];
             int64_t racks = o.racks_count > 0 ? o.racks_list[k] : loaded[i].default_domains;
-            if ((double)racks * (double)loaded[i].domain_devices > 1e7) {
-                status = cli_usage_error(o.command, "--racks %lld makes %.0f devices of %s, more than 10000000",
-                                         (long long)racks, (double)racks * (double)loaded[i].domain_devices,
-                                         loaded[i].name);
+            if ((status = cli_check_cluster(o.command, racks, &loaded[i])) != EXIT_OK)
                 break;
-            }
-            if (!compare_row(&m, &loaded[i], racks, &w, o.tpot_s, price, &e->row)) {
+            if (!compare_row(&m, &loaded[i], racks, &w, o.tpot_s, price, &rows[row])) {
                 fprintf(stderr, "rackplan compare: the interconnect graph could not be built (out of memory)\n");
                 status = EXIT_IO;
                 break;
@@ -318,13 +309,9 @@ int cmd_compare(int argc, char **argv)
         }
     }
     if (status == EXIT_OK) {
-        struct compare_row *rows = xcalloc((size_t)count, sizeof *rows);
-        for (int64_t i = 0; i < count; i++)
-            rows[i] = entries[i].row;
         compare_order(rows, count, order);
-        free(rows);
-        struct report r = {.model = &m, .options = &o, .workload = &w, .entries = entries,
-                           .order = order, .count = count};
+        struct report r = {.model = &m, .options = &o, .workload = &w, .rows = rows,
+                           .topology_of = topology_of, .order = order, .count = count};
         struct sink sink;
         if (!sink_open(&sink, o.output)) {
             status = EXIT_IO;
@@ -345,7 +332,8 @@ int cmd_compare(int argc, char **argv)
         }
     }
     free(order);
-    free(entries);
+    free(topology_of);
+    free(rows);
 loaded_done:
     free(loaded);
     return status;

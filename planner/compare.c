@@ -37,17 +37,16 @@ bool compare_row(const struct model *m, const struct topology *t, int64_t racks,
                            .efficiency = {t->efficiency_compute, t->efficiency_memory,
                                           t->efficiency_network}};
     out->estimate = s.efficiency.compute < 1 || s.efficiency.memory < 1 || s.efficiency.network < 1;
-    if (!plan_choose_layout(m, t, racks, out->devices, &one, &s.layout))
+    struct fit fit;
+    if (!plan_fit(m, t, racks, &one, &fit))
         return true; /* no valid layout: the row does not fit */
-    out->layout = s.layout;
+    s.layout = out->layout = fit.layout;
+    out->min_devices = fit.min_devices;
+    out->max_batch = fit.max_batch;
     struct graph_summary g;
     if (graph_analyse(t, racks, &g) != GRAPH_OK)
         return false;
     s.graph = &g;
-    struct fit fit;
-    if (plan_fit(m, t, racks, &one, &fit))
-        out->min_devices = fit.min_devices;
-    out->max_batch = plan_max_batch(m, t, &s.layout, &one);
     out->fits = out->max_batch >= 1;
     out->latency_floor_s = roof_latency_floor_s(&s);
     if (model_is_moe(m) && s.layout.ep > t->domain_devices)
