@@ -163,11 +163,11 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct model *m
         json_begin_object(&j);
         json_key(&j, "status");
         json_string(&j, p->experts.worst_gap <= 1e-9 ? "optimal" : "feasible");
-        char method[320];
+        char method[384];
         snprintf(method, sizeof method,
                  "greedy replicas, %sLPT, pairwise swaps, GLPK on the most loaded device's domain; "
-                 "objective the mean GPU imbalance, bound the mean of max(mean load, heaviest copy) / "
-                 "mean load",
+                 "objective the mean GPU imbalance, bound the mean of max(mean load, heaviest copy, "
+                 "and without spare slots the heaviest expert's full device) / mean load",
                  p->experts.traffic_weight > 0 ? "experts to domains by co-activation swaps, " : "");
         json_key(&j, "method");
         json_string(&j, method);
