@@ -133,8 +133,9 @@ static void print_help(const struct command *c)
                "                   take HBM); default 0 (whole slots per device may add a few);\n"
                "                   auto: whole slots per device while the batch still fits\n"
                "  --ep N           pin the expert-parallel degree (devices per stage)\n"
-               "  --time-limit S   seconds for all solving: the stage ILP and the expert search\n"
-               "                   (default 10; 0: no ILP, the DP and the searches run to the end)\n"
+               "  --time-limit S   a cap in seconds on the stage ILP and on the expert search each\n"
+               "                   (default 60); work limits decide the result, and a plan the cap cut\n"
+               "                   says so (0: no ILP, the DP and the searches run to the end)\n"
                "  --expert-map F   write the placement as a physical-to-logical map (.csv or .json)\n");
     if (c->options & OPTS_FIT)
         printf("  --reserve R      runtime reserve per device: a share of HBM (\"10%%\") or a size\n"
@@ -221,7 +222,7 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
     o->batch = CLI_DEFAULT_BATCH;
     o->reserve_fraction = PLAN_DEFAULT_RESERVE_FRACTION;
     o->reserve_bytes = -1;
-    o->time_limit_s = 10;
+    o->time_limit_s = CLI_DEFAULT_TIME_LIMIT_S;
     o->traffic_weight = 1;
     const struct {
         struct option option;

@@ -26,6 +26,9 @@ enum exit_code {
 
 #define CLI_DEFAULT_CONTEXT 8192
 #define CLI_DEFAULT_BATCH 1
+/* A cap, not a budget: the slowest shipped case (DeepSeek-V3 on 18 H800 nodes with a trace) takes
+ * 8 s here and about 20 s under AddressSanitizer, so the searches' work limits end it first. */
+#define CLI_DEFAULT_TIME_LIMIT_S 60
 
 enum output_format { FORMAT_TEXT, FORMAT_JSON, FORMAT_YAML, FORMAT_DOT, FORMAT_CSV, FORMAT_MD };
 

@@ -34,6 +34,8 @@ struct planned {
     bool redundant_auto;
     struct cluster_placement experts;
     double expert_seconds;
+    double time_limit_s;
+    bool expert_time_limited; /* the cap cut the search: the placement depends on the machine */
     struct roof_point step;
     struct device_memory memory;
     bool have_traffic;
@@ -162,7 +164,9 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct model *m
         json_key(&j, "solver");
         json_begin_object(&j);
         json_key(&j, "status");
-        json_string(&j, p->experts.worst_gap <= 1e-9 ? "optimal" : "feasible");
+        json_string(&j, p->experts.worst_gap <= 1e-9 ? "optimal"
+                        : p->expert_time_limited      ? "time_limit"
+                                                      : "feasible");
         char method[384];
         snprintf(method, sizeof method,
                  "greedy replicas, %sLPT, pairwise swaps, GLPK on the most loaded device's domain; "
@@ -286,6 +290,10 @@ static void write_text(FILE *out, const struct model *m, const struct topology *
         fprintf(out, "  solver: mean GPU imbalance %.4f, bound %.4f, gap %.2f%% (worst layer %.2f%%), %.3f s\n",
                 objective, bound, (objective - bound) / objective * 100, p->experts.worst_gap * 100,
                 p->expert_seconds);
+        if (p->expert_time_limited)
+            fprintf(out, "  stopped at --time-limit %g s: this placement depends on the machine's speed, "
+                         "a larger limit may lower it\n",
+                    p->time_limit_s);
         if (p->experts.ilp.problems > 0)
             fprintf(out, "  GLPK on the most loaded device's domain: %" PRId64 " problems, %" PRId64
                          " proven optimal, %" PRId64 " lowered a layer's maximum, %.3f s\n",
@@ -460,6 +468,8 @@ int cmd_plan(int argc, char **argv)
         bool placed = experts_place_cluster(p.loads.tokens, p.loads.layers, p.loads.experts, p.ep_domains,
                                             p.ep_devices, p.slots, &routing, &p.experts);
         p.expert_seconds = monotonic_seconds() - start;
+        p.time_limit_s = o.time_limit_s;
+        p.expert_time_limited = o.time_limit_s > 0 && p.expert_seconds >= o.time_limit_s;
         if (!placed) {
             loads_release(&p.loads);
             trace_release(&trace);

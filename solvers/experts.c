@@ -391,7 +391,6 @@ double layer_imbalance(const struct layer_placement *p)
  * binaries), branch and bound cut after a fixed number of nodes so that the result does not
  * depend on the machine's speed, and a few rounds per layer (each lowers the maximum or ends). */
 enum { NEIGHBOURHOOD_DEVICES = 8, ILP_NODES = 100, ILP_ROUNDS = 16 };
-static const double ILP_SECONDS = 0.5;
 
 /* Re-places every copy held by the `k` devices in `chosen` on those devices by an ILP minimising
  * their largest load: x(i, d) = copy i on device d, each copy once, `slots` a device, one copy of
@@ -550,7 +549,7 @@ static bool reassign_devices(const double *copy_load, int32_t *map, double *devi
  * lower bound `lower`, and time is left. */
 static void reassign_worst(const double *tokens, int64_t experts, int64_t domains, int64_t devices,
                            int64_t slots, double lower, int32_t *map, double *device_load,
-                           double deadline, int64_t layers_left, struct expert_ilp_stats *stats)
+                           double deadline, struct expert_ilp_stats *stats)
 {
     int64_t all = domains * devices;
     double *copy_load = xcalloc((size_t)experts, sizeof *copy_load);
@@ -562,7 +561,7 @@ static void reassign_worst(const double *tokens, int64_t experts, int64_t domain
     int64_t *order = xmalloc((size_t)devices * sizeof *order);
     int64_t k = devices < NEIGHBOURHOOD_DEVICES ? devices : NEIGHBOURHOOD_DEVICES;
     for (int round = 0; round < ILP_ROUNDS; round++) {
-        double left = (deadline - monotonic_seconds()) / (double)layers_left;
+        double left = deadline - monotonic_seconds();
         if (left <= 0)
             break;
         int64_t worst = 0;
@@ -584,8 +583,7 @@ static void reassign_worst(const double *tokens, int64_t experts, int64_t domain
             order[at] = g;
         }
         order[k - 1] = worst;
-        if (!reassign_devices(copy_load, map, device_load, slots, order, k,
-                              left < ILP_SECONDS ? left : ILP_SECONDS, stats))
+        if (!reassign_devices(copy_load, map, device_load, slots, order, k, left, stats))
             break;
     }
     free(order);
@@ -738,7 +736,7 @@ bool experts_place_cluster(const double *tokens, int64_t layers, int64_t experts
             break;
         if (routing && routing->deadline > 0)
             reassign_worst(tokens + i * experts, experts, domains, devices, slots, lower, map, loads,
-                           routing->deadline, layers - i, &p.ilp);
+                           routing->deadline, &p.ilp);
         double sum = 0, max = 0;
         for (int64_t d = 0; d < all; d++) {
             sum += loads[d];
