@@ -5,14 +5,16 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 PACKAGES = meson ninja-build pkg-config gcc libglpk-dev libigraph-dev libxml2-dev libyaml-dev \
            zlib1g-dev python3
+# Only the tests need these: Chromium renders the HTML reports, groff checks the man page.
+TEST_PACKAGES = chromium groff-base man-db
 SUDO = $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: all deps build run test test-asan clean
+.PHONY: all deps build run test test-asan install clean
 
 all: build
 
 deps:
-	@missing=$$(for p in $(PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	@missing=$$(for p in $(PACKAGES) $(EXTRA_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:" $$missing; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
@@ -27,18 +29,24 @@ build: deps $(BUILD)/build.ninja
 run: build
 	./$(BUILD)/rackplan plan models/deepseek-v3.yaml topologies/gb200-nvl72.xml --loads loads/dsv3_load.csv
 
+test: EXTRA_PACKAGES = $(TEST_PACKAGES)
 test: build
 	@meson test -C $(BUILD) --print-errorlogs >/dev/null || true
 	@python3 tests/summarize.py $(BUILD)/meson-logs/testlog.json
 
 # The same suite built with AddressSanitizer and UndefinedBehaviorSanitizer, aborting on the
 # first report.
+test-asan: EXTRA_PACKAGES = $(TEST_PACKAGES)
 test-asan: deps
 	@[ -f $(ASAN_BUILD)/build.ninja ] || meson setup $(ASAN_BUILD) -Db_sanitize=address,undefined \
 	  -Dc_args=-fno-sanitize-recover=all -Dc_link_args=-fno-sanitize-recover=all >/dev/null
 	ninja -C $(ASAN_BUILD)
 	@meson test -C $(ASAN_BUILD) --print-errorlogs >/dev/null || true
 	@python3 tests/summarize.py $(ASAN_BUILD)/meson-logs/testlog.json
+
+# The binary, the man page rackplan.1 and the bash completion, under PREFIX (default /usr/local).
+install: build
+	meson install -C $(BUILD) $(if $(DESTDIR),--destdir $(DESTDIR))
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

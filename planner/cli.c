@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 
+#include "../reports/document.h"
 #include "../reports/json.h"
 #include "model.h"
 #include "plan.h"
@@ -41,19 +42,19 @@ static bool parse_count(const char *text, int64_t min, int64_t max, int64_t *out
 }
 
 /* "10%" (of HBM) or a size: "8GB", "8GiB", "512MB", "2e9" (bytes). */
-/* "N[,N...]": cluster sizes in racks, each from 1 to PLAN_MAX_RACKS. */
-static bool parse_racks_list(const char *text, struct options *o)
+/* "N[,N...]": at most `capacity` whole numbers from 1 to `max`. */
+static bool parse_count_list(const char *text, int64_t max, int64_t *list, int capacity, int *count)
 {
-    o->racks_count = 0;
+    *count = 0;
     const char *at = text;
     for (;;) {
         char piece[32];
         size_t length = strcspn(at, ",");
-        if (length == 0 || length >= sizeof piece || o->racks_count == CLI_MAX_RACKS_LIST)
+        if (length == 0 || length >= sizeof piece || *count == capacity)
             return false;
         memcpy(piece, at, length);
         piece[length] = 0;
-        if (!parse_count(piece, 1, PLAN_MAX_RACKS, &o->racks_list[o->racks_count++]))
+        if (!parse_count(piece, 1, max, &list[(*count)++]))
             return false;
         if (at[length] == 0)
             return true;
@@ -101,7 +102,14 @@ static void print_help(const struct command *c)
                "  --tpot-ms X      time per output token target: the largest batch whose decode\n"
                "                   step is within X ms; default: the largest batch that fits\n"
                "  --price D=USD    price per device-hour for topology D (its file name without\n"
-               "                   .xml, or its name); default: the topology's <price>\n");
+               "                   .xml, or its name); default: the topology's <price>\n"
+               "  --domain-sizes N[,N...]  one row per scale-up domain size of the one TOPOLOGY's\n"
+               "                   accelerator (same links per device and scale-out network), on\n"
+               "                   the same number of devices: what a bigger domain buys\n"
+               "  --devices N      with --domain-sizes: the devices in every row (a multiple of\n"
+               "                   each size); default: the sizes' least common multiple\n"
+               "  --plot FILE.svg  time per token and cost against batch, a line per row; with\n"
+               "                   --domain-sizes: latency floor, throughput and cost against size\n");
     if (c->options & OPTS_RACKS)
         printf("  --racks N        scale-up domains (racks, nodes, pods) in the cluster;\n"
                "                   default: the topology's <cluster domains>\n");
@@ -137,6 +145,9 @@ static void print_help(const struct command *c)
                "                   (default 60); work limits decide the result, and a plan the cap cut\n"
                "                   says so (0: no ILP, the DP and the searches run to the end)\n"
                "  --expert-map F   write the placement as a physical-to-logical map (.csv or .json)\n");
+    if (c->options & (OPTS_PLAN | OPTS_COMPARE))
+        printf("  --report FILE    a report to read: FILE.md with its SVG plots beside it\n"
+               "                   (FILE-NAME.svg), or FILE.html, one page with the plots inline\n");
     if (c->options & OPTS_FIT)
         printf("  --reserve R      runtime reserve per device: a share of HBM (\"10%%\") or a size\n"
                "                   (\"8GB\", \"6GiB\"); default %.0f%% (vLLM's gpu_memory_utilization 0.9)\n"
@@ -145,23 +156,26 @@ static void print_help(const struct command *c)
     if (c->options & OPTS_FORMAT)
         printf("  --format F       %s\n", c->options & OPTS_DOT        ? "text (default), json, yaml or dot (Graphviz)"
                                      : c->options & OPTS_ROOFLINE ? "text (default), json, yaml or csv"
+                                     : c->options & OPTS_COMPARE  ? "text (default), json, yaml, csv or md"
                                                                   : "text (default), json or yaml");
     if (c->options & OPTS_FORMAT)
-        printf(
-               "  -o, --output F   write to F (atomically: a temporary file renamed into place);\n"
-               "                   F ending in .json, .yaml or .yml sets the format when --format is not given\n");
+        printf("  -o, --output F   write to F (atomically: a temporary file renamed into place);\n"
+               "                   F ending in %s sets the format when --format is not given\n",
+               c->options & OPTS_COMPARE    ? ".json, .yaml, .yml, .csv or .md"
+               : c->options & OPTS_ROOFLINE ? ".json, .yaml, .yml or .csv"
+                                            : ".json, .yaml or .yml");
     printf("  -h, --help       this help\n");
-    if (strcmp(c->name, "fit") == 0)
-        printf("\nexit codes: 0 fits, 1 does not fit, 2 usage error, 3 invalid input,\n"
-               "            5 I/O or internal error\n");
-    else
-        printf("\nexit codes: 0 ok, 2 usage error, 3 invalid input, 5 I/O or internal error\n");
+    const char *verdict = strcmp(c->name, "fit") == 0    ? "0 fits, 1 does not fit"
+                          : strcmp(c->name, "plan") == 0 ? "0 the plan fits, 1 it does not"
+                          : c->options & OPTS_COMPARE    ? "0 some row fits, 1 none does"
+                                                         : "0 ok";
+    printf("\nexit codes: %s, 2 usage error, 3 invalid input, 5 I/O or internal error\n", verdict);
 }
 
 enum { OPT_RACKS = 256, OPT_WEIGHTS, OPT_KV, OPT_CONTEXT, OPT_BATCH, OPT_FORMAT, OPT_RESERVE,
        OPT_TP, OPT_PP, OPT_SWEEP, OPT_PHASE, OPT_PLOT, OPT_ETA_COMPUTE, OPT_ETA_MEMORY,
-       OPT_ETA_NETWORK, OPT_LOADS, OPT_REDUNDANT, OPT_EP, OPT_TIME_LIMIT, OPT_EXPERT_MAP, OPT_TRACE,
-       OPT_TRAFFIC_WEIGHT, OPT_TPOT_MS, OPT_PRICE };
+       OPT_ETA_NETWORK, OPT_LOADS, OPT_REDUNDANT, OPT_EP, OPT_TIME_LIMIT, OPT_EXPERT_MAP, OPT_REPORT, OPT_TRACE,
+       OPT_TRAFFIC_WEIGHT, OPT_TPOT_MS, OPT_PRICE, OPT_DOMAIN_SIZES, OPT_DEVICES };
 
 /* "A:B" or "A:B:N": N batches spaced evenly in log from A to B (default 50). */
 static bool parse_sweep(const char *text, struct options *o)
@@ -252,9 +266,14 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         {{"ep", required_argument, NULL, OPT_EP}, OPTS_PLAN},
         {{"time-limit", required_argument, NULL, OPT_TIME_LIMIT}, OPTS_PLAN},
         {{"expert-map", required_argument, NULL, OPT_EXPERT_MAP}, OPTS_PLAN},
+        {{"report", required_argument, NULL, OPT_REPORT}, OPTS_PLAN},
+        {{"report", required_argument, NULL, OPT_REPORT}, OPTS_COMPARE},
         {{"racks", required_argument, NULL, OPT_RACKS}, OPTS_COMPARE},
         {{"tpot-ms", required_argument, NULL, OPT_TPOT_MS}, OPTS_COMPARE},
         {{"price", required_argument, NULL, OPT_PRICE}, OPTS_COMPARE},
+        {{"domain-sizes", required_argument, NULL, OPT_DOMAIN_SIZES}, OPTS_COMPARE},
+        {{"devices", required_argument, NULL, OPT_DEVICES}, OPTS_COMPARE},
+        {{"plot", required_argument, NULL, OPT_PLOT}, OPTS_COMPARE},
     };
     struct option longopts[sizeof table / sizeof table[0] + 1];
     int n = 0;
@@ -279,7 +298,7 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
             return EXIT_OK;
         case OPT_RACKS:
             if (c->options & OPTS_COMPARE) {
-                if (!parse_racks_list(arg, o))
+                if (!parse_count_list(arg, PLAN_MAX_RACKS, o->racks_list, CLI_MAX_RACKS_LIST, &o->racks_count))
                     return cli_usage_error(c, "--racks takes up to %d whole numbers from 1 to %d "
                                               "separated by commas, not '%s'",
                                            CLI_MAX_RACKS_LIST, PLAN_MAX_RACKS, arg);
@@ -287,6 +306,18 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
                 return cli_usage_error(c, "--racks takes a whole number from 1 to %d, not '%s'",
                                        PLAN_MAX_RACKS, arg);
             }
+            break;
+        case OPT_DOMAIN_SIZES:
+            if (!parse_count_list(arg, TOPOLOGY_MAX_DOMAIN_DEVICES, o->domain_sizes, CLI_MAX_RACKS_LIST,
+                                  &o->domain_size_count))
+                return cli_usage_error(c, "--domain-sizes takes up to %d whole numbers from 1 to %d "
+                                          "separated by commas, not '%s'",
+                                       CLI_MAX_RACKS_LIST, TOPOLOGY_MAX_DOMAIN_DEVICES, arg);
+            break;
+        case OPT_DEVICES:
+            if (!parse_count(arg, 1, CLI_MAX_DEVICES, &o->devices))
+                return cli_usage_error(c, "--devices takes a whole number from 1 to %d, not '%s'",
+                                       CLI_MAX_DEVICES, arg);
             break;
         case OPT_TPOT_MS: {
             char *end;
@@ -381,6 +412,12 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         case OPT_PLOT:
             o->plot = arg;
             break;
+        case OPT_REPORT:
+            if (!document_path_ok(arg))
+                return cli_usage_error(c, "--report writes FILE.md (with its plots beside it as SVG) "
+                                          "or FILE.html, not '%s'", arg);
+            o->report = arg;
+            break;
         case OPT_ETA_COMPUTE:
         case OPT_ETA_MEMORY:
         case OPT_ETA_NETWORK: {
@@ -458,83 +495,6 @@ int cli_report(const struct diags *d, int status)
     return status;
 }
 
-bool sink_open(struct sink *s, const char *path)
-{
-    s->path = path;
-    s->temp_path = NULL;
-    if (!path) {
-        s->out = stdout;
-        return true;
-    }
-    size_t n = strlen(path) + 16;
-    s->temp_path = xmalloc(n);
-    snprintf(s->temp_path, n, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(s->temp_path);
-    if (fd < 0) {
-        fprintf(stderr, "rackplan: unable to write '%s': %s\n", path, strerror(errno));
-        free(s->temp_path);
-        s->temp_path = NULL;
-        return false;
-    }
-    /* mkstemp creates the file 0600; give it the mode a plain open would (0666 less umask). */
-    mode_t mask = umask(0);
-    umask(mask);
-    if (fchmod(fd, 0666 & ~mask) != 0) {
-        /* the output still gets written, only with the stricter mode */
-    }
-    s->out = fdopen(fd, "w");
-    if (!s->out) {
-        close(fd);
-        unlink(s->temp_path);
-        fprintf(stderr, "rackplan: unable to write '%s': %s\n", path, strerror(errno));
-        free(s->temp_path);
-        s->temp_path = NULL;
-        return false;
-    }
-    return true;
-}
-
-bool sink_commit(struct sink *s)
-{
-    if (!s->temp_path) {
-        if (fflush(stdout) != 0 || ferror(stdout)) {
-            fprintf(stderr, "rackplan: unable to write to standard output: %s\n", strerror(errno));
-            return false;
-        }
-        return true;
-    }
-    bool ok = fflush(s->out) == 0 && !ferror(s->out) && fsync(fileno(s->out)) == 0;
-    int saved = errno;
-    if (fclose(s->out) != 0 && ok) {
-        ok = false;
-        saved = errno;
-    }
-    s->out = NULL;
-    if (ok && rename(s->temp_path, s->path) != 0) {
-        ok = false;
-        saved = errno;
-    }
-    if (!ok) {
-        unlink(s->temp_path);
-        fprintf(stderr, "rackplan: unable to write '%s': %s\n", s->path, strerror(saved));
-    }
-    free(s->temp_path);
-    s->temp_path = NULL;
-    return ok;
-}
-
-void sink_abort(struct sink *s)
-{
-    if (!s->temp_path)
-        return;
-    if (s->out)
-        fclose(s->out);
-    s->out = NULL;
-    unlink(s->temp_path);
-    free(s->temp_path);
-    s->temp_path = NULL;
-}
-
 void format_gb(double bytes, char *buffer, size_t size)
 {
     snprintf(buffer, size, "%.3f", bytes / 1e9);
@@ -580,9 +540,9 @@ int cli_load_topology(const char *path, struct topology *out)
 int cli_check_cluster(const struct command *c, int64_t racks, const struct topology *t)
 {
     double devices = (double)racks * (double)t->domain_devices;
-    if (devices > 1e7)
-        return cli_usage_error(c, "--racks %lld makes %.0f devices of %s, more than 10000000",
-                               (long long)racks, devices, t->name);
+    if (devices > CLI_MAX_DEVICES)
+        return cli_usage_error(c, "--racks %lld makes %.0f devices of %s, more than %d",
+                               (long long)racks, devices, t->name, CLI_MAX_DEVICES);
     return EXIT_OK;
 }
 

@@ -10,6 +10,7 @@
 #include "diag.h"
 #include "json.h"
 #include "precision.h"
+#include "sink.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -49,6 +50,7 @@ enum {
 #define CLI_MAX_POSITIONALS 64
 #define CLI_MAX_RACKS_LIST 16
 #define CLI_MAX_PRICES 16
+#define CLI_MAX_DEVICES 10000000 /* the interconnect graph of ten million devices still builds */
 
 struct command {
     const char *name;
@@ -73,6 +75,9 @@ struct options {
     int64_t racks; /* 0 = the topology's default */
     int64_t racks_list[CLI_MAX_RACKS_LIST]; /* compare: each cluster size; racks_count 0: default */
     int racks_count;
+    int64_t domain_sizes[CLI_MAX_RACKS_LIST]; /* compare: scale-up domain sizes; count 0: none */
+    int domain_size_count;
+    int64_t devices; /* compare --domain-sizes: devices in every row; 0: the sizes' lcm */
     double tpot_s; /* compare: time per output token target; 0: none */
     struct price prices[CLI_MAX_PRICES];
     int price_count;
@@ -101,6 +106,7 @@ struct options {
     double time_limit_s;
     double traffic_weight;  /* cost of a distinct domain per token, in units of imbalance */
     const char *expert_map; /* .csv or .json, or NULL */
+    const char *report;     /* .md or .html, or NULL */
     bool batch_set;
 };
 
@@ -114,21 +120,6 @@ int cli_usage_error(const struct command *command, const char *fmt, ...)
 
 /* Prints `d` and maps a reader status to an exit code. */
 int cli_report(const struct diags *d, int status);
-
-/* An output being written: stdout, or a temporary file renamed over `path` on success. */
-struct sink {
-    FILE *out;
-    const char *path;
-    char *temp_path;
-};
-
-/* Opens the sink for `path` (NULL: stdout). On failure prints why and returns false. */
-bool sink_open(struct sink *s, const char *path);
-/* Flushes, syncs and renames into place. On failure removes the temporary file, leaves any
- * existing file untouched, prints why and returns false. */
-bool sink_commit(struct sink *s);
-/* Abandons the output: removes the temporary file. */
-void sink_abort(struct sink *s);
 
 /* Decimal gigabytes with 3 decimals ("26.123"). */
 void format_gb(double bytes, char *buffer, size_t size);

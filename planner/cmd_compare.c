@@ -6,7 +6,9 @@
 #include "model.h"
 #include "topology.h"
 
+#include "../reports/document.h"
 #include "../reports/json.h"
+#include "../reports/plot.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -21,6 +23,8 @@ struct report {
     const struct topology *const *topology_of; /* each row's topology */
     const int64_t *order;
     int64_t count;
+    int64_t best;        /* the row marked best; -1: none fits (and meets the target) */
+    bool by_domain_size; /* rows in --domain-sizes order, one topology's domain varied */
 };
 
 /* The file name without directories and without ".xml". */
@@ -45,8 +49,7 @@ static bool price_names(const struct price *p, const char *path, const struct to
 
 static bool is_best(const struct report *r, int64_t rank)
 {
-    const struct compare_row *x = &r->rows[r->order[rank]];
-    return rank == 0 && x->fits && x->tpot_met;
+    return r->order[rank] == r->best;
 }
 
 static void write_tree(FILE *out, enum json_syntax syntax, const struct report *r)
@@ -228,10 +231,12 @@ static void write_text(FILE *out, const struct report *r)
                 c.devices, c.domain, c.fits, c.floor, c.batch, c.per_device, c.per_rack, c.cost,
                 c.energy, c.outside);
     }
-    fprintf(out, "\n* cheapest per token among the rows that fit%s; sorted by $/Mtok (unpriced rows\n"
-                 "  after, by tok/s/dev). floor: the decode step at batch 1; leaves: share of the MoE\n"
-                 "  all-to-all that crosses scale-up domains. %s\n",
+    fprintf(out, "\n* cheapest per token among the rows that fit%s;\n  %s.\n"
+                 "  floor: the decode step at batch 1; leaves: share of the MoE all-to-all that\n"
+                 "  crosses scale-up domains. %s\n",
             r->options->tpot_s > 0 ? " and meet the target" : "",
+            r->by_domain_size ? "rows by domain size: the same accelerator, links per device and price"
+                              : "sorted by $/Mtok (unpriced rows after, by tok/s/dev)",
             any_estimate(r) ? "Rows marked estimate in JSON use measured efficiency; the others are bounds."
                             : "Every number is a roofline bound (efficiency 1).");
 }
@@ -256,21 +261,245 @@ static void write_markdown(FILE *out, const struct report *r)
                                             : "Every number is a roofline bound (efficiency 1).");
 }
 
+/* The rows' decode steps against batch, 1 to each row's largest batch that fits. */
+enum { CURVE_POINTS = 40 };
+
+struct curves {
+    const struct report *report;
+    struct roof_point (*points)[CURVE_POINTS];
+    int64_t *count; /* per row; 0: the row does not fit */
+    bool priced;
+};
+
+static bool sweep_rows(const struct report *r, struct curves *c)
+{
+    c->report = r;
+    c->points = xcalloc((size_t)r->count, sizeof *c->points);
+    c->count = xcalloc((size_t)r->count, sizeof *c->count);
+    c->priced = false;
+    for (int64_t i = 0; i < r->count; i++) {
+        const struct compare_row *x = &r->rows[i];
+        if (!x->fits)
+            continue;
+        int64_t batches[CURVE_POINTS];
+        c->count[i] = roof_sweep_batches(1, x->max_batch > 1 ? x->max_batch : 2, CURVE_POINTS, batches);
+        if (!compare_sweep(r->model, r->topology_of[i], x, r->workload, batches, c->count[i], c->points[i]))
+            return false;
+        c->priced |= x->price_usd_per_hour > 0;
+    }
+    return true;
+}
+
+static void curves_release(struct curves *c)
+{
+    free(c->points);
+    free(c->count);
+}
+
+static void row_name(const struct report *r, int64_t row, char *out, size_t size)
+{
+    const struct compare_row *x = &r->rows[row];
+    snprintf(out, size, "%s, %lld device%s", r->topology_of[row]->name, (long long)x->devices,
+             x->devices == 1 ? "" : "s");
+}
+
+static void draw_batch_curves(FILE *out, const void *data)
+{
+    const struct curves *c = data;
+    const struct report *r = c->report;
+    int64_t n = r->count;
+    struct plot_series *time = xcalloc((size_t)n, sizeof *time), *right = xcalloc((size_t)n, sizeof *right);
+    double *values = xcalloc((size_t)(n * 3 * CURVE_POINTS), sizeof *values);
+    char (*names)[200] = xcalloc((size_t)n, sizeof *names), (*priced_names)[216] = xcalloc((size_t)n, sizeof *priced_names);
+    int lines = 0;
+    for (int64_t rank = 0; rank < n; rank++) {
+        int64_t i = r->order[rank];
+        if (c->count[i] == 0)
+            continue;
+        double *x = values + i * 3 * CURVE_POINTS, *ms = x + CURVE_POINTS, *y = ms + CURVE_POINTS;
+        for (int64_t k = 0; k < c->count[i]; k++) {
+            const struct roof_point *p = &c->points[i][k];
+            x[k] = (double)p->batch;
+            ms[k] = p->step_s * 1e3;
+            y[k] = c->priced ? p->cost_per_mtok : p->tokens_per_s_per_device;
+        }
+        row_name(r, i, names[i], sizeof names[i]);
+        snprintf(priced_names[i], sizeof priced_names[i], "%s%s", names[i],
+                 c->priced && r->rows[i].price_usd_per_hour <= 0 ? " (no price)" : "");
+        time[lines] = (struct plot_series){names[i], x, ms, c->count[i]};
+        right[lines++] = (struct plot_series){priced_names[i], x, y, c->count[i]};
+    }
+    struct plot_panel panels[2] = {
+        {"Time per output token", "batch (sequences)", "milliseconds per decode step", time, lines},
+        {c->priced ? "Cost per million output tokens" : "Throughput per device", "batch (sequences)",
+         c->priced ? "USD per million tokens" : "tokens per second per device", right, lines}};
+    char title[200];
+    snprintf(title, sizeof title, "%s: decode against batch", r->model->name);
+    plot_panels(out, title, "roofline bound at each topology's layout, up to the largest batch that fits",
+                panels, 2);
+    free(priced_names);
+    free(names);
+    free(values);
+    free(right);
+    free(time);
+}
+
+static void draw_domain_sizes(FILE *out, const void *data)
+{
+    const struct report *r = data;
+    int64_t n = r->count;
+    double *values = xcalloc((size_t)(4 * n), sizeof *values);
+    double *size = values, *floor_ms = size + n, *per_device = floor_ms + n, *cost = per_device + n;
+    bool priced = false;
+    for (int64_t i = 0; i < n; i++) {
+        const struct compare_row *x = &r->rows[i];
+        size[i] = (double)x->domain_size;
+        floor_ms[i] = x->fits ? x->latency_floor_s * 1e3 : 0;
+        per_device[i] = x->tpot_met ? x->point.tokens_per_s_per_device : 0;
+        cost[i] = x->cost_per_mtok;
+        priced |= cost[i] > 0;
+    }
+    const char *accelerator = r->topology_of[0]->accelerator;
+    struct plot_series floor_line = {accelerator, size, floor_ms, n},
+                       rate_line = {accelerator, size, per_device, n}, cost_line = {accelerator, size, cost, n};
+    struct plot_panel panels[3] = {
+        {"Latency floor", "scale-up domain size (devices)", "milliseconds (batch 1)", &floor_line, 1},
+        {"Throughput per device", "scale-up domain size (devices)",
+         r->options->tpot_s > 0 ? "tokens/s per device within the TPOT" : "tokens/s per device", &rate_line, 1},
+        {"Cost per million output tokens", "scale-up domain size (devices)", "USD per million tokens",
+         &cost_line, 1}};
+    char title[320];
+    char devices[32];
+    format_count((double)r->rows[0].devices, devices, sizeof devices);
+    snprintf(title, sizeof title, "%s on %s devices: what a bigger scale-up domain buys", r->model->name, devices);
+    plot_panels(out, title, "the same accelerator, links per device, scale-out network and price; only the domain varies",
+                panels, priced ? 3 : 2);
+    free(values);
+}
+
+static bool write_plot(const char *path, const struct report *r, const struct curves *c)
+{
+    struct sink svg;
+    if (!sink_open(&svg, path))
+        return false;
+    if (r->by_domain_size)
+        draw_domain_sizes(svg.out, r);
+    else
+        draw_batch_curves(svg.out, c);
+    return sink_commit(&svg);
+}
+
+static bool write_report(const char *path, const struct report *r, const struct curves *c)
+{
+    char title[200];
+    snprintf(title, sizeof title, "Which hardware for %s", r->model->name);
+    struct document d;
+    if (!document_open(&d, path, title))
+        return false;
+    char heading[300], context[32];
+    format_count((double)r->workload->context, context, sizeof context);
+    snprintf(heading, sizeof heading, "%s at %s tokens of context", r->model->name, context);
+    document_heading(&d, heading);
+    if (r->options->tpot_s > 0)
+        document_paragraph(&d, "Target: time per output token <= %.4g ms.", r->options->tpot_s * 1e3);
+    static const char *const headers[] = {"topology", "racks", "devices", "domain", "fits", "floor ms",
+                                          "batch", "tok/s/dev", "tok/s/rack", "$/Mtok", "J/tok",
+                                          "all-to-all leaving the domain"};
+    document_table_begin(&d, 12, headers, "lrrrlrrrrrrr");
+    for (int64_t rank = 0; rank < r->count; rank++) {
+        struct cells cell;
+        row_cells(r, rank, &cell);
+        char name[sizeof cell.name + 8];
+        snprintf(name, sizeof name, "%.159s%s", is_best(r, rank) ? cell.name + 2 : cell.name,
+                 is_best(r, rank) ? " (best)" : "");
+        const char *row[] = {name, cell.racks, cell.devices, cell.domain, cell.fits, cell.floor, cell.batch,
+                             cell.per_device, cell.per_rack, cell.cost, cell.energy, cell.outside};
+        document_table_row(&d, row);
+    }
+    document_table_end(&d);
+    document_paragraph(&d, "floor: the decode step at batch 1. batch: the largest whose decode step %s. "
+                           "Best: the cheapest per token among the rows that fit%s. %s",
+                       r->options->tpot_s > 0 ? "meets the target" : "fits in HBM",
+                       r->options->tpot_s > 0 ? " and meet the target" : "",
+                       any_estimate(r) ? "Some rows are estimates from measured efficiency."
+                                       : "Every number is a roofline bound (efficiency 1).");
+    if (r->by_domain_size)
+        document_figure(&d, "domain-sizes", "Latency floor, throughput and cost against scale-up domain size",
+                        draw_domain_sizes, r);
+    document_figure(&d, "batch", "Time per output token and cost against batch, a line per row",
+                    draw_batch_curves, c);
+    return document_commit(&d);
+}
+
+static int64_t gcd(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* --domain-sizes: one variant of `t` per size, all on the same devices. */
+static int domain_variants(const struct options *o, const struct topology *t, struct topology *variants,
+                           int64_t *racks)
+{
+    if (o->positional_count != 2)
+        return cli_usage_error(o->command, "--domain-sizes varies one topology's domain; give one TOPOLOGY, not %d",
+                               o->positional_count - 1);
+    if (o->racks_count > 0)
+        return cli_usage_error(o->command, "--domain-sizes sets the domains from --devices; drop --racks");
+    if (t->kind == DOMAIN_TORUS)
+        return cli_usage_error(o->command, "%s has a torus domain, whose shape sets its bandwidth; "
+                                           "--domain-sizes varies switched and mesh domains",
+                               t->name);
+    int64_t devices = o->devices;
+    if (devices == 0) {
+        devices = 1;
+        for (int k = 0; k < o->domain_size_count; k++) {
+            devices = devices / gcd(devices, o->domain_sizes[k]) * o->domain_sizes[k];
+            if (devices > CLI_MAX_DEVICES)
+                return cli_usage_error(o->command, "the domain sizes' least common multiple is more than %d "
+                                                   "devices; give --devices N",
+                                       CLI_MAX_DEVICES);
+        }
+    }
+    for (int k = 0; k < o->domain_size_count; k++) {
+        if (devices % o->domain_sizes[k] != 0)
+            return cli_usage_error(o->command, "--devices %lld is not a whole number of domains of %lld",
+                                   (long long)devices, (long long)o->domain_sizes[k]);
+        topology_with_domain_size(t, o->domain_sizes[k], &variants[k]);
+        racks[k] = devices / o->domain_sizes[k];
+    }
+    return EXIT_OK;
+}
+
 int cmd_compare(int argc, char **argv)
 {
     struct options o;
     int status = cli_parse(&command_compare, argc, argv, &o);
     if (status >= 0)
         return status;
+    if (o.devices && o.domain_size_count == 0)
+        return cli_usage_error(o.command, "--devices goes with --domain-sizes; --racks sets the cluster otherwise");
     struct model m;
     if ((status = cli_load_model(o.positional[0], &m)) != EXIT_OK)
         return status;
     int topologies = o.positional_count - 1;
-    int sizes = o.racks_count > 0 ? o.racks_count : 1;
+    bool by_domain_size = o.domain_size_count > 0;
+    int sizes = by_domain_size ? o.domain_size_count : o.racks_count > 0 ? o.racks_count : 1;
+    int64_t count = (int64_t)topologies * sizes;
     struct topology *loaded = xcalloc((size_t)topologies, sizeof *loaded);
+    struct topology *variants = xcalloc((size_t)sizes, sizeof *variants);
+    int64_t *variant_racks = xcalloc((size_t)sizes, sizeof *variant_racks);
+    struct compare_row *rows = xcalloc((size_t)count, sizeof *rows);
+    const struct topology **topology_of = xcalloc((size_t)count, sizeof *topology_of);
+    int64_t *order = xcalloc((size_t)count, sizeof *order);
+    struct curves curves = {0};
     for (int i = 0; i < topologies; i++)
         if ((status = cli_load_topology(o.positional[i + 1], &loaded[i])) != EXIT_OK)
-            goto loaded_done;
+            goto done;
     for (int p = 0; p < o.price_count; p++) {
         bool named = false;
         for (int i = 0; i < topologies; i++)
@@ -278,17 +507,15 @@ int cmd_compare(int argc, char **argv)
         if (!named) {
             status = cli_usage_error(o.command, "--price '%s' names none of the topologies given",
                                      o.prices[p].device);
-            goto loaded_done;
+            goto done;
         }
     }
+    if (by_domain_size && (status = domain_variants(&o, &loaded[0], variants, variant_racks)) != EXIT_OK)
+        goto done;
     if ((status = cli_resolve(&o, &m, NULL)) != EXIT_OK)
-        goto loaded_done;
+        goto done;
     struct workload w;
     cli_workload(&o, &w);
-    int64_t count = (int64_t)topologies * sizes;
-    struct compare_row *rows = xcalloc((size_t)count, sizeof *rows);
-    const struct topology **topology_of = xcalloc((size_t)count, sizeof *topology_of);
-    int64_t *order = xcalloc((size_t)count, sizeof *order);
     status = EXIT_OK;
     for (int i = 0; i < topologies && status == EXIT_OK; i++) {
         double price = 0;
@@ -297,44 +524,62 @@ int cmd_compare(int argc, char **argv)
                 price = o.prices[p].usd_per_hour;
         for (int k = 0; k < sizes; k++) {
             int64_t row = i * sizes + k;
-            topology_of[row] = &loaded[i];
-            int64_t racks = o.racks_count > 0 ? o.racks_list[k] : loaded[i].default_domains;
-            if ((status = cli_check_cluster(o.command, racks, &loaded[i])) != EXIT_OK)
+            topology_of[row] = by_domain_size ? &variants[k] : &loaded[i];
+            int64_t racks = by_domain_size         ? variant_racks[k]
+                            : o.racks_count > 0    ? o.racks_list[k]
+                                                   : loaded[i].default_domains;
+            if ((status = cli_check_cluster(o.command, racks, topology_of[row])) != EXIT_OK)
                 break;
-            if (!compare_row(&m, &loaded[i], racks, &w, o.tpot_s, price, &rows[row])) {
+            if (!compare_row(&m, topology_of[row], racks, &w, o.tpot_s, price, &rows[row])) {
                 fprintf(stderr, "rackplan compare: the interconnect graph could not be built (out of memory)\n");
                 status = EXIT_IO;
                 break;
             }
         }
     }
-    if (status == EXIT_OK) {
-        compare_order(rows, count, order);
-        struct report r = {.model = &m, .options = &o, .workload = &w, .rows = rows,
-                           .topology_of = topology_of, .order = order, .count = count};
-        struct sink sink;
-        if (!sink_open(&sink, o.output)) {
-            status = EXIT_IO;
-        } else {
-            enum json_syntax syntax;
-            if (cli_tree_format(o.format, &syntax))
-                write_tree(sink.out, syntax, &r);
-            else if (o.format == FORMAT_CSV)
-                write_csv(sink.out, &r);
-            else if (o.format == FORMAT_MD)
-                write_markdown(sink.out, &r);
-            else
-                write_text(sink.out, &r);
-            if (!sink_commit(&sink))
-                status = EXIT_IO;
-            else if (!is_best(&r, 0))
-                status = EXIT_NO_FIT;
-        }
+    if (status != EXIT_OK)
+        goto done;
+    compare_order(rows, count, order);
+    struct report r = {.model = &m, .options = &o, .workload = &w, .rows = rows, .topology_of = topology_of,
+                       .order = order, .count = count, .by_domain_size = by_domain_size,
+                       .best = rows[order[0]].fits && rows[order[0]].tpot_met ? order[0] : -1};
+    if (by_domain_size)
+        for (int64_t i = 0; i < count; i++)
+            order[i] = i;
+    if ((o.plot || o.report) && !sweep_rows(&r, &curves)) {
+        fprintf(stderr, "rackplan compare: the interconnect graph could not be built (out of memory)\n");
+        status = EXIT_IO;
+        goto done;
     }
+    struct sink sink;
+    if (!sink_open(&sink, o.output)) {
+        status = EXIT_IO;
+        goto done;
+    }
+    enum json_syntax syntax;
+    if (cli_tree_format(o.format, &syntax))
+        write_tree(sink.out, syntax, &r);
+    else if (o.format == FORMAT_CSV)
+        write_csv(sink.out, &r);
+    else if (o.format == FORMAT_MD)
+        write_markdown(sink.out, &r);
+    else
+        write_text(sink.out, &r);
+    if (!sink_commit(&sink))
+        status = EXIT_IO;
+    else if (o.plot && !write_plot(o.plot, &r, &curves))
+        status = EXIT_IO;
+    else if (o.report && !write_report(o.report, &r, &curves))
+        status = EXIT_IO;
+    else if (r.best < 0)
+        status = EXIT_NO_FIT;
+done:
+    curves_release(&curves);
     free(order);
     free(topology_of);
     free(rows);
-loaded_done:
+    free(variant_racks);
+    free(variants);
     free(loaded);
     return status;
 }

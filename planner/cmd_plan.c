@@ -14,7 +14,9 @@
 #include "trace.h"
 #include "traffic.h"
 
+#include "../reports/document.h"
 #include "../reports/json.h"
+#include "../reports/plot.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -344,6 +346,180 @@ static bool write_expert_map(const char *path, const struct model *m, const stru
     return sink_commit(&sink);
 }
 
+/* The figures of a plan report, each drawn by one callback. */
+struct batch_figure {
+    const struct roof_setup *setup;
+    const char *model, *topology;
+    const struct roof_point *points;
+    int64_t count;
+};
+
+static void draw_batch(FILE *out, const void *data)
+{
+    const struct batch_figure *f = data;
+    plot_roofline(out, &f->setup->layout, f->model, f->topology, f->points, f->count,
+                  roof_latency_floor_s(f->setup), roof_crossover_batch(f->setup), false, false);
+}
+
+struct memory_figure {
+    const char *title;
+    const struct plot_memory_bar *bars;
+    int count;
+};
+
+static void draw_memory(FILE *out, const void *data)
+{
+    const struct memory_figure *f = data;
+    plot_memory_bars(out, f->title, f->bars, f->count);
+}
+
+struct heat_figure {
+    const char *title, *subtitle;
+    const double *values;
+    int64_t rows, columns;
+};
+
+static void draw_heat(FILE *out, const void *data)
+{
+    const struct heat_figure *f = data;
+    plot_heat_map(out, f->title, f->subtitle, f->values, f->rows, f->columns, "MoE layer",
+                  "device (expert-parallel rank)");
+}
+
+static void write_report_memory(struct document *d, const struct model *m, const struct topology *t,
+                                const struct workload *w, const struct planned *p)
+{
+    int64_t stages = p->layout.pp;
+    struct plot_memory_bar *bars = xcalloc((size_t)stages, sizeof *bars);
+    char (*labels)[96] = xcalloc((size_t)stages, sizeof *labels);
+    static const char *const headers[] = {"stage", "devices", "layers", "weights GB", "KV cache GB",
+                                          "activations GB", "reserve GB", "free GB"};
+    document_heading(d, "Memory per device");
+    document_table_begin(d, 8, headers, "llrrrrrr");
+    int64_t per_stage = p->layout.devices / stages;
+    for (int64_t s = 0; s < stages; s++) {
+        struct device_memory mem;
+        plan_stage_memory(m, t, &p->layout, w, s, &mem);
+        char stage[24], devices[48], layers[24], cell[5][32];
+        snprintf(stage, sizeof stage, "%" PRId64, s);
+        snprintf(devices, sizeof devices, "%" PRId64 "-%" PRId64, s * per_stage, (s + 1) * per_stage - 1);
+        snprintf(layers, sizeof layers, "%" PRId64, mem.layers);
+        double parts[5] = {mem.weights_bytes, mem.kv_bytes, mem.activation_bytes, mem.reserve_bytes,
+                           mem.free_bytes};
+        for (int i = 0; i < 5; i++) {
+            format_gb(parts[i], cell[i], sizeof cell[i]);
+            bars[s].gb[i] = parts[i] / 1e9;
+        }
+        const char *row[] = {stage, devices, layers, cell[0], cell[1], cell[2], cell[3], cell[4]};
+        document_table_row(d, row);
+        snprintf(labels[s], sizeof labels[s], "stage %" PRId64 ": devices %s", s, devices);
+        bars[s].label = labels[s];
+        bars[s].hbm_gb = mem.hbm_bytes / 1e9;
+    }
+    document_table_end(d);
+    char batch[32];
+    format_count((double)p->batch, batch, sizeof batch);
+    char title[160];
+    snprintf(title, sizeof title, "Memory per device at batch %s", batch);
+    struct memory_figure figure = {title, bars, (int)stages};
+    document_figure(d, "memory", "Memory per device, each pipeline stage", draw_memory, &figure);
+    free(labels);
+    free(bars);
+}
+
+static void write_report_step(struct document *d, const struct model *m, const struct topology *t,
+                              const struct roof_setup *setup, const struct planned *p)
+{
+    document_heading(d, "Predicted decode step");
+    static const char *const headers[] = {"batch", "step ms", "binds", "compute ms", "weights ms",
+                                          "KV ms", "network ms", "tokens/s", "tokens/s per device"};
+    document_table_begin(d, 9, headers, "rrlrrrrrr");
+    char cell[9][32];
+    format_count((double)p->batch, cell[0], sizeof cell[0]);
+    snprintf(cell[1], sizeof cell[1], "%.4g", p->step.step_s * 1e3);
+    snprintf(cell[2], sizeof cell[2], "%s", roof_term_name(p->step.bound));
+    snprintf(cell[3], sizeof cell[3], "%.4g", p->step.compute_s * 1e3);
+    snprintf(cell[4], sizeof cell[4], "%.4g", p->step.weights_s * 1e3);
+    snprintf(cell[5], sizeof cell[5], "%.4g", p->step.kv_s * 1e3);
+    snprintf(cell[6], sizeof cell[6], "%.4g", p->step.comm_s * 1e3);
+    format_count(p->step.tokens_per_s, cell[7], sizeof cell[7]);
+    format_count(p->step.tokens_per_s_per_device, cell[8], sizeof cell[8]);
+    const char *row[9];
+    for (int i = 0; i < 9; i++)
+        row[i] = cell[i];
+    document_table_row(d, row);
+    document_table_end(d);
+    document_paragraph(d, "Roofline bound: each term at peak FLOP/s, HBM and link bandwidth; the step "
+                          "is the largest of compute, memory (weights + KV read) and network%s, "
+                          "times the pipeline stages, plus the pipeline sends. Latency floor (batch 1): %.4g ms.",
+                       p->moe ? ", with the expert placement's mean GPU imbalance on the expert terms" : "",
+                       roof_latency_floor_s(setup) * 1e3);
+    enum { POINTS = 40 };
+    int64_t batches[POINTS];
+    int64_t top = p->batch > 1 ? p->batch : 2;
+    int64_t count = roof_sweep_batches(1, top, POINTS, batches);
+    struct roof_point points[POINTS];
+    for (int64_t i = 0; i < count; i++)
+        roof_decode(setup, batches[i], &points[i]);
+    struct batch_figure figure = {setup, m->name, t->name, points, count};
+    document_figure(d, "batch", "Time per decode step and cost per token against batch, up to the plan's batch",
+                    draw_batch, &figure);
+}
+
+static void write_report_experts(struct document *d, const struct planned *p)
+{
+    document_heading(d, "Experts on devices");
+    const struct cluster_placement *e = &p->experts;
+    document_paragraph(d, "%" PRId64 " slots on each of %" PRId64 " devices (%" PRId64 " scale-up domain%s of %" PRId64
+                          "), %s loads. GPU imbalance (max / mean load): mean %.4f, worst layer %.4f; "
+                          "lower bound %.4f, gap %.2f%%.",
+                       p->slots, p->ep_domains * p->ep_devices, p->ep_domains, p->ep_domains == 1 ? "" : "s",
+                       p->ep_devices, p->uniform ? "uniform" : "measured", e->gpu_imbalance_mean,
+                       e->gpu_imbalance_worst, e->bound_mean,
+                       (e->gpu_imbalance_mean - e->bound_mean) / e->gpu_imbalance_mean * 100);
+    int64_t columns = e->domains * e->devices;
+    double *values = xmalloc((size_t)(e->layers * columns) * sizeof *values);
+    for (int64_t l = 0; l < e->layers; l++) {
+        double mean = 0;
+        for (int64_t c = 0; c < columns; c++)
+            mean += e->device_load[l * columns + c];
+        mean /= (double)columns;
+        for (int64_t c = 0; c < columns; c++)
+            values[l * columns + c] = mean > 0 ? e->device_load[l * columns + c] / mean : 1;
+    }
+    struct heat_figure figure = {"Expert load per device and MoE layer",
+                                 "each cell: tokens the device's experts receive / the layer's mean",
+                                 values, e->layers, columns};
+    document_figure(d, "experts", "Expert load: MoE layers x devices, as a multiple of the layer's mean",
+                    draw_heat, &figure);
+    free(values);
+}
+
+static bool write_report(const char *path, const struct model *m, const struct topology *t,
+                         const struct workload *w, const struct roof_setup *setup,
+                         const struct planned *p)
+{
+    char title[300];
+    snprintf(title, sizeof title, "%s on %s", m->name, t->name);
+    struct document d;
+    if (!document_open(&d, path, title))
+        return false;
+    char batch[32], context[32];
+    format_count((double)p->batch, batch, sizeof batch);
+    format_count((double)w->context, context, sizeof context);
+    document_paragraph(&d, "%" PRId64 " devices in %" PRId64 " scale-up domain%s; TP %" PRId64 " x DP %" PRId64
+                           " x PP %" PRId64 "%s; batch %s sequences at %s tokens of context. "
+                           "Written by rackplan " RACKPLAN_VERSION ".",
+                       p->layout.devices, p->layout.racks, p->layout.racks == 1 ? "" : "s", p->layout.tp,
+                       p->layout.dp, p->layout.pp, p->moe ? ", experts spread over each stage" : "", batch,
+                       context);
+    write_report_memory(&d, m, t, w, p);
+    write_report_step(&d, m, t, setup, p);
+    if (p->moe)
+        write_report_experts(&d, p);
+    return document_commit(&d);
+}
+
 /* --redundant auto: whole spare slots per device (at most as many as the experts already
  * there, doubling them) while the batch still fits; each slot holds one routed expert in every
  * MoE layer of the stage. Returns the spare slots over the EP group beyond the experts. */
@@ -510,6 +686,8 @@ int cmd_plan(int argc, char **argv)
         if (!sink_commit(&sink))
             status = EXIT_IO;
         else if (o.expert_map && p.moe && !write_expert_map(o.expert_map, &m, &p))
+            status = EXIT_IO;
+        else if (o.report && !write_report(o.report, &m, &t, &w, &setup, &p))
             status = EXIT_IO;
     }
     if (p.memory.free_bytes < 0)

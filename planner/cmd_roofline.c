@@ -15,24 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The batches of a sweep: `points` values spaced evenly in log from `from` to `to`, rounded,
- * without repeats. Returns how many were written to `out` (room for `points`). */
-static int64_t sweep_batches(int64_t from, int64_t to, int64_t points, int64_t *out)
-{
-    int64_t n = 0;
-    for (int64_t i = 0; i < points; i++) {
-        double f = points == 1 ? 0 : (double)i / (double)(points - 1);
-        int64_t b = (int64_t)llround(exp(log((double)from) + f * (log((double)to) - log((double)from))));
-        if (b < from)
-            b = from;
-        if (b > to)
-            b = to;
-        if (n == 0 || b != out[n - 1])
-            out[n++] = b;
-    }
-    return n;
-}
-
 static bool is_estimate(const struct efficiency *e)
 {
     return e->compute < 1 || e->memory < 1 || e->network < 1;
@@ -222,7 +204,7 @@ int cmd_roofline(int argc, char **argv)
     int64_t *batches = xcalloc((size_t)capacity, sizeof *batches);
     int64_t count = 1;
     if (o.sweep_points > 0)
-        count = sweep_batches(o.sweep_from, o.sweep_to, o.sweep_points, batches);
+        count = roof_sweep_batches(o.sweep_from, o.sweep_to, o.sweep_points, batches);
     else
         batches[0] = o.batch;
     struct roof_point *points = xcalloc((size_t)count, sizeof *points);

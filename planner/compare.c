@@ -68,6 +68,26 @@ bool compare_row(const struct model *m, const struct topology *t, int64_t racks,
     return true;
 }
 
+bool compare_sweep(const struct model *m, const struct topology *t, const struct compare_row *row,
+                   const struct workload *w, const int64_t *batches, int64_t count,
+                   struct roof_point *out)
+{
+    struct graph_summary g;
+    if (graph_analyse(t, row->racks, &g) != GRAPH_OK)
+        return false;
+    struct roof_setup s = {.model = m, .topology = t, .graph = &g, .layout = row->layout, .workload = *w,
+                           .efficiency = {t->efficiency_compute, t->efficiency_memory,
+                                          t->efficiency_network}};
+    for (int64_t i = 0; i < count; i++) {
+        roof_decode(&s, batches[i], &out[i]);
+        double rate = out[i].tokens_per_s;
+        out[i].cost_per_mtok = row->price_usd_per_hour > 0 && rate > 0
+                                   ? row->price_usd_per_hour * (double)row->devices / 3600 / rate * 1e6
+                                   : 0;
+    }
+    return true;
+}
+
 static const struct compare_row *sorted_rows;
 
 static int better_first(const void *a, const void *b)

@@ -39,6 +39,12 @@ bool compare_row(const struct model *m, const struct topology *t, int64_t racks,
                  const struct workload *w, double tpot_s, double price_usd_per_hour,
                  struct compare_row *out);
 
+/* The decode step of `row`'s layout at each of `count` batches, its cost per million tokens at
+ * the row's price. False when the interconnect graph could not be built. */
+bool compare_sweep(const struct model *m, const struct topology *t, const struct compare_row *row,
+                   const struct workload *w, const int64_t *batches, int64_t count,
+                   struct roof_point *out);
+
 /* Sorts rows for a buyer: fitting rows that meet the target first, by cost per token (rows
  * with a known cost before those without), then by tokens/s per device; the rest after, in
  * their order. `order` receives row indices. */

@@ -77,7 +77,8 @@ const struct command command_plan = {
     .summary = "lay a model out: parallelism, layers on stages, experts on devices, predicted step",
     .usage = "rackplan plan MODEL TOPOLOGY [--racks N] [--loads FILE.csv] [--redundant N] [--ep N]\n"
              "                     [--tp N] [--pp N] [--batch N] [--context N] [--time-limit S]\n"
-             "                     [--expert-map FILE.csv|FILE.json] [--format text|json] [-o FILE]",
+             "                     [--expert-map FILE.csv|FILE.json] [--report FILE.md|FILE.html]\n"
+             "                     [--format text|json] [-o FILE]",
     .help = "Chooses the layout fit would (pinned by --tp/--pp/--ep), splits layers into pipeline\n"
             "stages (exact DP, proven optimal by an ILP), places routed experts and replicas of hot\n"
             "experts on devices for the expert loads (uniform without --loads), and predicts the step\n"
@@ -94,7 +95,8 @@ const struct command command_compare = {
     .summary = "one model on several topologies and cluster sizes: fit, latency, throughput, cost",
     .usage = "rackplan compare MODEL TOPOLOGY... [--racks N[,N...]] [--context N] [--tpot-ms X]\n"
              "                        [--price DEVICE=USD_PER_HOUR]... [--weights PREC] [--kv PREC]\n"
-             "                        [--format text|json|yaml|csv|md] [-o FILE]",
+             "                        [--domain-sizes N[,N...] [--devices N]] [--plot FILE.svg]\n"
+             "                        [--report FILE.md|FILE.html] [--format text|json|yaml|csv|md] [-o FILE]",
     .help = "Which hardware to buy: for each topology and cluster size, whether the model fits (and\n"
             "the fewest devices that hold it), the latency floor (the decode step at batch 1), the\n"
             "largest batch whose decode step meets --tpot-ms (or that fits, without a target),\n"
@@ -102,6 +104,8 @@ const struct command command_compare = {
             "topology's <price> or --price), energy per token (its <power>), the scale-up domain\n"
             "size and the share of the MoE all-to-all that leaves it. Rows are sorted by cost per\n"
             "token; the best is marked. Each topology is laid out as fit and roofline would.\n"
+            "--domain-sizes asks what a bigger scale-up domain buys: one topology's accelerator\n"
+            "in domains of each size, on the same devices, rows in size order.\n"
             "Exit 0 when some row fits (and meets the target), 1 when none does.\n",
     .options = OPTS_FORMAT | OPTS_PRECISION | OPTS_CONTEXT | OPTS_COMPARE,
     .positionals = 2,

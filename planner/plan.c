@@ -94,38 +94,40 @@ void plan_stage(const struct model *m, const struct layout *l, int64_t index, st
     *out = st;
 }
 
-void plan_memory(const struct model *m, const struct topology *t, const struct layout *l,
-                 const struct workload *w, struct device_memory *out)
+void plan_stage_memory(const struct model *m, const struct topology *t, const struct layout *l,
+                       const struct workload *w, int64_t index, struct device_memory *out)
 {
     struct model_params p;
     model_params(m, &p);
     double routed_bytes = p.routed_expert * precision_bytes(w->expert_weights);
     int64_t sequences = (int64_t)ceil_div((double)w->batch, (double)l->dp);
-    double kv_split = plan_kv_split(m, l);
+    struct stage st;
+    plan_stage(m, l, index, &st);
+    struct device_memory mem = {0};
+    mem.layers = st.last - st.first;
+    mem.sequences = sequences;
+    mem.weights_bytes = st.replicated_params * precision_bytes(w->weights) / (double)l->tp +
+                        (double)st.moe_layers * plan_experts_per_device(m, l) * routed_bytes;
+    mem.kv_bytes = (double)sequences *
+                   model_kv_bytes_per_sequence_layers(m, w->kv, w->context, st.first, st.last) /
+                   plan_kv_split(m, l);
+    mem.activation_bytes = (double)sequences * plan_activation_bytes_per_token(m, l);
+    mem.hbm_bytes = t->hbm_bytes;
+    mem.reserve_bytes = w->reserve_bytes >= 0 ? w->reserve_bytes : w->reserve_fraction * t->hbm_bytes;
+    mem.free_bytes = mem.hbm_bytes -
+                     (mem.weights_bytes + mem.kv_bytes + mem.activation_bytes + mem.reserve_bytes);
+    *out = mem;
+}
 
+void plan_memory(const struct model *m, const struct topology *t, const struct layout *l,
+                 const struct workload *w, struct device_memory *out)
+{
     struct device_memory worst = {0};
-    double worst_used = -1;
     for (int64_t index = 0; index < l->pp; index++) {
-        struct stage st;
-        plan_stage(m, l, index, &st);
-        struct device_memory mem = {0};
-        mem.layers = st.last - st.first;
-        mem.sequences = sequences;
-        mem.weights_bytes = st.replicated_params * precision_bytes(w->weights) / (double)l->tp +
-                            (double)st.moe_layers * plan_experts_per_device(m, l) * routed_bytes;
-        mem.kv_bytes = (double)sequences *
-                       model_kv_bytes_per_sequence_layers(m, w->kv, w->context, st.first, st.last) /
-                       kv_split;
-        mem.activation_bytes = (double)sequences * plan_activation_bytes_per_token(m, l);
-        mem.hbm_bytes = t->hbm_bytes;
-        mem.reserve_bytes =
-            w->reserve_bytes >= 0 ? w->reserve_bytes : w->reserve_fraction * t->hbm_bytes;
-        double used = mem.weights_bytes + mem.kv_bytes + mem.activation_bytes + mem.reserve_bytes;
-        mem.free_bytes = mem.hbm_bytes - used;
-        if (used > worst_used) {
-            worst_used = used;
+        struct device_memory mem;
+        plan_stage_memory(m, t, l, w, index, &mem);
+        if (index == 0 || mem.free_bytes < worst.free_bytes)
             worst = mem;
-        }
     }
     *out = worst;
 }

@@ -102,6 +102,10 @@ double plan_kv_split(const struct model *m, const struct layout *l);
 /* Per-token activation workspace on a device (bytes), see plan.c for the terms. */
 double plan_activation_bytes_per_token(const struct model *m, const struct layout *l);
 
+/* Memory of each device of pipeline stage `index` (they hold the same). */
+void plan_stage_memory(const struct model *m, const struct topology *t, const struct layout *l,
+                       const struct workload *w, int64_t index, struct device_memory *out);
+
 /* Memory of the most loaded device of `l`. */
 void plan_memory(const struct model *m, const struct topology *t, const struct layout *l,
                  const struct workload *w, struct device_memory *out);

@@ -211,3 +211,19 @@ int64_t roof_crossover_batch(const struct roof_setup *s)
     }
     return high;
 }
+
+int64_t roof_sweep_batches(int64_t from, int64_t to, int64_t points, int64_t *out)
+{
+    int64_t n = 0;
+    for (int64_t i = 0; i < points; i++) {
+        double f = points == 1 ? 0 : (double)i / (double)(points - 1);
+        int64_t b = (int64_t)llround(exp(log((double)from) + f * (log((double)to) - log((double)from))));
+        if (b < from)
+            b = from;
+        if (b > to)
+            b = to;
+        if (n == 0 || b != out[n - 1])
+            out[n++] = b;
+    }
+    return n;
+}

@@ -80,4 +80,8 @@ double roof_ideal_floor_s(const struct roof_setup *s);
  * KV read per sequence outgrows the compute per sequence). Searched up to 2^40. */
 int64_t roof_crossover_batch(const struct roof_setup *s);
 
+/* The batches of a sweep: `points` values spaced evenly in log from `from` to `to`, rounded,
+ * without repeats. Returns how many were written to `out` (room for `points`). */
+int64_t roof_sweep_batches(int64_t from, int64_t to, int64_t points, int64_t *out);
+
 #endif

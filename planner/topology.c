@@ -150,10 +150,10 @@ static void read_tree(struct collector *c, const xmlNode *root, struct topology 
                              (strcmp(text, "true") == 0 || strcmp(text, "1") == 0);
             t->domain_devices *= t->dim_size[i];
         }
-        if (t->domain_devices > 1000000) {
+        if (t->domain_devices > TOPOLOGY_MAX_DOMAIN_DEVICES) {
             diags_add(c->diags, c->path, (int)xmlGetLineNo(fabric), 0,
-                      "the torus has %lld devices, more than the 1000000 rackplan accepts",
-                      (long long)t->domain_devices);
+                      "the torus has %lld devices, more than the %d rackplan accepts",
+                      (long long)t->domain_devices, TOPOLOGY_MAX_DOMAIN_DEVICES);
             c->errors++;
         }
     }
@@ -310,4 +310,26 @@ double topology_peak_flops_per_s(const struct topology *t, enum precision p, enu
         }
     }
     return 0;
+}
+
+bool topology_with_domain_size(const struct topology *t, int64_t devices, struct topology *out)
+{
+    if (t->kind == DOMAIN_TORUS || devices < 1)
+        return false;
+    *out = *t;
+    if (devices == t->domain_devices)
+        return true;
+    out->domain_devices = devices;
+    if (t->kind == DOMAIN_MESH) {
+        /* a mesh of this many devices would not be built: the same links per device, through
+         * one switch */
+        out->kind = DOMAIN_SWITCHED;
+        out->switches = 1;
+    } else {
+        /* as many switch chips per device as the real domain, at least one */
+        int64_t switches = (t->switches * devices + t->domain_devices - 1) / t->domain_devices;
+        out->switches = switches > 0 ? switches : 1;
+    }
+    snprintf(out->name, sizeof out->name, "%.90s, domain of %lld", t->name, (long long)devices);
+    return true;
 }

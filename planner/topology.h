@@ -17,6 +17,7 @@
 
 #define TOPOLOGY_MAX_DIMS 4
 #define TOPOLOGY_MAX_BYTES (16u << 20)
+#define TOPOLOGY_MAX_DOMAIN_DEVICES 1000000
 
 enum domain_kind { DOMAIN_SWITCHED, DOMAIN_MESH, DOMAIN_TORUS };
 
@@ -72,6 +73,12 @@ enum topology_status topology_load_buffer(const char *path, const char *data, si
  * dimension of size 2 or an unwrapped line's end is not counted: the interior figure). */
 double topology_scale_up_bytes_per_s(const struct topology *t);
 double topology_scale_out_bytes_per_s(const struct topology *t);
+
+/* `t` with a scale-up domain of `devices` devices: the same accelerator, links per device and
+ * scale-out network, for the question what a bigger domain buys. A switched domain keeps its
+ * switch chips per device; a mesh becomes switched with its links per device. False for a torus
+ * (its shape, not only its size, sets its bandwidth). The name says the size. */
+bool topology_with_domain_size(const struct topology *t, int64_t devices, struct topology *out);
 
 /* "switched", "mesh", "torus". */
 const char *topology_kind_name(enum domain_kind kind);

@@ -15,4 +15,37 @@ void plot_roofline(FILE *out, const struct layout *layout, const char *model, co
                    const struct roof_point *points, int64_t count, double floor_s,
                    int64_t crossover, bool estimate, bool prefill);
 
+/* One line of a panel: `count` points (x[i], y[i]); points with a coordinate <= 0 break it. */
+struct plot_series {
+    const char *name;
+    const double *x, *y;
+    int64_t count;
+};
+
+struct plot_panel {
+    const char *title, *x_label, *y_label;
+    const struct plot_series *series;
+    int series_count;
+};
+
+/* Log-log panels side by side, each with its lines and their legend below it; lines of 12
+ * points or fewer mark each point. */
+void plot_panels(FILE *out, const char *title, const char *subtitle,
+                 const struct plot_panel *panels, int count);
+
+/* One device's memory: weights, KV cache, activations, reserve, free (GB; free < 0 is drawn
+ * as nothing, the bar then passing the HBM line). */
+struct plot_memory_bar {
+    const char *label;
+    double gb[5];
+    double hbm_gb;
+};
+
+void plot_memory_bars(FILE *out, const char *title, const struct plot_memory_bar *bars, int count);
+
+/* rows x columns cells, each a multiple of its row's mean (1 = the mean: white; below: blue;
+ * above: red, darkest at the largest value or 1.25, whichever is more). Rows and columns numbered from 0. */
+void plot_heat_map(FILE *out, const char *title, const char *subtitle, const double *values,
+                   int64_t rows, int64_t columns, const char *row_label, const char *column_label);
+
 #endif

@@ -16,13 +16,13 @@ failed=0
 mask() { sed -E 's/"seconds": [0-9.e+-]+/"seconds": S/; s/^( *)seconds: [0-9.e+-]+$/\1seconds: S/; s/[0-9]+\.[0-9]+ s$/S s/' "$1"; }
 for args_file in tests/cli/*.args; do
     name=${args_file%.args}
-    rm -f "$work"/file "$work"/produced.*
+    rm -f "$work"/file "$work"/produced*
     eval "set -- $(sed "s|@FILE@|$work/produced|g" "$args_file")"
     "$rackplan" "$@" >"$work/out" 2>"$work/err" </dev/null
     echo $? >"$work/code"
-    for produced in "$work"/produced*; do
-        [ -e "$produced" ] && cp "$produced" "$work/file"
-    done
+    # the file the arguments name (a report's figures beside it are not compared)
+    extension=$(grep -o '@FILE@[.a-z]*' "$args_file" | head -n 1 | sed 's/@FILE@//')
+    [ -e "$work/produced$extension" ] && cp "$work/produced$extension" "$work/file"
     parts="out err code"
     if grep -q @FILE@ "$args_file"; then
         parts="$parts file"

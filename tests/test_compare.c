@@ -77,6 +77,42 @@ static void outside_share(void)
           (long long)r.min_devices);
 }
 
+static void domain_sizes(void)
+{
+    struct model m = fixture_model("models/deepseek-v3.yaml");
+    struct topology nvl72 = fixture_topology("topologies/gb200-nvl72.xml");
+    struct topology eight, whole;
+    /* gb200-nvl72.xml: 72 GPUs, 18 links of 50 GB/s each, 18 switch chips: one chip per 4 GPUs */
+    bool made = topology_with_domain_size(&nvl72, 8, &eight);
+    CHECK(made && eight.domain_devices == 8 && eight.switches == 2 && eight.links_per_device == 18 &&
+              eight.link_bytes_per_s == 50e9 && eight.hbm_bytes == nvl72.hbm_bytes,
+          "a domain of 8: the same links and HBM per GPU, 8 x 18 / 72 = 2 switch chips (%lld)",
+          (long long)eight.switches);
+    topology_with_domain_size(&nvl72, 576, &whole);
+    CHECK(whole.switches == 144, "a domain of 576: 576 x 18 / 72 = 144 switch chips (%lld)",
+          (long long)whole.switches);
+    struct topology mi300x = fixture_topology("topologies/mi300x.xml"), switched;
+    topology_with_domain_size(&mi300x, 64, &switched);
+    CHECK(switched.kind == DOMAIN_SWITCHED &&
+              topology_scale_up_bytes_per_s(&switched) == topology_scale_up_bytes_per_s(&mi300x),
+          "a mesh grown to 64 devices keeps each device's 7 links, through a switch");
+    struct topology tpu = fixture_topology("topologies/tpu-v5p-pod.xml"), refused;
+    CHECK(!topology_with_domain_size(&tpu, 64, &refused), "a torus's domain is not resized");
+
+    struct workload w = workload(&m, 8192);
+    struct compare_row r8, r576;
+    compare_row(&m, &eight, 72, &w, 0, 0, &r8);
+    compare_row(&m, &whole, 1, &w, 0, 0, &r576);
+    /* 576 GPUs either way; EP 576 over domains of 8 sends all but 8 of 576 peers outside */
+    CHECK(r8.devices == 576 && r8.layout.ep == 576 && fabs(r8.all_to_all_outside - (1 - 8.0 / 576)) < 1e-12,
+          "72 domains of 8, EP %lld: %.5f of the all-to-all leaves the domain (1 - 8/576)",
+          (long long)r8.layout.ep, r8.all_to_all_outside);
+    CHECK(r576.devices == 576 && r576.all_to_all_outside == 0, "one domain of 576: none leaves it");
+    CHECK(r576.point.tokens_per_s_per_device > r8.point.tokens_per_s_per_device,
+          "the all-to-all inside NVLink: more tokens/s per GPU (%.0f) than across 72 domains (%.0f)",
+          r576.point.tokens_per_s_per_device, r8.point.tokens_per_s_per_device);
+}
+
 static void order(void)
 {
     struct compare_row rows[5] = {
@@ -98,6 +134,7 @@ int main(int argc, char **argv)
         return 1;
     priced_row();
     outside_share();
+    domain_sizes();
     order();
     return tap_done();
 }

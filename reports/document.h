@@ -1,0 +1,43 @@
+/* document.h: a report a person reads, as Markdown with its figures written beside it as SVG
+ * files, or as one self-contained HTML page with the SVG inline. The format follows the path's
+ * extension (.md, .html or .htm). Every file is written through a sink (sink.h): a failure
+ * never leaves a half-written file. Text is escaped for the format; numbers are the caller's. */
+#ifndef RACKPLAN_DOCUMENT_H
+#define RACKPLAN_DOCUMENT_H
+
+#include "sink.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+
+enum document_format { DOCUMENT_MARKDOWN, DOCUMENT_HTML };
+
+struct document {
+    enum document_format format;
+    struct sink sink;
+    const char *path;
+    bool failed; /* a figure could not be written */
+    int columns; /* of the open table */
+};
+
+/* Is `path` a report path (.md, .html, .htm)? */
+bool document_path_ok(const char *path);
+
+/* Opens the report; `title` heads it. On failure prints why and returns false. */
+bool document_open(struct document *d, const char *path, const char *title);
+void document_heading(struct document *d, const char *text);
+void document_paragraph(struct document *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* `align` has one letter a column: 'l' or 'r'. */
+void document_table_begin(struct document *d, int columns, const char *const *headers, const char *align);
+void document_table_row(struct document *d, const char *const *cells);
+void document_table_end(struct document *d);
+/* A figure drawn by `draw(out, data)`: for Markdown into PATH-STEM-`name`.svg beside the report,
+ * linked with `caption`; for HTML inline. */
+void document_figure(struct document *d, const char *name, const char *caption,
+                     void (*draw)(FILE *out, const void *data), const void *data);
+/* Ends and renames the report into place; false (after printing why) when it or a figure
+ * could not be written. */
+bool document_commit(struct document *d);
+void document_abort(struct document *d);
+
+#endif

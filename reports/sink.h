@@ -1,0 +1,24 @@
+/* sink.h: an output being written: stdout, or a temporary file in the same directory renamed
+ * over its path on success, so that a failed or interrupted run never leaves a half-written
+ * file behind. */
+#ifndef RACKPLAN_SINK_H
+#define RACKPLAN_SINK_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+struct sink {
+    FILE *out;
+    const char *path;
+    char *temp_path;
+};
+
+/* Opens the sink for `path` (NULL: stdout). On failure prints why and returns false. */
+bool sink_open(struct sink *s, const char *path);
+/* Flushes, syncs and renames into place. On failure removes the temporary file, leaves any
+ * existing file untouched, prints why and returns false. */
+bool sink_commit(struct sink *s);
+/* Abandons the output: removes the temporary file. */
+void sink_abort(struct sink *s);
+
+#endif
