@@ -26,7 +26,7 @@ _rackplan_options() {
         echo "--racks --weights --kv --context --format $shared" \
             "--tpot-ms --price --domain-sizes --devices --plot --report --shard"
         ;;
-    merge) echo "$shared" ;;
+    merge) echo "--format $shared" ;;
     esac
 }
 
@@ -35,6 +35,7 @@ _rackplan_formats() {
     topo) echo "text json yaml dot" ;;
     roofline) echo "text json yaml csv" ;;
     compare) echo "text json yaml csv md" ;;
+    merge) echo "csv" ;;
     *) echo "text json yaml" ;;
     esac
 }
@@ -193,7 +194,7 @@ _rackplan() {
             _rackplan_files .xml
         fi
         ;;
-    merge) _rackplan_files .csv .json ;;
+    merge) _rackplan_files .csv ;;
     esac
     # Every operand given: the options are all that is left.
     if ((${#COMPREPLY[@]} == 0)) && ((!ended)); then

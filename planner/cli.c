@@ -109,7 +109,9 @@ static void print_help(const struct command *c)
                "  --devices N      with --domain-sizes: the devices in every row (a multiple of\n"
                "                   each size); default: the sizes' least common multiple\n"
                "  --plot FILE.svg  time per token and cost against batch, a line per row; with\n"
-               "                   --domain-sizes: latency floor, throughput and cost against size\n");
+               "                   --domain-sizes: latency floor, throughput and cost against size\n"
+               "  --shard I/N      only the I-th of N equal parts of the rows (topologies x sizes,\n"
+               "                   in the order given), for rackplan merge to join\n");
     if (c->options & OPTS_RACKS)
         printf("  --racks N        scale-up domains (racks, nodes, pods) in the cluster;\n"
                "                   default: the topology's <cluster domains>\n");
@@ -126,6 +128,8 @@ static void print_help(const struct command *c)
                "  --phase P        decode (default; --batch sequences, one new token each) or\n"
                "                   prefill (--batch prompts of --context tokens: time to first token)\n"
                "  --plot FILE.svg  latency and cost per token against batch, log-log\n"
+               "  --shard I/N      only the I-th of N equal parts of the sweep's batches, for\n"
+               "                   rackplan merge to join\n"
                "  --eta-compute X, --eta-memory X, --eta-network X\n"
                "                   achieved fraction of peak (0 < X <= 1); default: the topology's\n"
                "                   <efficiency>, else 1 (a pure bound)\n");
@@ -154,11 +158,14 @@ static void print_help(const struct command *c)
                "  --tp N, --pp N   pin tensor-parallel / pipeline degrees; default: chosen\n",
                PLAN_DEFAULT_RESERVE_FRACTION * 100);
     if (c->options & OPTS_FORMAT)
-        printf("  --format F       %s\n", c->options & OPTS_DOT        ? "text (default), json, yaml or dot (Graphviz)"
+        printf("  --format F       %s\n", c->options & OPTS_MERGE      ? "csv (default; the only one)"
+                                     : c->options & OPTS_DOT        ? "text (default), json, yaml or dot (Graphviz)"
                                      : c->options & OPTS_ROOFLINE ? "text (default), json, yaml or csv"
                                      : c->options & OPTS_COMPARE  ? "text (default), json, yaml, csv or md"
                                                                   : "text (default), json or yaml");
-    if (c->options & OPTS_FORMAT)
+    if (c->options & OPTS_MERGE)
+        printf("  -o, --output F   write to F (atomically: a temporary file renamed into place)\n");
+    else if (c->options & OPTS_FORMAT)
         printf("  -o, --output F   write to F (atomically: a temporary file renamed into place);\n"
                "                   F ending in %s sets the format when --format is not given\n",
                c->options & OPTS_COMPARE    ? ".json, .yaml, .yml, .csv or .md"
@@ -168,6 +175,7 @@ static void print_help(const struct command *c)
     const char *verdict = strcmp(c->name, "fit") == 0    ? "0 fits, 1 does not fit"
                           : strcmp(c->name, "plan") == 0 ? "0 the plan fits, 1 it does not"
                           : c->options & OPTS_COMPARE    ? "0 some row fits, 1 none does"
+                          : c->options & OPTS_MERGE      ? "0 ok, 1 no merged compare row fits"
                                                          : "0 ok";
     printf("\nexit codes: %s, 2 usage error, 3 invalid input, 5 I/O or internal error\n", verdict);
 }
@@ -175,7 +183,7 @@ static void print_help(const struct command *c)
 enum { OPT_RACKS = 256, OPT_WEIGHTS, OPT_KV, OPT_CONTEXT, OPT_BATCH, OPT_FORMAT, OPT_RESERVE,
        OPT_TP, OPT_PP, OPT_SWEEP, OPT_PHASE, OPT_PLOT, OPT_ETA_COMPUTE, OPT_ETA_MEMORY,
        OPT_ETA_NETWORK, OPT_LOADS, OPT_REDUNDANT, OPT_EP, OPT_TIME_LIMIT, OPT_EXPERT_MAP, OPT_REPORT, OPT_TRACE,
-       OPT_TRAFFIC_WEIGHT, OPT_TPOT_MS, OPT_PRICE, OPT_DOMAIN_SIZES, OPT_DEVICES };
+       OPT_TRAFFIC_WEIGHT, OPT_TPOT_MS, OPT_PRICE, OPT_DOMAIN_SIZES, OPT_DEVICES, OPT_SHARD };
 
 /* "A:B" or "A:B:N": N batches spaced evenly in log from A to B (default 50). */
 static bool parse_sweep(const char *text, struct options *o)
@@ -274,6 +282,8 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         {{"domain-sizes", required_argument, NULL, OPT_DOMAIN_SIZES}, OPTS_COMPARE},
         {{"devices", required_argument, NULL, OPT_DEVICES}, OPTS_COMPARE},
         {{"plot", required_argument, NULL, OPT_PLOT}, OPTS_COMPARE},
+        {{"shard", required_argument, NULL, OPT_SHARD}, OPTS_COMPARE},
+        {{"shard", required_argument, NULL, OPT_SHARD}, OPTS_ROOFLINE},
     };
     struct option longopts[sizeof table / sizeof table[0] + 1];
     int n = 0;
@@ -314,6 +324,23 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
                                           "separated by commas, not '%s'",
                                        CLI_MAX_RACKS_LIST, TOPOLOGY_MAX_DOMAIN_DEVICES, arg);
             break;
+        case OPT_SHARD: {
+            char *slash = strchr(arg, '/');
+            char part[32];
+            size_t length = slash ? (size_t)(slash - arg) : 0;
+            bool ok = slash && length > 0 && length < sizeof part;
+            if (ok) {
+                memcpy(part, arg, length);
+                part[length] = 0;
+                ok = parse_count(part, 1, CLI_MAX_SHARDS, &o->shard_index) &&
+                     parse_count(slash + 1, 1, CLI_MAX_SHARDS, &o->shard_count) &&
+                     o->shard_index <= o->shard_count;
+            }
+            if (!ok)
+                return cli_usage_error(c, "--shard takes I/N, the I-th of N parts (1 <= I <= N <= %d), not '%s'",
+                                       CLI_MAX_SHARDS, arg);
+            break;
+        }
         case OPT_DEVICES:
             if (!parse_count(arg, 1, CLI_MAX_DEVICES, &o->devices))
                 return cli_usage_error(c, "--devices takes a whole number from 1 to %d, not '%s'",
@@ -366,7 +393,11 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
             break;
         case OPT_FORMAT:
             o->format_set = true;
-            if (strcmp(arg, "text") == 0)
+            if (c->options & OPTS_MERGE) {
+                if (strcmp(arg, "csv") != 0)
+                    return cli_usage_error(c, "--format takes csv, the only format merge joins, not '%s'", arg);
+                o->format = FORMAT_CSV;
+            } else if (strcmp(arg, "text") == 0)
                 o->format = FORMAT_TEXT;
             else if (strcmp(arg, "json") == 0)
                 o->format = FORMAT_JSON;
@@ -535,6 +566,18 @@ int cli_load_topology(const char *path, struct topology *out)
     diags_print(&d, stderr);
     diags_release(&d);
     return status == TOPOLOGY_OK ? EXIT_OK : status == TOPOLOGY_IO_ERROR ? EXIT_IO : EXIT_INVALID;
+}
+
+void cli_shard_range(const struct options *o, int64_t count, int64_t *first, int64_t *end)
+{
+    if (o->shard_count == 0) {
+        *first = 0;
+        *end = count;
+        return;
+    }
+    /* rows (at most 100,000 batches or 1,008 compare rows) x 1e6 shards fit in 64 bits */
+    *first = count * (o->shard_index - 1) / o->shard_count;
+    *end = count * o->shard_index / o->shard_count;
 }
 
 int cli_check_cluster(const struct command *c, int64_t racks, const struct topology *t)

@@ -45,11 +45,13 @@ enum {
     OPTS_ROOFLINE = 1 << 7,  /* --sweep, --phase, --plot, --eta-*, --format csv */
     OPTS_PLAN = 1 << 8,      /* --loads, --redundant, --ep, --time-limit, --expert-map */
     OPTS_COMPARE = 1 << 9,   /* --racks N[,N...], --tpot-ms, --price, --format csv|md */
+    OPTS_MERGE = 1 << 10,    /* --format csv only */
 };
 
 #define CLI_MAX_POSITIONALS 64
 #define CLI_MAX_RACKS_LIST 16
 #define CLI_MAX_PRICES 16
+#define CLI_MAX_SHARDS 1000000
 #define CLI_MAX_DEVICES 10000000 /* the interconnect graph of ten million devices still builds */
 
 struct command {
@@ -79,6 +81,7 @@ struct options {
     int domain_size_count;
     int64_t devices; /* compare --domain-sizes: devices in every row; 0: the sizes' lcm */
     double tpot_s; /* compare: time per output token target; 0: none */
+    int64_t shard_index, shard_count; /* --shard I/N (1-based); count 0: the whole run */
     struct price prices[CLI_MAX_PRICES];
     int price_count;
     bool weights_set;
@@ -157,6 +160,10 @@ void cli_json_parallel(struct json *j, const struct layout *l);
 void cli_json_precision(struct json *j, const struct workload *w);
 
 /* A usage error when `racks` domains of `t` make more than 10,000,000 devices. */
+/* The rows [*first, *end) of `count` that --shard I/N selects: the I-th of N equal parts (all
+ * of them without --shard). */
+void cli_shard_range(const struct options *o, int64_t count, int64_t *first, int64_t *end);
+
 int cli_check_cluster(const struct command *c, int64_t racks, const struct topology *t);
 
 /* Checks --context against the model's maximum and --racks; fills the precisions the model

@@ -21,6 +21,7 @@ struct report {
     const struct workload *workload;
     const struct compare_row *rows;
     const struct topology *const *topology_of; /* each row's topology */
+    const int64_t *row_of; /* each row's place among all rows: topology given, then size */
     const int64_t *order;
     int64_t count;
     int64_t best;        /* the row marked best; -1: none fits (and meets the target) */
@@ -119,10 +120,24 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct report *
         json_number(&j, x->all_to_all_outside);
         json_key(&j, "kind");
         json_string(&j, x->estimate ? "estimate" : "bound");
+        json_key(&j, "row");
+        json_int(&j, r->row_of[r->order[rank]]);
         json_end_object(&j);
     }
     json_end_array(&j);
     json_finish(&j);
+}
+
+/* In double quotes, a quote doubled (RFC 4180): names hold commas ("GB200 NVL72, domain of 8"). */
+static void csv_quoted(FILE *out, const char *text)
+{
+    fputc('"', out);
+    for (const char *c = text; *c; c++) {
+        if (*c == '"')
+            fputc('"', out);
+        fputc(*c, out);
+    }
+    fputc('"', out);
 }
 
 static void write_csv(FILE *out, const struct report *r)
@@ -130,14 +145,15 @@ static void write_csv(FILE *out, const struct report *r)
     fprintf(out, "best,topology,announced,racks,devices,domain_size,tp,ep,pp,dp,fits,max_batch,"
                  "min_devices,latency_floor_s,tpot_met,batch,step_s,tokens_per_s,"
                  "tokens_per_s_per_device,tokens_per_s_per_rack,cost_per_mtok,joules_per_token,"
-                 "all_to_all_outside_domain,kind\n");
+                 "all_to_all_outside_domain,kind,row\n");
     for (int64_t rank = 0; rank < r->count; rank++) {
         const struct topology *t = r->topology_of[r->order[rank]];
         const struct compare_row *x = &r->rows[r->order[rank]];
-        fprintf(out, "%s,\"%s\",%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
+        fprintf(out, "%s,", is_best(r, rank) ? "true" : "false");
+        csv_quoted(out, t->name);
+        fprintf(out, ",%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
                      ",%" PRId64 ",%" PRId64 ",%s,%" PRId64 ",%" PRId64 ",%.9g,%s,%" PRId64
                      ",%.9g,%.9g,%.9g,%.9g,",
-                is_best(r, rank) ? "true" : "false", t->name,
                 t->announced ? "true" : "false", x->racks, x->devices, x->domain_size,
                 x->layout.tp, x->layout.ep, x->layout.pp, x->layout.dp, x->fits ? "true" : "false",
                 x->max_batch, x->min_devices, x->fits ? x->latency_floor_s : 0,
@@ -149,7 +165,8 @@ static void write_csv(FILE *out, const struct report *r)
         fprintf(out, ",");
         if (x->joules_per_token > 0)
             fprintf(out, "%.9g", x->joules_per_token);
-        fprintf(out, ",%.9g,%s\n", x->all_to_all_outside, x->estimate ? "estimate" : "bound");
+        fprintf(out, ",%.9g,%s,%" PRId64 "\n", x->all_to_all_outside, x->estimate ? "estimate" : "bound",
+                r->row_of[r->order[rank]]);
     }
 }
 
@@ -489,13 +506,16 @@ int cmd_compare(int argc, char **argv)
     int topologies = o.positional_count - 1;
     bool by_domain_size = o.domain_size_count > 0;
     int sizes = by_domain_size ? o.domain_size_count : o.racks_count > 0 ? o.racks_count : 1;
-    int64_t count = (int64_t)topologies * sizes;
+    int64_t first, end;
+    cli_shard_range(&o, (int64_t)topologies * sizes, &first, &end);
+    int64_t count = end - first;
     struct topology *loaded = xcalloc((size_t)topologies, sizeof *loaded);
     struct topology *variants = xcalloc((size_t)sizes, sizeof *variants);
     int64_t *variant_racks = xcalloc((size_t)sizes, sizeof *variant_racks);
-    struct compare_row *rows = xcalloc((size_t)count, sizeof *rows);
-    const struct topology **topology_of = xcalloc((size_t)count, sizeof *topology_of);
-    int64_t *order = xcalloc((size_t)count, sizeof *order);
+    struct compare_row *rows = xcalloc((size_t)count + 1, sizeof *rows);
+    const struct topology **topology_of = xcalloc((size_t)count + 1, sizeof *topology_of);
+    int64_t *row_of = xcalloc((size_t)count + 1, sizeof *row_of);
+    int64_t *order = xcalloc((size_t)count + 1, sizeof *order);
     struct curves curves = {0};
     for (int i = 0; i < topologies; i++)
         if ((status = cli_load_topology(o.positional[i + 1], &loaded[i])) != EXIT_OK)
@@ -512,6 +532,11 @@ int cmd_compare(int argc, char **argv)
     }
     if (by_domain_size && (status = domain_variants(&o, &loaded[0], variants, variant_racks)) != EXIT_OK)
         goto done;
+    if (o.shard_count && (o.format != FORMAT_CSV || o.plot || o.report || by_domain_size)) {
+        status = cli_usage_error(o.command, "--shard writes CSV rows for rackplan merge: add --format csv "
+                                            "(or -o FILE.csv), without --plot, --report or --domain-sizes");
+        goto done;
+    }
     if ((status = cli_resolve(&o, &m, NULL)) != EXIT_OK)
         goto done;
     struct workload w;
@@ -523,14 +548,18 @@ int cmd_compare(int argc, char **argv)
             if (price_names(&o.prices[p], o.positional[i + 1], &loaded[i]))
                 price = o.prices[p].usd_per_hour;
         for (int k = 0; k < sizes; k++) {
-            int64_t row = i * sizes + k;
-            topology_of[row] = by_domain_size ? &variants[k] : &loaded[i];
+            int64_t place = i * sizes + k, row = place - first;
+            const struct topology *t = by_domain_size ? &variants[k] : &loaded[i];
             int64_t racks = by_domain_size         ? variant_racks[k]
                             : o.racks_count > 0    ? o.racks_list[k]
                                                    : loaded[i].default_domains;
-            if ((status = cli_check_cluster(o.command, racks, topology_of[row])) != EXIT_OK)
+            if ((status = cli_check_cluster(o.command, racks, t)) != EXIT_OK)
                 break;
-            if (!compare_row(&m, topology_of[row], racks, &w, o.tpot_s, price, &rows[row])) {
+            if (place < first || place >= end)
+                continue;
+            topology_of[row] = t;
+            row_of[row] = place;
+            if (!compare_row(&m, t, racks, &w, o.tpot_s, price, &rows[row])) {
                 fprintf(stderr, "rackplan compare: the interconnect graph could not be built (out of memory)\n");
                 status = EXIT_IO;
                 break;
@@ -541,8 +570,8 @@ int cmd_compare(int argc, char **argv)
         goto done;
     compare_order(rows, count, order);
     struct report r = {.model = &m, .options = &o, .workload = &w, .rows = rows, .topology_of = topology_of,
-                       .order = order, .count = count, .by_domain_size = by_domain_size,
-                       .best = rows[order[0]].fits && rows[order[0]].tpot_met ? order[0] : -1};
+                       .row_of = row_of, .order = order, .count = count, .by_domain_size = by_domain_size,
+                       .best = count > 0 && rows[order[0]].fits && rows[order[0]].tpot_met ? order[0] : -1};
     if (by_domain_size)
         for (int64_t i = 0; i < count; i++)
             order[i] = i;
@@ -571,11 +600,12 @@ int cmd_compare(int argc, char **argv)
         status = EXIT_IO;
     else if (o.report && !write_report(o.report, &r, &curves))
         status = EXIT_IO;
-    else if (r.best < 0)
+    else if (r.best < 0 && !o.shard_count) /* a shard's verdict waits for the merge */
         status = EXIT_NO_FIT;
 done:
     curves_release(&curves);
     free(order);
+    free(row_of);
     free(topology_of);
     free(rows);
     free(variant_racks);

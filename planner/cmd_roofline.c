@@ -199,6 +199,9 @@ int cmd_roofline(int argc, char **argv)
         return EXIT_IO;
     }
     s.graph = &g;
+    if (o.shard_count && (o.format != FORMAT_CSV || o.plot))
+        return cli_usage_error(o.command, "--shard writes CSV rows for rackplan merge: add --format csv "
+                                          "(or -o FILE.csv), without --plot");
 
     int64_t capacity = o.sweep_points > 0 ? o.sweep_points : 1;
     int64_t *batches = xcalloc((size_t)capacity, sizeof *batches);
@@ -207,7 +210,11 @@ int cmd_roofline(int argc, char **argv)
         count = roof_sweep_batches(o.sweep_from, o.sweep_to, o.sweep_points, batches);
     else
         batches[0] = o.batch;
-    struct roof_point *points = xcalloc((size_t)count, sizeof *points);
+    int64_t first, end;
+    cli_shard_range(&o, count, &first, &end);
+    memmove(batches, batches + first, (size_t)(end - first) * sizeof *batches);
+    count = end - first;
+    struct roof_point *points = xcalloc((size_t)(count > 0 ? count : 1), sizeof *points);
     for (int64_t i = 0; i < count; i++) {
         if (o.prefill)
             roof_prefill(&s, batches[i], o.context, &points[i]);

@@ -10,6 +10,7 @@ extern const struct command command_fit;
 extern const struct command command_roofline;
 extern const struct command command_plan;
 extern const struct command command_compare;
+extern const struct command command_merge;
 
 int cmd_model(int argc, char **argv);
 int cmd_topo(int argc, char **argv);
@@ -17,5 +18,6 @@ int cmd_fit(int argc, char **argv);
 int cmd_roofline(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 
 #endif

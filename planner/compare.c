@@ -3,6 +3,7 @@
 
 #include "graph.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 /* The largest batch in [1, most] whose decode step is within tpot_s: step time never falls as
@@ -88,6 +89,15 @@ bool compare_sweep(const struct model *m, const struct topology *t, const struct
     return true;
 }
 
+/* A number as the CSV shows it (9 significant digits): rows are ordered by these, so that
+ * rackplan merge rebuilds the order of a sharded run from its CSV. */
+static double shown(double value)
+{
+    char text[32];
+    snprintf(text, sizeof text, "%.9g", value);
+    return strtod(text, NULL);
+}
+
 static const struct compare_row *sorted_rows;
 
 static int better_first(const void *a, const void *b)
@@ -101,9 +111,10 @@ static int better_first(const void *a, const void *b)
         bool x_cost = x->cost_per_mtok > 0, y_cost = y->cost_per_mtok > 0;
         if (x_cost != y_cost)
             return x_cost ? -1 : 1;
-        if (x_cost && x->cost_per_mtok != y->cost_per_mtok)
-            return x->cost_per_mtok < y->cost_per_mtok ? -1 : 1;
-        double xr = x->point.tokens_per_s_per_device, yr = y->point.tokens_per_s_per_device;
+        double xc = shown(x->cost_per_mtok), yc = shown(y->cost_per_mtok);
+        if (x_cost && xc != yc)
+            return xc < yc ? -1 : 1;
+        double xr = shown(x->point.tokens_per_s_per_device), yr = shown(y->point.tokens_per_s_per_device);
         if (xr != yr)
             return xr > yr ? -1 : 1;
     }

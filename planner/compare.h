@@ -46,8 +46,8 @@ bool compare_sweep(const struct model *m, const struct topology *t, const struct
                    struct roof_point *out);
 
 /* Sorts rows for a buyer: fitting rows that meet the target first, by cost per token (rows
- * with a known cost before those without), then by tokens/s per device; the rest after, in
- * their order. `order` receives row indices. */
+ * with a known cost before those without), then by tokens/s per device, each as the CSV shows
+ * it (9 significant digits); the rest after, in their order. `order` receives row indices. */
 void compare_order(const struct compare_row *rows, int64_t count, int64_t *order);
 
 #endif

@@ -58,7 +58,7 @@ const struct command command_roofline = {
     .usage = "rackplan roofline MODEL TOPOLOGY [--racks N] [--context N] [--batch N | --sweep A:B[:N]]\n"
              "                         [--phase decode|prefill] [--weights PREC] [--kv PREC] [--tp N] [--pp N]\n"
              "                         [--eta-compute X] [--eta-memory X] [--eta-network X]\n"
-             "                         [--format text|json|csv] [-o FILE] [--plot FILE.svg]",
+             "                         [--format text|json|csv] [-o FILE] [--plot FILE.svg] [--shard I/N]",
     .help = "The decode step (or prefill) of a batch on the layout fit would choose: compute,\n"
             "weights read (only the experts the batch hits), KV read, and network (EP all-to-all\n"
             "inside and across scale-up domains, TP all-reduce, pipeline sends), which term binds,\n"
@@ -96,7 +96,8 @@ const struct command command_compare = {
     .usage = "rackplan compare MODEL TOPOLOGY... [--racks N[,N...]] [--context N] [--tpot-ms X]\n"
              "                        [--price DEVICE=USD_PER_HOUR]... [--weights PREC] [--kv PREC]\n"
              "                        [--domain-sizes N[,N...] [--devices N]] [--plot FILE.svg]\n"
-             "                        [--report FILE.md|FILE.html] [--format text|json|yaml|csv|md] [-o FILE]",
+             "                        [--report FILE.md|FILE.html] [--shard I/N]\n"
+             "                        [--format text|json|yaml|csv|md] [-o FILE]",
     .help = "Which hardware to buy: for each topology and cluster size, whether the model fits (and\n"
             "the fewest devices that hold it), the latency floor (the decode step at batch 1), the\n"
             "largest batch whose decode step meets --tpot-ms (or that fits, without a target),\n"
@@ -112,8 +113,24 @@ const struct command command_compare = {
     .more = true,
 };
 
-static const struct command *const commands[] = {&command_compare, &command_fit, &command_model,
-                                                 &command_plan, &command_roofline, &command_topo};
+const struct command command_merge = {
+    .name = "merge",
+    .run = cmd_merge,
+    .summary = "join the CSV parts of a sharded roofline or compare run",
+    .usage = "rackplan merge PART.csv... [-o FILE.csv]",
+    .help = "Sweeps too big for one machine run as shards: `rackplan roofline ... --shard I/N` or\n"
+            "`rackplan compare ... --shard I/N` with --format csv writes the I-th of N equal parts.\n"
+            "merge joins the parts, in any order, into the CSV the run without --shard writes:\n"
+            "roofline rows by batch; compare rows sorted by cost again and the best marked. Parts\n"
+            "must share their header; a row given twice is an error.\n",
+    .options = OPTS_FORMAT | OPTS_MERGE,
+    .positionals = 1,
+    .more = true,
+};
+
+static const struct command *const commands[] = {&command_compare, &command_fit, &command_merge,
+                                                 &command_model, &command_plan, &command_roofline,
+                                                 &command_topo};
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])
 
 static void print_usage(FILE *out)
