@@ -18,7 +18,7 @@ bool document_path_ok(const char *path)
     return ends_with(path, ".md") || ends_with(path, ".html") || ends_with(path, ".htm");
 }
 
-static void put_html(FILE *out, const char *text)
+void document_escape_xml(FILE *out, const char *text)
 {
     for (const char *c = text; *c; c++) {
         if (*c == '<')
@@ -50,7 +50,7 @@ static void put_markdown(FILE *out, const char *text, bool in_table)
 static void put(struct document *d, const char *text, bool in_table)
 {
     if (d->format == DOCUMENT_HTML)
-        put_html(d->sink.out, text);
+        document_escape_xml(d->sink.out, text);
     else
         put_markdown(d->sink.out, text, in_table);
 }

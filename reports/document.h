@@ -20,6 +20,9 @@ struct document {
     int columns; /* of the open table */
 };
 
+/* `text` with <, >, & and " escaped, for HTML and SVG. */
+void document_escape_xml(FILE *out, const char *text);
+
 /* Is `path` a report path (.md, .html, .htm)? */
 bool document_path_ok(const char *path);
 

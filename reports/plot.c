@@ -2,6 +2,7 @@
 #include "plot.h"
 
 #include "diag.h"
+#include "document.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -49,22 +50,6 @@ static double py(const struct panel *p, double y)
     return p->top + PANEL_H - (log10(y) - p->y.low) / (p->y.high - p->y.low) * PANEL_H;
 }
 
-static void escape(FILE *out, const char *text)
-{
-    for (const char *c = text; *c; c++) {
-        if (*c == '<')
-            fputs("&lt;", out);
-        else if (*c == '>')
-            fputs("&gt;", out);
-        else if (*c == '&')
-            fputs("&amp;", out);
-        else if (*c == '"')
-            fputs("&quot;", out);
-        else
-            fputc(*c, out);
-    }
-}
-
 static void decade_label(double exponent, char *buffer, size_t size)
 {
     static const char *const suffix[] = {"", "k", "M", "G", "T"};
@@ -98,14 +83,14 @@ static void frame(FILE *out, const struct panel *p, const char *title, const cha
     }
     fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"15\" font-weight=\"bold\" text-anchor=\"middle\">",
             p->left + PANEL_W / 2.0, p->top - 12);
-    escape(out, title);
+    document_escape_xml(out, title);
     fprintf(out, "</text>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" text-anchor=\"middle\">",
             p->left + PANEL_W / 2.0, p->top + PANEL_H + 36);
-    escape(out, x_label);
+    document_escape_xml(out, x_label);
     fprintf(out, "</text>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" text-anchor=\"middle\" "
                  "transform=\"rotate(-90 %.1f %.1f)\">",
             p->left - 52, p->top + PANEL_H / 2.0, p->left - 52, p->top + PANEL_H / 2.0);
-    escape(out, y_label);
+    document_escape_xml(out, y_label);
     fprintf(out, "</text>\n");
 }
 
@@ -132,6 +117,24 @@ static void polyline(FILE *out, const struct panel *p, const double *x, const do
         fprintf(out, "\"/>\n");
 }
 
+static void svg_begin(FILE *out, int width, int height, const char *title, const char *subtitle)
+{
+    fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+                 "viewBox=\"0 0 %d %d\" font-family=\"Helvetica, Arial, sans-serif\">\n",
+            width, height, width, height);
+    fprintf(out, "<rect width=\"%d\" height=\"%d\" fill=\"#fafafa\"/>\n", width, height);
+    fprintf(out, "<text x=\"%d\" y=\"28\" font-size=\"18\" font-weight=\"bold\" text-anchor=\"middle\">",
+            width / 2);
+    document_escape_xml(out, title);
+    fprintf(out, "</text>\n");
+    if (subtitle) {
+        fprintf(out, "<text x=\"%d\" y=\"48\" font-size=\"13\" text-anchor=\"middle\" fill=\"#555555\">",
+                width / 2);
+        document_escape_xml(out, subtitle);
+        fprintf(out, "</text>\n");
+    }
+}
+
 static void legend(FILE *out, double x, double y, const char *const *names,
                    const char *const *colours, int n)
 {
@@ -139,7 +142,7 @@ static void legend(FILE *out, double x, double y, const char *const *names,
         fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"/>\n",
                 x, y + i * 18, x + 22, y + i * 18, colours[i]);
         fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\">", x + 28, y + i * 18 + 4);
-        escape(out, names[i]);
+        document_escape_xml(out, names[i]);
         fprintf(out, "</text>\n");
     }
 }
@@ -173,22 +176,13 @@ void plot_roofline(FILE *out, const struct layout *layout, const char *model, co
     }
     all_times[n++] = floor_s * 1e3;
 
-    fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-                 "viewBox=\"0 0 %d %d\" font-family=\"Helvetica, Arial, sans-serif\">\n",
-            WIDTH, HEIGHT, WIDTH, HEIGHT);
-    fprintf(out, "<rect width=\"%d\" height=\"%d\" fill=\"#fafafa\"/>\n", WIDTH, HEIGHT);
-    fprintf(out, "<text x=\"%d\" y=\"28\" font-size=\"18\" font-weight=\"bold\" text-anchor=\"middle\">",
-            WIDTH / 2);
-    escape(out, model);
-    fprintf(out, " on ");
-    escape(out, topology);
-    fprintf(out, ": %s, %lld devices (TP %lld x DP %lld x PP %lld)</text>\n",
-            prefill ? "prefill" : "decode", (long long)layout->devices, (long long)layout->tp,
-            (long long)layout->dp, (long long)layout->pp);
-    fprintf(out, "<text x=\"%d\" y=\"48\" font-size=\"13\" text-anchor=\"middle\" fill=\"#555555\">%s</text>\n",
-            WIDTH / 2,
-            estimate ? "calibrated estimate (efficiency below peak)"
-                     : "roofline bound: peak FLOP/s, HBM and link bandwidth; terms overlap");
+    char title[400];
+    snprintf(title, sizeof title, "%s on %s: %s, %lld devices (TP %lld x DP %lld x PP %lld)", model, topology,
+             prefill ? "prefill" : "decode", (long long)layout->devices, (long long)layout->tp,
+             (long long)layout->dp, (long long)layout->pp);
+    svg_begin(out, WIDTH, HEIGHT, title,
+              estimate ? "calibrated estimate (efficiency below peak)"
+                       : "roofline bound: peak FLOP/s, HBM and link bandwidth; terms overlap");
 
     struct panel time = {.left = 90, .top = TOP, .x = axis_for(batches, count), .y = axis_for(all_times, n)};
     frame(out, &time, prefill ? "Time to first token" : "Time per decode step",
@@ -236,23 +230,6 @@ static const char *const PALETTE[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"
                                       "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 enum { PALETTE_SIZE = sizeof PALETTE / sizeof PALETTE[0] };
 
-static void svg_begin(FILE *out, int width, int height, const char *title, const char *subtitle)
-{
-    fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-                 "viewBox=\"0 0 %d %d\" font-family=\"Helvetica, Arial, sans-serif\">\n",
-            width, height, width, height);
-    fprintf(out, "<rect width=\"%d\" height=\"%d\" fill=\"#fafafa\"/>\n", width, height);
-    fprintf(out, "<text x=\"%d\" y=\"28\" font-size=\"18\" font-weight=\"bold\" text-anchor=\"middle\">",
-            width / 2);
-    escape(out, title);
-    fprintf(out, "</text>\n");
-    if (subtitle) {
-        fprintf(out, "<text x=\"%d\" y=\"48\" font-size=\"13\" text-anchor=\"middle\" fill=\"#555555\">",
-                width / 2);
-        escape(out, subtitle);
-        fprintf(out, "</text>\n");
-    }
-}
 
 void plot_panels(FILE *out, const char *title, const char *subtitle,
                  const struct plot_panel *panels, int count)
@@ -294,7 +271,7 @@ void plot_panels(FILE *out, const char *title, const char *subtitle,
                          "stroke-width=\"3\"%s/>\n",
                     p.left, y, p.left + 22, y, colour, dash ? " stroke-dasharray=\"6,3\"" : "");
             fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\">", p.left + 28, y + 4);
-            escape(out, line->name);
+            document_escape_xml(out, line->name);
             fprintf(out, "</text>\n");
         }
     }
@@ -321,7 +298,7 @@ void plot_memory_bars(FILE *out, const char *title, const struct plot_memory_bar
         double y = TOP + b * (BAR_H + GAP), x = LEFT;
         fprintf(out, "<text x=\"%d\" y=\"%.1f\" font-size=\"12\" text-anchor=\"end\">", LEFT - 8,
                 y + BAR_H / 2.0 + 4);
-        escape(out, bars[b].label);
+        document_escape_xml(out, bars[b].label);
         fprintf(out, "</text>\n");
         for (int i = 0; i < 5; i++) {
             double gb = bars[b].gb[i];
@@ -406,11 +383,11 @@ void plot_heat_map(FILE *out, const char *title, const char *subtitle, const dou
                 LEFT + cell_w * ((double)c + 0.5), bottom + 14, (long long)c);
     fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" text-anchor=\"middle\">", (LEFT + right) / 2,
             bottom + 34);
-    escape(out, column_label);
+    document_escape_xml(out, column_label);
     fprintf(out, "</text>\n<text x=\"%d\" y=\"%.1f\" font-size=\"13\" text-anchor=\"middle\" "
                  "transform=\"rotate(-90 %d %.1f)\">",
             LEFT - 44, (TOP + bottom) / 2, LEFT - 44, (TOP + bottom) / 2);
-    escape(out, row_label);
+    document_escape_xml(out, row_label);
     fprintf(out, "</text>\n");
     static const double stops[] = {0, 0.5, 1, -1, -2};
     for (int i = 0; i < 5; i++) {

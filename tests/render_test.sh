@@ -10,14 +10,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 keep=${RENDER_DIR:-$work}
 mkdir -p "$keep"
-n=0
-failed=0
-check() { # description, then a command that must succeed
-    local what=$1
-    shift
-    n=$((n + 1))
-    if "$@"; then echo "ok $n - $what"; else failed=$((failed + 1)); echo "not ok $n - $what"; fi
-}
+. tests/tap.sh
 browser=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
 render() { # page.html picture.png
     timeout 120 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --no-first-run \
@@ -47,5 +40,4 @@ for page in plan compare; do
     check "$page report renders in headless Chromium" render "$work/$page.html" "$keep/$page.png"
     check "$page report's picture is not blank" not_blank "$keep/$page.png"
 done
-echo "1..$n"
-[ "$failed" -eq 0 ]
+tap_finish

@@ -8,14 +8,7 @@ root=$2
 cd "$root" || exit 1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-n=0
-failed=0
-check() { # description, then a command that must succeed
-    local what=$1
-    shift
-    n=$((n + 1))
-    if "$@"; then echo "ok $n - $what"; else failed=$((failed + 1)); echo "not ok $n - $what"; fi
-}
+. tests/tap.sh
 # sharded NAME SHARDS ARGS...: runs ARGS whole and in SHARDS parts, merges the parts last first
 sharded() {
     local name=$1 shards=$2
@@ -54,5 +47,4 @@ check "a missing part: exit 5" test $? -eq 5
 check "--shard without CSV: usage error" test $? -eq 2
 "$rackplan" roofline $dsv3 topologies/gb200-nvl72.xml --sweep 1:10 --format csv --shard 3/2 >/dev/null 2>&1
 check "--shard 3/2: usage error" test $? -eq 2
-echo "1..$n"
-[ "$failed" -eq 0 ]
+tap_finish

@@ -5,14 +5,7 @@ set -u
 rackplan=$1
 root=$2
 cd "$root" || exit 1
-n=0
-failed=0
-check() { # description, then a command that must succeed
-    local what=$1
-    shift
-    n=$((n + 1))
-    if "$@"; then echo "ok $n - $what"; else failed=$((failed + 1)); echo "not ok $n - $what"; fi
-}
+. tests/tap.sh
 # 144 devices x 61 layers of local search take seconds; 1 ms cannot hold them.
 case_b=(plan models/deepseek-v3.yaml topologies/hgx-h800.xml --racks 18 --ep 144 --loads loads/dsv3_load.csv)
 text=$("$rackplan" "${case_b[@]}" --time-limit 0.001)
@@ -22,5 +15,4 @@ json=$("$rackplan" "${case_b[@]}" --time-limit 0.001 --format json)
 check "a cut plan's solver status is time_limit" grep -q '"status": "time_limit"' <<<"$json"
 text=$("$rackplan" plan models/deepseek-v3.yaml topologies/gb200-nvl72.xml --loads loads/dsv3_load.csv)
 check "an uncut plan does not mention the cap" bash -c '! grep -q "stopped at --time-limit" <<<"$1"' _ "$text"
-echo "1..$n"
-[ "$failed" -eq 0 ]
+tap_finish
