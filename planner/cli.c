@@ -216,22 +216,16 @@ static bool parse_fraction(const char *text, double *out)
     return true;
 }
 
-static bool ends_with(const char *s, const char *suffix)
-{
-    size_t a = strlen(s), b = strlen(suffix);
-    return a > b && strcmp(s + a - b, suffix) == 0;
-}
-
 /* The format -o's extension names, among those `c` writes; text otherwise. */
 static enum output_format format_of_path(const struct command *c, const char *path)
 {
-    if (ends_with(path, ".json"))
+    if (path_ends_with(path, ".json"))
         return FORMAT_JSON;
-    if (ends_with(path, ".yaml") || ends_with(path, ".yml"))
+    if (path_ends_with(path, ".yaml") || path_ends_with(path, ".yml"))
         return FORMAT_YAML;
-    if (ends_with(path, ".csv") && (c->options & (OPTS_ROOFLINE | OPTS_COMPARE)))
+    if (path_ends_with(path, ".csv") && (c->options & (OPTS_ROOFLINE | OPTS_COMPARE)))
         return FORMAT_CSV;
-    if (ends_with(path, ".md") && (c->options & OPTS_COMPARE))
+    if (path_ends_with(path, ".md") && (c->options & OPTS_COMPARE))
         return FORMAT_MD;
     return FORMAT_TEXT;
 }
@@ -492,7 +486,7 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
             break;
         }
         case OPT_EXPERT_MAP: {
-            if (!ends_with(arg, ".csv") && !ends_with(arg, ".json"))
+            if (!path_ends_with(arg, ".csv") && !path_ends_with(arg, ".json"))
                 return cli_usage_error(c, "--expert-map takes a file ending in .csv or .json, not '%s'", arg);
             o->expert_map = arg;
             break;
@@ -518,12 +512,6 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
     if (!o->format_set && o->output)
         o->format = format_of_path(c, o->output);
     return -1;
-}
-
-int cli_report(const struct diags *d, int status)
-{
-    diags_print(d, stderr);
-    return status;
 }
 
 void format_gb(double bytes, char *buffer, size_t size)

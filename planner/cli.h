@@ -121,9 +121,6 @@ int cli_parse(const struct command *command, int argc, char **argv, struct optio
 int cli_usage_error(const struct command *command, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Prints `d` and maps a reader status to an exit code. */
-int cli_report(const struct diags *d, int status);
-
 /* Decimal gigabytes with 3 decimals ("26.123"). */
 void format_gb(double bytes, char *buffer, size_t size);
 /* An integer with thousands separators ("1,234,567"). */

@@ -394,18 +394,6 @@ static void draw_domain_sizes(FILE *out, const void *data)
     free(values);
 }
 
-static bool write_plot(const char *path, const struct report *r, const struct curves *c)
-{
-    struct sink svg;
-    if (!sink_open(&svg, path))
-        return false;
-    if (r->by_domain_size)
-        draw_domain_sizes(svg.out, r);
-    else
-        draw_batch_curves(svg.out, c);
-    return sink_commit(&svg);
-}
-
 static bool write_report(const char *path, const struct report *r, const struct curves *c)
 {
     char title[200];
@@ -575,7 +563,7 @@ int cmd_compare(int argc, char **argv)
     if (by_domain_size)
         for (int64_t i = 0; i < count; i++)
             order[i] = i;
-    if ((o.plot || o.report) && !sweep_rows(&r, &curves)) {
+    if ((o.report || (o.plot && !by_domain_size)) && !sweep_rows(&r, &curves)) {
         fprintf(stderr, "rackplan compare: the interconnect graph could not be built (out of memory)\n");
         status = EXIT_IO;
         goto done;
@@ -596,7 +584,8 @@ int cmd_compare(int argc, char **argv)
         write_text(sink.out, &r);
     if (!sink_commit(&sink))
         status = EXIT_IO;
-    else if (o.plot && !write_plot(o.plot, &r, &curves))
+    else if (o.plot && !(by_domain_size ? sink_write(o.plot, draw_domain_sizes, &r)
+                                        : sink_write(o.plot, draw_batch_curves, &curves)))
         status = EXIT_IO;
     else if (o.report && !write_report(o.report, &r, &curves))
         status = EXIT_IO;

@@ -38,39 +38,16 @@ static void lines_push(struct lines *l, struct line item)
 /* The whole file, NUL-terminated; NULL (after printing why) when unreadable or too big. */
 static char *read_part(const char *path, size_t *size)
 {
-    FILE *in = fopen(path, "rb");
-    if (!in) {
-        fprintf(stderr, "%s: error: %s\n", path, strerror(errno));
-        return NULL;
-    }
-    size_t capacity = 1 << 16, n = 0;
-    char *text = xmalloc(capacity + 1);
-    for (;;) {
-        if (n == capacity) {
-            if (capacity >= MERGE_MAX_PART_BYTES) {
-                fprintf(stderr, "%s: error: larger than %zu bytes: not one shard's CSV\n", path,
-                        MERGE_MAX_PART_BYTES);
-                fclose(in);
-                free(text);
-                return NULL;
-            }
-            capacity *= 2;
-            text = xrealloc(text, capacity + 1);
-        }
-        size_t got = fread(text + n, 1, capacity - n, in);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    bool failed = ferror(in);
-    fclose(in);
-    if (failed) {
-        fprintf(stderr, "%s: error: could not be read\n", path);
+    struct diags d;
+    diags_init(&d);
+    char *text = NULL;
+    if (file_read_all(path, MERGE_MAX_PART_BYTES, &text, size, &d) == 0 && *size > MERGE_MAX_PART_BYTES) {
+        diags_add(&d, path, 0, 0, "larger than %zu bytes: not one shard's CSV", MERGE_MAX_PART_BYTES);
         free(text);
-        return NULL;
+        text = NULL;
     }
-    text[n] = 0;
-    *size = n;
+    diags_print(&d, stderr);
+    diags_release(&d);
     return text;
 }
 

@@ -328,7 +328,7 @@ static bool write_expert_map(const char *path, const struct model *m, const stru
         return false;
     int64_t moe = model_moe_layers(m);
     int64_t width = p->ep_domains * p->ep_devices * p->slots;
-    bool json_format = strcmp(path + strlen(path) - 5, ".json") == 0;
+    bool json_format = path_ends_with(path, ".json");
     if (json_format)
         fprintf(sink.out, "{\"physical_to_logical_map\": [\n");
     for (int64_t layer = 0; layer < moe; layer++) {

@@ -113,6 +113,12 @@ void diags_print(const struct diags *d, FILE *out)
         fprintf(out, "rackplan: %zu more errors not shown\n", d->dropped);
 }
 
+bool path_ends_with(const char *path, const char *suffix)
+{
+    size_t a = strlen(path), b = strlen(suffix);
+    return a > b && strcmp(path + a - b, suffix) == 0;
+}
+
 int file_read_all(const char *path, size_t limit, char **data, size_t *size, struct diags *d)
 {
     FILE *f = fopen(path, "rb");

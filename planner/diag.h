@@ -9,8 +9,9 @@
 #ifndef RACKPLAN_DIAG_H
 #define RACKPLAN_DIAG_H
 
-#include <stdio.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #define DIAGS_MAX 20
 
@@ -43,6 +44,9 @@ void diag_format(const struct diag *entry, char *buffer, size_t size);
  * stopping after limit + 1 bytes so that callers can refuse an oversize file without reading
  * it all. Returns 0, or -1 after adding a diagnostic (unable to open or read). */
 int file_read_all(const char *path, size_t limit, char **data, size_t *size, struct diags *d);
+
+/* Does `path` end in `suffix` (after at least one other character)? */
+bool path_ends_with(const char *path, const char *suffix);
 
 /* Seconds on a monotonic clock, for time limits and timings. */
 double monotonic_seconds(void);

@@ -7,15 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool ends_with(const char *s, const char *suffix)
-{
-    size_t a = strlen(s), b = strlen(suffix);
-    return a > b && strcmp(s + a - b, suffix) == 0;
-}
-
 bool document_path_ok(const char *path)
 {
-    return ends_with(path, ".md") || ends_with(path, ".html") || ends_with(path, ".htm");
+    return path_ends_with(path, ".md") || path_ends_with(path, ".html") || path_ends_with(path, ".htm");
 }
 
 void document_escape_xml(FILE *out, const char *text)
@@ -59,7 +53,7 @@ bool document_open(struct document *d, const char *path, const char *title)
 {
     memset(d, 0, sizeof *d);
     d->path = path;
-    d->format = ends_with(path, ".md") ? DOCUMENT_MARKDOWN : DOCUMENT_HTML;
+    d->format = path_ends_with(path, ".md") ? DOCUMENT_MARKDOWN : DOCUMENT_HTML;
     if (!sink_open(&d->sink, path))
         return false;
     FILE *out = d->sink.out;
@@ -179,14 +173,8 @@ void document_figure(struct document *d, const char *name, const char *caption,
     size_t size = stem + strlen(name) + 8;
     char *svg_path = xmalloc(size);
     snprintf(svg_path, size, "%.*s-%s.svg", (int)stem, d->path, name);
-    struct sink svg;
-    if (!sink_open(&svg, svg_path)) {
+    if (!sink_write(svg_path, draw, data))
         d->failed = true;
-    } else {
-        draw(svg.out, data);
-        if (!sink_commit(&svg))
-            d->failed = true;
-    }
     const char *base = strrchr(svg_path, '/');
     base = base ? base + 1 : svg_path;
     fputs("![", out);
@@ -204,9 +192,4 @@ bool document_commit(struct document *d)
         return false;
     }
     return sink_commit(&d->sink);
-}
-
-void document_abort(struct document *d)
-{
-    sink_abort(&d->sink);
 }

@@ -41,6 +41,5 @@ void document_figure(struct document *d, const char *name, const char *caption,
 /* Ends and renames the report into place; false (after printing why) when it or a figure
  * could not be written. */
 bool document_commit(struct document *d);
-void document_abort(struct document *d);
 
 #endif

@@ -86,3 +86,12 @@ void sink_abort(struct sink *s)
     free(s->temp_path);
     s->temp_path = NULL;
 }
+
+bool sink_write(const char *path, void (*write)(FILE *out, const void *data), const void *data)
+{
+    struct sink s;
+    if (!sink_open(&s, path))
+        return false;
+    write(s.out, data);
+    return sink_commit(&s);
+}

@@ -20,5 +20,7 @@ bool sink_open(struct sink *s, const char *path);
 bool sink_commit(struct sink *s);
 /* Abandons the output: removes the temporary file. */
 void sink_abort(struct sink *s);
+/* The whole file at `path`, written by `write(out, data)` through a sink. */
+bool sink_write(const char *path, void (*write)(FILE *out, const void *data), const void *data);
 
 #endif

@@ -6,13 +6,7 @@
 # UPDATE_GOLDEN=1 rewrites the expected files. Solver wall-clock seconds (the one value that
 # differs between runs) are masked before comparing.
 set -u
-rackplan=$1
-root=$2
-cd "$root" || exit 1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-n=0
-failed=0
+. "$(dirname "$0")/tap.sh" "$@"
 mask() { sed -E 's/"seconds": [0-9.e+-]+/"seconds": S/; s/^( *)seconds: [0-9.e+-]+$/\1seconds: S/; s/[0-9]+\.[0-9]+ s$/S s/' "$1"; }
 for args_file in tests/cli/*.args; do
     name=${args_file%.args}
@@ -49,5 +43,4 @@ for args_file in tests/cli/*.args; do
         done
     fi
 done
-echo "1..$n"
-[ "$failed" -eq 0 ]
+tap_finish

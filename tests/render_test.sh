@@ -3,14 +3,9 @@
 # share of its pixels differ from the background, in many colours), and the page must load
 # nothing from elsewhere. TAP output. RENDER_DIR keeps the PNGs to look at.
 set -u
-rackplan=$1
-root=$2
-cd "$root" || exit 1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/tap.sh" "$@"
 keep=${RENDER_DIR:-$work}
 mkdir -p "$keep"
-. tests/tap.sh
 browser=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
 render() { # page.html picture.png
     timeout 120 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --no-first-run \

@@ -3,12 +3,7 @@
 # equal the run without --shard byte for byte, exit code included; and merge refuses parts
 # that do not belong together. TAP output.
 set -u
-rackplan=$1
-root=$2
-cd "$root" || exit 1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-. tests/tap.sh
+. "$(dirname "$0")/tap.sh" "$@"
 # sharded NAME SHARDS ARGS...: runs ARGS whole and in SHARDS parts, merges the parts last first
 sharded() {
     local name=$1 shards=$2

@@ -1,5 +1,12 @@
-# tap.sh: sourced by the TAP test scripts. `check WHAT COMMAND...` is one test that passes when
-# COMMAND succeeds; `tap_finish` prints the plan and gives the scripts' exit status.
+# tap.sh: sourced by the TAP test scripts with their arguments, RACKPLAN SOURCE_ROOT: sets
+# $rackplan, moves to the source root and makes $work, a directory removed on exit.
+# `check WHAT COMMAND...` is one test that passes when COMMAND succeeds; `tap_finish` prints
+# the plan and gives the script's exit status.
+rackplan=$1
+root=$2
+cd "$root" || exit 1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 n=0
 failed=0
 check() {

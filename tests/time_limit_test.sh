@@ -2,10 +2,7 @@
 # A plan the --time-limit cap cut must say so (its placement depends on the machine's speed),
 # and one the cap did not cut must not. TAP output.
 set -u
-rackplan=$1
-root=$2
-cd "$root" || exit 1
-. tests/tap.sh
+. "$(dirname "$0")/tap.sh" "$@"
 # 144 devices x 61 layers of local search take seconds; 1 ms cannot hold them.
 case_b=(plan models/deepseek-v3.yaml topologies/hgx-h800.xml --racks 18 --ep 144 --loads loads/dsv3_load.csv)
 text=$("$rackplan" "${case_b[@]}" --time-limit 0.001)
