@@ -35,7 +35,7 @@ _rackplan_formats() {
     topo) echo "text json yaml dot" ;;
     roofline) echo "text json yaml csv" ;;
     compare) echo "text json yaml csv md" ;;
-    merge) echo "csv" ;;
+    merge) echo "csv json" ;;
     *) echo "text json yaml" ;;
     esac
 }
@@ -194,7 +194,7 @@ _rackplan() {
             _rackplan_files .xml
         fi
         ;;
-    merge) _rackplan_files .csv ;;
+    merge) _rackplan_files .csv .json ;;
     esac
     # Every operand given: the options are all that is left.
     if ((${#COMPREPLY[@]} == 0)) && ((!ended)); then

@@ -158,7 +158,7 @@ static void print_help(const struct command *c)
                "  --tp N, --pp N   pin tensor-parallel / pipeline degrees; default: chosen\n",
                PLAN_DEFAULT_RESERVE_FRACTION * 100);
     if (c->options & OPTS_FORMAT)
-        printf("  --format F       %s\n", c->options & OPTS_MERGE      ? "csv (default; the only one)"
+        printf("  --format F       %s\n", c->options & OPTS_MERGE      ? "csv or json (what the parts must be; default: theirs)"
                                      : c->options & OPTS_DOT        ? "text (default), json, yaml or dot (Graphviz)"
                                      : c->options & OPTS_ROOFLINE ? "text (default), json, yaml or csv"
                                      : c->options & OPTS_COMPARE  ? "text (default), json, yaml, csv or md"
@@ -388,9 +388,9 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         case OPT_FORMAT:
             o->format_set = true;
             if (c->options & OPTS_MERGE) {
-                if (strcmp(arg, "csv") != 0)
-                    return cli_usage_error(c, "--format takes csv, the only format merge joins, not '%s'", arg);
-                o->format = FORMAT_CSV;
+                if (strcmp(arg, "csv") != 0 && strcmp(arg, "json") != 0)
+                    return cli_usage_error(c, "--format takes csv or json, the formats merge joins, not '%s'", arg);
+                o->format = strcmp(arg, "csv") == 0 ? FORMAT_CSV : FORMAT_JSON;
             } else if (strcmp(arg, "text") == 0)
                 o->format = FORMAT_TEXT;
             else if (strcmp(arg, "json") == 0)

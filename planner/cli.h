@@ -21,7 +21,8 @@ enum exit_code {
     EXIT_NO_FIT = 1,   /* does not fit, or no feasible plan */
     EXIT_USAGE = 2,    /* bad command line */
     EXIT_INVALID = 3,  /* invalid input file */
-    EXIT_SOLVER = 4,   /* a solver failed */
+    /* 4 is not used: a GLPK failure leaves the plan of the greedy search and the DP, whose
+     * solver status says "failed"; 4 was "solver failure" once, so 5 keeps its number. */
     EXIT_IO = 5,       /* I/O or internal error */
 };
 

@@ -520,9 +520,9 @@ int cmd_compare(int argc, char **argv)
     }
     if (by_domain_size && (status = domain_variants(&o, &loaded[0], variants, variant_racks)) != EXIT_OK)
         goto done;
-    if (o.shard_count && (o.format != FORMAT_CSV || o.plot || o.report || by_domain_size)) {
-        status = cli_usage_error(o.command, "--shard writes CSV rows for rackplan merge: add --format csv "
-                                            "(or -o FILE.csv), without --plot, --report or --domain-sizes");
+    if (o.shard_count && ((o.format != FORMAT_CSV && o.format != FORMAT_JSON) || o.plot || o.report || by_domain_size)) {
+        status = cli_usage_error(o.command, "--shard writes rows for rackplan merge: add --format csv or json "
+                                            "(or -o FILE.csv or FILE.json), without --plot, --report or --domain-sizes");
         goto done;
     }
     if ((status = cli_resolve(&o, &m, NULL)) != EXIT_OK)

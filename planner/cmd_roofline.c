@@ -199,9 +199,9 @@ int cmd_roofline(int argc, char **argv)
         return EXIT_IO;
     }
     s.graph = &g;
-    if (o.shard_count && (o.format != FORMAT_CSV || o.plot))
-        return cli_usage_error(o.command, "--shard writes CSV rows for rackplan merge: add --format csv "
-                                          "(or -o FILE.csv), without --plot");
+    if (o.shard_count && ((o.format != FORMAT_CSV && o.format != FORMAT_JSON) || o.plot))
+        return cli_usage_error(o.command, "--shard writes rows for rackplan merge: add --format csv or json "
+                                          "(or -o FILE.csv or FILE.json), without --plot");
 
     int64_t capacity = o.sweep_points > 0 ? o.sweep_points : 1;
     int64_t *batches = xcalloc((size_t)capacity, sizeof *batches);

@@ -116,13 +116,15 @@ const struct command command_compare = {
 const struct command command_merge = {
     .name = "merge",
     .run = cmd_merge,
-    .summary = "join the CSV parts of a sharded roofline or compare run",
-    .usage = "rackplan merge PART.csv... [-o FILE.csv]",
+    .summary = "join the CSV or JSON parts of a sharded roofline or compare run",
+    .usage = "rackplan merge PART.csv|PART.json... [--format csv|json] [-o FILE]",
     .help = "Sweeps too big for one machine run as shards: `rackplan roofline ... --shard I/N` or\n"
-            "`rackplan compare ... --shard I/N` with --format csv writes the I-th of N equal parts.\n"
-            "merge joins the parts, in any order, into the CSV the run without --shard writes:\n"
-            "roofline rows by batch; compare rows sorted by cost again and the best marked. Parts\n"
-            "must share their header; a row given twice is an error.\n",
+            "`rackplan compare ... --shard I/N` with --format csv or json writes the I-th of N\n"
+            "equal parts. merge joins the parts, in any order, into what the run without --shard\n"
+            "writes, in the parts' format: roofline rows by batch; compare rows sorted by cost\n"
+            "again and the best marked. CSV parts must share their header; JSON roofline parts\n"
+            "everything but their points, JSON compare rows their keys, model, context and kind.\n"
+            "A row given twice is an error. A JSON part holds at most 64 MiB.\n",
     .options = OPTS_FORMAT | OPTS_MERGE,
     .positionals = 1,
     .more = true,
@@ -147,7 +149,7 @@ static void print_usage(FILE *out)
                  "  1  does not fit, or no feasible plan\n"
                  "  2  usage error\n"
                  "  3  invalid input file\n"
-                 "  4  solver failure\n"
+                 "  (4 is not used: when GLPK fails, a plan keeps its greedy result, solver status failed)\n"
                  "  5  I/O or internal error\n");
 }
 

@@ -253,6 +253,12 @@ void json_null(struct json *j)
     fputs("null", j->out);
 }
 
+void json_literal(struct json *j, const char *text)
+{
+    before_value(j);
+    fputs(text, j->out);
+}
+
 void json_positive_or_null(struct json *j, double value)
 {
     if (value > 0)

@@ -44,6 +44,8 @@ void json_int(struct json *j, int64_t value);
 void json_number(struct json *j, double value); /* up to 15 significant digits */
 void json_bool(struct json *j, bool value);
 void json_null(struct json *j);
+/* A number, true, false or null exactly as it stood in a JSON file (the caller checked it). */
+void json_literal(struct json *j, const char *text);
 /* `value` when it is above 0, else null: rackplan's "not known" (no price, no crossover). */
 void json_positive_or_null(struct json *j, double value);
 
