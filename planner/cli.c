@@ -131,7 +131,7 @@ static void print_help(const struct command *c)
                "  --shard I/N      only the I-th of N equal parts of the sweep's batches, for\n"
                "                   rackplan merge to join\n"
                "  --eta-compute X, --eta-memory X, --eta-network X\n"
-               "                   achieved fraction of peak (0 < X <= 1); default: the topology's\n"
+               "                   achieved fraction of peak (0.01 <= X <= 1); default: the topology's\n"
                "                   <efficiency>, else 1 (a pure bound)\n");
     if (c->options & OPTS_PLAN)
         printf("  --loads FILE.csv expert loads: rows = MoE layers, columns = experts, token counts\n"
@@ -210,7 +210,7 @@ static bool parse_fraction(const char *text, double *out)
     char *end;
     errno = 0;
     double v = strtod(text, &end);
-    if (errno || end == text || *end || !(v > 0 && v <= 1))
+    if (errno || end == text || *end || !(v >= CLI_MIN_EFFICIENCY && v <= 1))
         return false;
     *out = v;
     return true;
@@ -450,7 +450,7 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
                              : ch == OPT_ETA_MEMORY ? &o->eta_memory
                                                     : &o->eta_network;
             if (!parse_fraction(arg, target))
-                return cli_usage_error(c, "--%s takes a fraction of peak above 0 and at most 1, not '%s'",
+                return cli_usage_error(c, "--%s takes a fraction of peak from 0.01 to 1, not '%s'",
                                        longopts[index].name, arg);
             break;
         }

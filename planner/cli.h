@@ -27,6 +27,9 @@ enum exit_code {
 };
 
 #define CLI_DEFAULT_CONTEXT 8192
+/* As in schemas/topology.xsd's fraction: under 1% of peak is no working system, and times
+ * would grow without bound. */
+#define CLI_MIN_EFFICIENCY 0.01
 #define CLI_DEFAULT_BATCH 1
 /* A cap, not a budget: the slowest shipped case (DeepSeek-V3 on 18 H800 nodes with a trace) takes
  * 8 s here and about 20 s under AddressSanitizer, so the searches' work limits end it first. */

@@ -44,6 +44,50 @@ struct planned {
     struct traffic hashed, local; /* replica by hash; a replica in the token's domain first */
 };
 
+/* Says on stderr which stage does not fit, what fills its devices, by how much it is short, and
+ * how many devices would hold the batch: the numbers a user needs to change the plan. */
+static void explain_no_fit(const struct model *m, const struct topology *t, const struct workload *w,
+                           const struct planned *p)
+{
+    int64_t worst = 0;
+    struct device_memory worst_memory = {0};
+    for (int64_t s = 0; s < p->layout.pp; s++) {
+        struct device_memory memory;
+        plan_stage_memory(m, t, &p->layout, w, s, &memory);
+        if (s == 0 || memory.free_bytes < worst_memory.free_bytes) {
+            worst = s;
+            worst_memory = memory;
+        }
+    }
+    const struct device_memory *d = &worst_memory;
+    int64_t per_stage = p->layout.devices / p->layout.pp;
+    int64_t first = p->split.start ? p->split.start[worst] : worst * m->layers / p->layout.pp;
+    int64_t end = p->split.start ? p->split.start[worst + 1] : (worst + 1) * m->layers / p->layout.pp;
+    char sequences[64], context[64], batch[64];
+    format_count((double)d->sequences, sequences, sizeof sequences);
+    format_count((double)w->context, context, sizeof context);
+    format_count((double)w->batch, batch, sizeof batch);
+    fprintf(stderr,
+            "rackplan plan: stage %" PRId64 " (layers %" PRId64 "-%" PRId64 ", devices %" PRId64 "-%" PRId64
+            ") does not fit: weights %.3f + KV %.3f (%s sequence%s x %s tokens) + activations %.3f + reserve "
+            "%.3f = %.3f GB per device, %.3f GB more than its HBM (%.3f GB)\n",
+            worst, first, end - 1, worst * per_stage, (worst + 1) * per_stage - 1, d->weights_bytes / 1e9,
+            d->kv_bytes / 1e9, sequences, d->sequences == 1 ? "" : "s", context, d->activation_bytes / 1e9,
+            d->reserve_bytes / 1e9, (d->weights_bytes + d->kv_bytes + d->activation_bytes + d->reserve_bytes) / 1e9,
+            -d->free_bytes / 1e9, d->hbm_bytes / 1e9);
+    struct fit f;
+    if (!plan_fit(m, t, p->layout.racks, w, &f))
+        return;
+    if (f.min_devices > p->layout.devices)
+        fprintf(stderr, "rackplan plan: batch %s at %s tokens fits on %" PRId64 " devices (--racks %" PRId64
+                        "); so might a smaller --batch, a shorter --context or a smaller --reserve\n",
+                batch, context, f.min_devices, f.min_racks);
+    else if (f.min_devices == 0)
+        fprintf(stderr, "rackplan plan: no cluster of up to %d domains holds batch %s at %s tokens; a smaller "
+                        "--batch or a shorter --context might\n",
+                PLAN_MAX_RACKS, batch, context);
+}
+
 /* Layers on stages: each layer's weight bytes read per step over a stage's bandwidth is its
  * time, its weight bytes its memory; a stage holds a rack's HBM less the reserve. */
 static void plan_stages(const struct model *m, const struct topology *t, const struct workload *w,
@@ -691,8 +735,7 @@ int cmd_plan(int argc, char **argv)
             status = EXIT_IO;
     }
     if (p.memory.free_bytes < 0)
-        fprintf(stderr, "rackplan plan: the batch does not fit: %.3f GB short per device\n",
-                -p.memory.free_bytes / 1e9);
+        explain_no_fit(&m, &t, &w, &p);
     cluster_placement_release(&p.experts);
     stage_split_release(&p.split);
     free(p.stage_stats.x);

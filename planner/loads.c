@@ -13,8 +13,9 @@ enum loads_status loads_read_buffer(const char *path, const char *data, size_t s
         diags_add(d, path, 0, 0, "file is larger than %u MiB", LOADS_MAX_BYTES >> 20);
         return LOADS_INVALID;
     }
-    size_t cap = 1024, count = 0;
+    size_t cap = 1024, count = 0, lines_cap = 64;
     double *values = xmalloc(cap * sizeof *values);
+    int *lines = xmalloc(lines_cap * sizeof *lines);
     int64_t columns = -1, rows = 0;
     int line = 0;
     const char *p = data, *end = data + size;
@@ -33,6 +34,7 @@ enum loads_status loads_read_buffer(const char *path, const char *data, size_t s
             continue;
         }
         int64_t fields = 0;
+        double row_sum = 0;
         for (;;) {
             const char *field = q;
             while (q < stop && (*q == ' ' || *q == '\t'))
@@ -67,6 +69,11 @@ enum loads_status loads_read_buffer(const char *path, const char *data, size_t s
                 status = LOADS_INVALID;
                 break;
             }
+            if (v > LOADS_MAX_TOKENS) {
+                diags_add(d, path, line, col, "token count %s is above 10^15, more than any trace holds", text);
+                status = LOADS_INVALID;
+                break;
+            }
             if (count == cap) {
                 cap *= 2;
                 values = xrealloc(values, cap * sizeof *values);
@@ -77,6 +84,7 @@ enum loads_status loads_read_buffer(const char *path, const char *data, size_t s
                 break;
             }
             values[count++] = v;
+            row_sum += v;
             fields++;
             if (q < stop && *q == ',') {
                 q++;
@@ -95,7 +103,17 @@ enum loads_status loads_read_buffer(const char *path, const char *data, size_t s
             status = LOADS_INVALID;
             break;
         }
-        rows++;
+        if (row_sum == 0) {
+            diags_add(d, path, line, 1, "every token count of the row is 0; every token passes every MoE layer, "
+                                        "so each layer routes some");
+            status = LOADS_INVALID;
+            break;
+        }
+        if ((size_t)rows == lines_cap) {
+            lines_cap *= 2;
+            lines = xrealloc(lines, lines_cap * sizeof *lines);
+        }
+        lines[rows++] = line;
         p = eol + 1;
     }
     if (status == LOADS_OK && rows == 0) {
@@ -104,9 +122,10 @@ enum loads_status loads_read_buffer(const char *path, const char *data, size_t s
     }
     if (status != LOADS_OK) {
         free(values);
+        free(lines);
         return status;
     }
-    *out = (struct loads){.layers = rows, .experts = columns, .tokens = values};
+    *out = (struct loads){.layers = rows, .experts = columns, .tokens = values, .lines = lines};
     return LOADS_OK;
 }
 
@@ -126,6 +145,7 @@ void loads_release(struct loads *l)
     if (!l)
         return;
     free(l->tokens);
+    free(l->lines);
     memset(l, 0, sizeof *l);
 }
 
@@ -143,12 +163,20 @@ enum loads_status loads_check_model(const struct loads *l, const struct model *m
                                     const char *path, struct diags *d)
 {
     int64_t layers = model_moe_layers(m);
-    if (l->layers != layers || l->experts != m->moe.experts) {
-        diags_add(d, path, 0, 0,
-                  "the loads are %lld layers x %lld experts; %s has %lld MoE layers x %lld experts",
-                  (long long)l->layers, (long long)l->experts, m->name, (long long)layers,
-                  (long long)m->moe.experts);
-        return LOADS_INVALID;
-    }
-    return LOADS_OK;
+    if (l->layers == layers && l->experts == m->moe.experts)
+        return LOADS_OK;
+    /* Point at the first row too many, the line after the last row when rows are missing, and
+     * the first row when the width is wrong. */
+    int line = 0;
+    if (l->lines && l->layers > layers)
+        line = l->lines[layers];
+    else if (l->lines && l->layers < layers)
+        line = l->lines[l->layers - 1] + 1;
+    else if (l->lines)
+        line = l->lines[0];
+    diags_add(d, path, line, line ? 1 : 0,
+              "the loads are %lld layers x %lld experts; %s has %lld MoE layers x %lld experts",
+              (long long)l->layers, (long long)l->experts, m->name, (long long)layers,
+              (long long)m->moe.experts);
+    return LOADS_INVALID;
 }

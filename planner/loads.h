@@ -14,11 +14,15 @@
 
 #define LOADS_MAX_BYTES (256u << 20)
 #define LOADS_MAX_CELLS 100000000
+/* More tokens than any trace holds, and few enough that sums of a million cells stay exact
+ * far beyond what the placement compares. */
+#define LOADS_MAX_TOKENS 1e15
 
 struct loads {
     int64_t layers;
     int64_t experts;
     double *tokens; /* layers x experts, row-major */
+    int *lines;     /* the file's line of each row, for messages; NULL when not read from a file */
 };
 
 enum loads_status { LOADS_OK = 0, LOADS_INVALID = 3, LOADS_IO_ERROR = 5 };

@@ -6,6 +6,9 @@
 #include <libxml/tree.h>
 #include <libxml/xmlschemas.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,9 +17,81 @@ extern const size_t topology_xsd_size;
 
 struct collector {
     const char *path;
+    const char *data; /* the file's bytes, to find the column libxml2 does not give */
+    size_t size;
     struct diags *diags;
     int errors;
 };
+
+/* Where the element `element` that starts on `*line` begins in the file, or its attribute
+ * `name` when that is given and present: libxml2 gives schema errors a line only. Leaves
+ * *line alone and sets *col to 0 when neither is found. */
+static void locate(const struct collector *c, const char *element, const char *name, int *line, int *col)
+{
+    *col = 0;
+    const char *p = c->data, *end = c->data + c->size;
+    if (!p || !element || *line < 1)
+        return;
+    for (int l = 1; p < end && l < *line; p++)
+        l += *p == '\n';
+    size_t n = strlen(element);
+    const char *at = NULL, *tag_end = NULL;
+    for (const char *q = p; !at && q < end; q++) {
+        if (*q != '<')
+            continue;
+        const char *tag = q + 1, *stop = tag;
+        while (stop < end && !strchr(" \t\r\n/>", *stop))
+            stop++;
+        /* the element's name, or a prefixed one (xi:include) */
+        if ((size_t)(stop - tag) >= n && memcmp(stop - n, element, n) == 0 &&
+            ((size_t)(stop - tag) == n || stop[-(ptrdiff_t)n - 1] == ':')) {
+            at = q;
+            tag_end = stop;
+        }
+    }
+    if (!at)
+        return;
+    if (name) {
+        size_t m = strlen(name);
+        for (const char *q = tag_end; q + m < end && *q != '>'; q++) {
+            const char *after = q + m;
+            while (after < end && strchr(" \t\r\n", *after))
+                after++;
+            if (strchr(" \t\r\n", q[-1]) && memcmp(q, name, m) == 0 && after < end && *after == '=') {
+                at = q;
+                break;
+            }
+        }
+    }
+    int l = *line, column = 1;
+    for (const char *q = p; q < at; q++) {
+        if (*q == '\n') {
+            l++;
+            column = 1;
+        } else {
+            column++;
+        }
+    }
+    *line = l;
+    *col = column;
+}
+
+/* Adds a diagnostic at `node`, or at its attribute `name` when that is given. */
+static void node_error(struct collector *c, const xmlNode *node, const char *name, const char *format, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void node_error(struct collector *c, const xmlNode *node, const char *name, const char *format, ...)
+{
+    char message[512];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(message, sizeof message, format, args);
+    va_end(args);
+    int line = (int)xmlGetLineNo(node), col;
+    locate(c, (const char *)node->name, name, &line, &col);
+    diags_add(c->diags, c->path, line, col, "%s", message);
+    c->errors++;
+}
 
 static void collect_error(void *data, xmlErrorPtr error)
 {
@@ -28,9 +103,20 @@ static void collect_error(void *data, xmlErrorPtr error)
     size_t n = strlen(message);
     while (n > 0 && (message[n - 1] == '\n' || message[n - 1] == ' '))
         message[--n] = '\0';
+    /* libxml2's advice (XML_PARSE_HUGE) is for programmers; a topology is never that deep. */
+    if (strstr(message, "Excessive depth in document"))
+        snprintf(message, sizeof message, "elements nested more than 256 deep: a topology nests 4");
     /* libxml2 prefixes schema errors with "Element 'x': "; keep it, it names the element. */
-    int col = error->domain == XML_FROM_PARSER ? error->int2 : 0;
-    diags_add(c->diags, c->path, error->line, col, "%s", message);
+    int line = error->line, col = error->domain == XML_FROM_PARSER ? error->int2 : 0;
+    const xmlNode *node = error->node;
+    if (error->domain == XML_FROM_SCHEMASV && node && node->type == XML_ELEMENT_NODE) {
+        char attribute[64] = "";
+        const char *named = strstr(message, "attribute '");
+        if (named)
+            sscanf(named + strlen("attribute '"), "%63[^']", attribute);
+        locate(c, (const char *)node->name, *attribute ? attribute : NULL, &line, &col);
+    }
+    diags_add(c->diags, c->path, line, col, "%s", message);
     c->errors++;
 }
 
@@ -74,21 +160,16 @@ static double number(struct collector *c, const xmlNode *node, const char *name,
 {
     char text[64];
     if (!attribute(node, name, text, sizeof text)) {
-        if (required) {
-            diags_add(c->diags, c->path, (int)xmlGetLineNo(node), 0,
-                      "element '%s' needs attribute '%s'", (const char *)node->name, name);
-            c->errors++;
-        }
+        if (required)
+            node_error(c, node, NULL, "element '%s' needs attribute '%s'", (const char *)node->name, name);
         return 0;
     }
     char *end;
     errno = 0;
     double v = strtod(text, &end);
     if (*end != '\0' || !isfinite(v) || v <= 0 || v >= 1e30) {
-        diags_add(c->diags, c->path, (int)xmlGetLineNo(node), 0,
-                  "attribute '%s' of '%s' is '%s'; it must be a positive finite number",
-                  name, (const char *)node->name, text);
-        c->errors++;
+        node_error(c, node, name, "attribute '%s' of '%s' is '%s'; it must be a positive finite number",
+                   name, (const char *)node->name, text);
         return 0;
     }
     return v;
@@ -151,10 +232,8 @@ static void read_tree(struct collector *c, const xmlNode *root, struct topology 
             t->domain_devices *= t->dim_size[i];
         }
         if (t->domain_devices > TOPOLOGY_MAX_DOMAIN_DEVICES) {
-            diags_add(c->diags, c->path, (int)xmlGetLineNo(fabric), 0,
-                      "the torus has %lld devices, more than the %d rackplan accepts",
-                      (long long)t->domain_devices, TOPOLOGY_MAX_DOMAIN_DEVICES);
-            c->errors++;
+            node_error(c, fabric, NULL, "the torus has %lld devices, more than the %d rackplan accepts",
+                       (long long)t->domain_devices, TOPOLOGY_MAX_DOMAIN_DEVICES);
         }
     }
     const xmlNode *out = child(root, "scale-out");
@@ -177,9 +256,7 @@ static void read_tree(struct collector *c, const xmlNode *root, struct topology 
     for (int p = 0; p < PREC_COUNT; p++)
         any_peak |= t->peak_flops_per_s[p] > 0;
     if (!any_peak) {
-        diags_add(c->diags, c->path, (int)xmlGetLineNo(accelerator), 0,
-                  "the accelerator has no peak FLOP/s");
-        c->errors++;
+        node_error(c, accelerator, NULL, "the accelerator has no peak FLOP/s");
     }
 }
 
@@ -195,7 +272,7 @@ static const char *find_bytes(const char *data, size_t size, const char *needle)
 enum topology_status topology_load_buffer(const char *path, const char *data, size_t size,
                                           struct topology *out, struct diags *d)
 {
-    struct collector c = {.path = path, .diags = d};
+    struct collector c = {.path = path, .data = data, .size = size, .diags = d};
     if (size > TOPOLOGY_MAX_BYTES) {
         diags_add(d, path, 0, 0, "file is larger than %u MiB", TOPOLOGY_MAX_BYTES >> 20);
         return TOPOLOGY_INVALID;

@@ -2,12 +2,15 @@
 #include "trace.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
 #define LINE_MAX_BYTES 65536
+/* A row as kept until the matrix's size is known: layer, token, line, then the k experts. */
+#define ROW_HEAD 3
 
 struct row {
     int64_t layer, token;
@@ -82,6 +85,11 @@ enum trace_status trace_read(const char *path, int64_t experts, struct trace *ou
     int64_t layers = 0, tokens = 0;
     int line_number = 1;
     while (status == TRACE_OK && gzgets(file, line, LINE_MAX_BYTES)) {
+        if (line_number == INT_MAX) { /* blank lines count too, and a gzip holds billions */
+            diags_add(d, path, line_number, 1, "more than %d lines", INT_MAX);
+            status = TRACE_INVALID;
+            break;
+        }
         line_number++;
         size_t length = strlen(line);
         if (length == LINE_MAX_BYTES - 1 && line[length - 1] != '\n') {
@@ -137,14 +145,22 @@ enum trace_status trace_read(const char *path, int64_t experts, struct trace *ou
             status = TRACE_INVALID;
             break;
         }
+        /* Repeated rows would otherwise grow the list without bound (a small gzip can hold
+         * billions); more rows than cells means some (layer, token) repeats. */
+        if ((double)(count + 1) * (double)k > TRACE_MAX_ENTRIES) {
+            diags_add(d, path, line_number, 1, "more than %d routing entries", TRACE_MAX_ENTRIES);
+            status = TRACE_INVALID;
+            break;
+        }
         if (count == cap) {
             cap = cap ? 2 * cap : 65536;
-            rows = xrealloc(rows, cap * (size_t)(k + 2) * sizeof *rows);
+            rows = xrealloc(rows, cap * (size_t)(k + ROW_HEAD) * sizeof *rows);
         }
-        int32_t *packed = rows + count * (size_t)(k + 2);
+        int32_t *packed = rows + count * (size_t)(k + ROW_HEAD);
         packed[0] = (int32_t)r.layer;
         packed[1] = (int32_t)r.token;
-        memcpy(packed + 2, r.experts, (size_t)k * sizeof *packed);
+        packed[2] = line_number;
+        memcpy(packed + ROW_HEAD, r.experts, (size_t)k * sizeof *packed);
         count++;
     }
     int gz_error = 0;
@@ -169,9 +185,16 @@ enum trace_status trace_read(const char *path, int64_t experts, struct trace *ou
     for (size_t i = 0; i < entries; i++)
         t.expert[i] = -1;
     for (size_t i = 0; i < count; i++) {
-        const int32_t *packed = rows + i * (size_t)(k + 2);
-        memcpy(t.expert + ((int64_t)packed[0] * tokens + packed[1]) * k, packed + 2,
-               (size_t)k * sizeof *t.expert);
+        const int32_t *packed = rows + i * (size_t)(k + ROW_HEAD);
+        int32_t *cell = t.expert + ((int64_t)packed[0] * tokens + packed[1]) * k;
+        if (cell[0] >= 0) {
+            diags_add(d, path, packed[2], 1, "layer %d, token %d is routed twice: once per token and layer",
+                      packed[0], packed[1]);
+            free(rows);
+            free(t.expert);
+            return TRACE_INVALID;
+        }
+        memcpy(cell, packed + ROW_HEAD, (size_t)k * sizeof *t.expert);
     }
     free(rows);
     *out = t;

@@ -47,8 +47,9 @@ int main(int argc, char **argv)
     CHECK(loads_check_model(&l, &kimi, "loads/dsv3_load.csv", &d) == LOADS_INVALID, "and not Kimi K2");
     char message[512];
     diag_format(&d.entries[0], message, sizeof message);
-    CHECK_STR(message, "loads/dsv3_load.csv: error: the loads are 58 layers x 256 experts; Kimi K2 has 60 MoE layers x 384 experts",
-              "the shape mismatch names both shapes");
+    /* 58 rows on lines 1-58: Kimi K2's 59th and 60th MoE layers are missing from line 59 on */
+    CHECK_STR(message, "loads/dsv3_load.csv:59:1: error: the loads are 58 layers x 256 experts; Kimi K2 has 60 MoE layers x 384 experts",
+              "the shape mismatch names both shapes, where the rows run out");
     diags_release(&d);
     loads_release(&l);
 
@@ -66,5 +67,24 @@ int main(int argc, char **argv)
     CHECK(read_text("1,nan,3\n", &l, message, sizeof message) == LOADS_INVALID, "NaN is refused");
     CHECK(read_text("1,1e999,3\n", &l, message, sizeof message) == LOADS_INVALID, "overflow is refused");
     CHECK(read_text("\n\n", &l, message, sizeof message) == LOADS_INVALID, "a file with no rows is refused");
+    CHECK(read_text("1,2\n0,0\n", &l, message, sizeof message) == LOADS_INVALID, "a row of zeros is refused");
+    CHECK_STR(message, "l.csv:2:1: error: every token count of the row is 0; every token passes every MoE layer, "
+                       "so each layer routes some", "zero-row message");
+    CHECK(read_text("1,2\n3,1e16\n", &l, message, sizeof message) == LOADS_INVALID, "10^16 tokens is refused");
+    CHECK_STR(message, "l.csv:2:3: error: token count 1e16 is above 10^15, more than any trace holds", "and says where");
+    CHECK(read_text("1,2\n3,1e15\n", &l, message, sizeof message) == LOADS_OK, "10^15 tokens is still a count");
+    loads_release(&l);
+
+    /* Three rows of two experts, a blank line among them, against a model of one MoE layer of two
+     * experts: the second row (line 3) is the first too many. */
+    struct model one_layer = {.name = "one", .layers = 1, .moe = {.experts = 2, .experts_per_token = 1, .interleave = 1}};
+    CHECK(read_text("1,2\n\n3,4\n5,6\n", &l, message, sizeof message) == LOADS_OK, "three rows read");
+    diags_init(&d);
+    CHECK(loads_check_model(&l, &one_layer, "l.csv", &d) == LOADS_INVALID, "rows too many for the model");
+    diag_format(&d.entries[0], message, sizeof message);
+    CHECK(strncmp(message, "l.csv:3:1: error: the loads are 3 layers x 2 experts;", 53) == 0,
+          "the first row too many is named by its line, blank lines counted");
+    diags_release(&d);
+    loads_release(&l);
     return tap_done();
 }

@@ -110,8 +110,17 @@ static void hostile(void)
              "<hbm bytes='80e9'/><peak precision='bf16' flops_per_s='1e15'/>\n"
              "</accelerator>\n%s", valid_tail);
     CHECK(load_text(xml, message, sizeof message) == TOPOLOGY_INVALID, "a missing attribute is invalid");
-    CHECK_STR(message, "t.xml:3: error: Element 'hbm': The attribute 'bytes_per_s' is required but missing.",
-              "the schema error names the element, the attribute and the line");
+    CHECK_STR(message, "t.xml:3:1: error: Element 'hbm': The attribute 'bytes_per_s' is required but missing.",
+              "the schema error names the element, the attribute, and where the element starts");
+
+    /* "<hbm bytes='80e9' " is 18 characters: bytes_per_s starts in column 19 */
+    snprintf(xml, sizeof xml,
+             "<topology name='x' status='shipping'>\n<accelerator name='a'>\n"
+             "<hbm bytes='80e9' bytes_per_s='0.5'/><peak precision='bf16' flops_per_s='1e15'/>\n"
+             "</accelerator>\n%s", valid_tail);
+    CHECK(load_text(xml, message, sizeof message) == TOPOLOGY_INVALID, "half a byte per second is refused");
+    CHECK(strncmp(message, "t.xml:3:19: error: Element 'hbm', attribute 'bytes_per_s': [facet 'minInclusive']", 80) == 0,
+          "at the attribute's line and column");
 
     snprintf(xml, sizeof xml,
              "<topology name='x' status='shipping'>\n<accelerator name='a'>\n"
