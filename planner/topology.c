@@ -322,9 +322,19 @@ enum topology_status topology_load_buffer(const char *path, const char *data, si
             diags_add(d, path, 0, 0, "the file does not match schemas/topology.xsd");
         goto done;
     }
+    /* The schema declares every element globally, so <cluster/> alone is valid against it. */
+    const xmlNode *root = xmlDocGetRootElement(doc);
+    if (!root || strcmp((const char *)root->name, "topology") != 0) {
+        if (root)
+            node_error(&c, root, NULL, "the root element is <%s>; a topology file's root is <topology>",
+                       (const char *)root->name);
+        else
+            diags_add(d, path, 0, 0, "no root element");
+        goto done;
+    }
     struct topology t;
     memset(&t, 0, sizeof t);
-    read_tree(&c, xmlDocGetRootElement(doc), &t);
+    read_tree(&c, root, &t);
     if (c.errors)
         goto done;
     *out = t;

@@ -173,23 +173,50 @@ void document_figure(struct document *d, const char *name, const char *caption,
     size_t size = stem + strlen(name) + 8;
     char *svg_path = xmalloc(size);
     snprintf(svg_path, size, "%.*s-%s.svg", (int)stem, d->path, name);
-    if (!sink_write(svg_path, draw, data))
-        d->failed = true;
     const char *base = strrchr(svg_path, '/');
     base = base ? base + 1 : svg_path;
     fputs("![", out);
     put(d, caption, false);
     fprintf(out, "](%s)\n\n", base);
-    free(svg_path);
+    struct sink figure;
+    if (d->failed || !sink_open(&figure, svg_path)) {
+        d->failed = true;
+        free(svg_path);
+        return;
+    }
+    draw(figure.out, data);
+    if (!sink_close(&figure)) {
+        d->failed = true;
+        free(svg_path);
+        return;
+    }
+    d->figures = xrealloc(d->figures, (size_t)(d->figure_count + 1) * sizeof *d->figures);
+    d->figures[d->figure_count++] = (struct document_svg){.sink = figure, .path = svg_path};
 }
 
 bool document_commit(struct document *d)
 {
     if (d->format == DOCUMENT_HTML)
         fputs("</body>\n</html>\n", d->sink.out);
-    if (d->failed) {
-        sink_abort(&d->sink);
-        return false;
+    bool ok = !d->failed && sink_close(&d->sink);
+    int renamed = 0;
+    /* once every file is complete, a rename can still fail (a figure's path turned into a
+     * directory meanwhile); the report then stays out, its figures renamed so far do not */
+    while (ok && renamed < d->figure_count) {
+        ok = sink_commit(&d->figures[renamed].sink);
+        renamed++;
     }
-    return sink_commit(&d->sink);
+    if (ok)
+        ok = sink_commit(&d->sink);
+    else
+        sink_abort(&d->sink);
+    for (int i = 0; i < d->figure_count; i++) {
+        if (i >= renamed)
+            sink_abort(&d->figures[i].sink);
+        free(d->figures[i].path);
+    }
+    free(d->figures);
+    d->figures = NULL;
+    d->figure_count = 0;
+    return ok;
 }

@@ -10,6 +10,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+static void forget(struct sink *s)
+{
+    free(s->temp_path);
+    s->temp_path = NULL;
+}
+
 bool sink_open(struct sink *s, const char *path)
 {
     s->path = path;
@@ -18,14 +24,21 @@ bool sink_open(struct sink *s, const char *path)
         s->out = stdout;
         return true;
     }
+    /* rename() would refuse a directory only after the whole output was computed and written */
+    struct stat st;
+    if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "rackplan: unable to write '%s': %s\n", path, strerror(EISDIR));
+        s->out = NULL;
+        return false;
+    }
     size_t n = strlen(path) + 16;
     s->temp_path = xmalloc(n);
     snprintf(s->temp_path, n, "%s.tmp.XXXXXX", path);
     int fd = mkstemp(s->temp_path);
     if (fd < 0) {
         fprintf(stderr, "rackplan: unable to write '%s': %s\n", path, strerror(errno));
-        free(s->temp_path);
-        s->temp_path = NULL;
+        forget(s);
+        s->out = NULL;
         return false;
     }
     /* mkstemp creates the file 0600; give it the mode a plain open would (0666 less umask). */
@@ -36,17 +49,17 @@ bool sink_open(struct sink *s, const char *path)
     }
     s->out = fdopen(fd, "w");
     if (!s->out) {
+        int saved = errno;
         close(fd);
         unlink(s->temp_path);
-        fprintf(stderr, "rackplan: unable to write '%s': %s\n", path, strerror(errno));
-        free(s->temp_path);
-        s->temp_path = NULL;
+        fprintf(stderr, "rackplan: unable to write '%s': %s\n", path, strerror(saved));
+        forget(s);
         return false;
     }
     return true;
 }
 
-bool sink_commit(struct sink *s)
+bool sink_close(struct sink *s)
 {
     if (!s->temp_path) {
         if (fflush(stdout) != 0 || ferror(stdout)) {
@@ -55,6 +68,9 @@ bool sink_commit(struct sink *s)
         }
         return true;
     }
+    if (!s->out)
+        return true;
+    errno = 0;
     bool ok = fflush(s->out) == 0 && !ferror(s->out) && fsync(fileno(s->out)) == 0;
     int saved = errno;
     if (fclose(s->out) != 0 && ok) {
@@ -62,16 +78,30 @@ bool sink_commit(struct sink *s)
         saved = errno;
     }
     s->out = NULL;
-    if (ok && rename(s->temp_path, s->path) != 0) {
-        ok = false;
-        saved = errno;
-    }
     if (!ok) {
+        unlink(s->temp_path);
+        /* a write that failed before the flush may have left no errno behind */
+        fprintf(stderr, "rackplan: unable to write '%s': %s\n", s->path, strerror(saved ? saved : EIO));
+        forget(s);
+    }
+    return ok;
+}
+
+bool sink_commit(struct sink *s)
+{
+    if (!s->temp_path && s->out != stdout)
+        return false; /* sink_close failed and said so */
+    if (!sink_close(s))
+        return false;
+    if (!s->temp_path)
+        return true;
+    bool ok = rename(s->temp_path, s->path) == 0;
+    if (!ok) {
+        int saved = errno;
         unlink(s->temp_path);
         fprintf(stderr, "rackplan: unable to write '%s': %s\n", s->path, strerror(saved));
     }
-    free(s->temp_path);
-    s->temp_path = NULL;
+    forget(s);
     return ok;
 }
 
@@ -83,8 +113,7 @@ void sink_abort(struct sink *s)
         fclose(s->out);
     s->out = NULL;
     unlink(s->temp_path);
-    free(s->temp_path);
-    s->temp_path = NULL;
+    forget(s);
 }
 
 bool sink_write(const char *path, void (*write)(FILE *out, const void *data), const void *data)

@@ -8,15 +8,20 @@
 #include <stdio.h>
 
 struct sink {
-    FILE *out;
+    FILE *out; /* NULL once closed */
     const char *path;
     char *temp_path;
 };
 
-/* Opens the sink for `path` (NULL: stdout). On failure prints why and returns false. */
+/* Opens the sink for `path` (NULL: stdout). On failure, such as `path` being a directory,
+ * prints why and returns false. */
 bool sink_open(struct sink *s, const char *path);
-/* Flushes, syncs and renames into place. On failure removes the temporary file, leaves any
- * existing file untouched, prints why and returns false. */
+/* Flushes, syncs and closes the temporary file without renaming it, so that several files can
+ * be finished before any replaces its path. On failure removes it, prints why and returns false
+ * (the sink is then done with). Stdout is flushed and stays open. */
+bool sink_close(struct sink *s);
+/* Closes (when sink_close has not) and renames into place. On failure removes the temporary
+ * file, leaves any existing file untouched, prints why and returns false. */
 bool sink_commit(struct sink *s);
 /* Abandons the output: removes the temporary file. */
 void sink_abort(struct sink *s);
