@@ -13,6 +13,16 @@ enum loads_status loads_read_buffer(const char *path, const char *data, size_t s
         diags_add(d, path, 0, 0, "file is larger than %u MiB", LOADS_MAX_BYTES >> 20);
         return LOADS_INVALID;
     }
+    const char *nul = memchr(data, '\0', size);
+    if (nul) { /* it would end the field it is in silently */
+        int line = 1, col = 1;
+        for (const char *p = data; p < nul; p++) {
+            line += *p == '\n';
+            col = *p == '\n' ? 1 : col + 1;
+        }
+        diags_add(d, path, line, col, "a NUL byte: not a CSV of token counts");
+        return LOADS_INVALID;
+    }
     size_t cap = 1024, count = 0, lines_cap = 64;
     double *values = xmalloc(cap * sizeof *values);
     int *lines = xmalloc(lines_cap * sizeof *lines);

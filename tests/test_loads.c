@@ -67,6 +67,12 @@ int main(int argc, char **argv)
     CHECK(read_text("1,nan,3\n", &l, message, sizeof message) == LOADS_INVALID, "NaN is refused");
     CHECK(read_text("1,1e999,3\n", &l, message, sizeof message) == LOADS_INVALID, "overflow is refused");
     CHECK(read_text("\n\n", &l, message, sizeof message) == LOADS_INVALID, "a file with no rows is refused");
+    CHECK(loads_read_buffer("l.csv", "1,2\n3,4\0junk\n", 13, &l, &d) == LOADS_INVALID,
+          "a NUL byte is refused (it would end its field silently)");
+    diag_format(&d.entries[0], message, sizeof message);
+    CHECK_STR(message, "l.csv:2:4: error: a NUL byte: not a CSV of token counts", "at its line and column");
+    diags_release(&d);
+    diags_init(&d);
     CHECK(read_text("1,2\n0,0\n", &l, message, sizeof message) == LOADS_INVALID, "a row of zeros is refused");
     CHECK_STR(message, "l.csv:2:1: error: every token count of the row is 0; every token passes every MoE layer, "
                        "so each layer routes some", "zero-row message");
