@@ -151,3 +151,15 @@ int file_read_all(const char *path, size_t limit, char **data, size_t *size, str
     *size = length;
     return 0;
 }
+
+void text_position(const char *from, const char *to, int *line, int *col)
+{
+    for (const char *p = from; p < to; p++) {
+        if (*p == '\n') {
+            ++*line;
+            *col = 1;
+        } else {
+            ++*col;
+        }
+    }
+}

@@ -31,6 +31,9 @@ struct diags {
 void diags_init(struct diags *d);
 void diags_release(struct diags *d);
 
+/* Moves the 1-based (*line, *col) of `from` on to that of `to`, counting bytes. */
+void text_position(const char *from, const char *to, int *line, int *col);
+
 void diags_add(struct diags *d, const char *path, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 

@@ -323,14 +323,7 @@ static bool json_check(const char *path, const char *data, size_t size, struct d
         json_fail(&s, "text after the end of the JSON document");
     }
     int line = 1, col = 1;
-    for (const char *p = data; p < s.error_at; p++) {
-        if (*p == '\n') {
-            line++;
-            col = 1;
-        } else {
-            col++;
-        }
-    }
+    text_position(data, s.error_at, &line, &col);
     diags_add(d, path, line, col, "%s", s.error);
     return false;
 }

@@ -16,10 +16,7 @@ enum loads_status loads_read_buffer(const char *path, const char *data, size_t s
     const char *nul = memchr(data, '\0', size);
     if (nul) { /* it would end the field it is in silently */
         int line = 1, col = 1;
-        for (const char *p = data; p < nul; p++) {
-            line += *p == '\n';
-            col = *p == '\n' ? 1 : col + 1;
-        }
+        text_position(data, nul, &line, &col);
         diags_add(d, path, line, col, "a NUL byte: not a CSV of token counts");
         return LOADS_INVALID;
     }

@@ -63,17 +63,8 @@ static void locate(const struct collector *c, const char *element, const char *n
             }
         }
     }
-    int l = *line, column = 1;
-    for (const char *q = p; q < at; q++) {
-        if (*q == '\n') {
-            l++;
-            column = 1;
-        } else {
-            column++;
-        }
-    }
-    *line = l;
-    *col = column;
+    *col = 1;
+    text_position(p, at, line, col);
 }
 
 /* Adds a diagnostic at `node`, or at its attribute `name` when that is given. */
@@ -281,14 +272,7 @@ enum topology_status topology_load_buffer(const char *path, const char *data, si
     const char *doctype = find_bytes(data, size, "<!DOCTYPE");
     if (doctype) {
         int line = 1, col = 1;
-        for (const char *p = data; p < doctype; p++) {
-            if (*p == '\n') {
-                line++;
-                col = 1;
-            } else {
-                col++;
-            }
-        }
+        text_position(data, doctype, &line, &col);
         diags_add(d, path, line, col,
                   "DOCTYPE declarations are not allowed in a topology (no DTDs, no entities)");
         return TOPOLOGY_INVALID;
