@@ -30,6 +30,18 @@ struct lines {
     int64_t count, capacity;
 };
 
+enum kind { KIND_ROOFLINE, KIND_COMPARE };
+
+/* The parts, read: every row, and what the rows of one run share. */
+struct merged {
+    enum kind kind;
+    struct lines rows;
+    bool json;
+    const char *header;         /* CSV: the parts' first line */
+    const struct doc_node *run; /* JSON: the first part's root (a roofline's keys around its points) */
+    struct doc **docs;          /* JSON: every part's tree, which the rows point into */
+};
+
 static void lines_push(struct lines *l, struct line item)
 {
     if (l->count == l->capacity) {
@@ -99,8 +111,6 @@ static bool number_field(const char *line, int index, double *out)
     return !*end && !errno;
 }
 
-enum kind { KIND_ROOFLINE, KIND_COMPARE };
-
 /* The columns a compare row is ordered by (compare.h), and its place in the whole run. */
 enum { COMPARE_FITS = 10, COMPARE_TPOT_MET = 14, COMPARE_PER_DEVICE = 18, COMPARE_COST = 20,
        COMPARE_ROW = 24 };
@@ -161,10 +171,11 @@ static bool compare_rank(const struct lines *rows, int64_t *order)
 /* Writes the rows in the unsharded run's order: roofline by batch; compare as compare_order
  * sorts them (from the rows in run order, so that ties fall the same way), the first marked
  * best when it fits and meets the target. Returns whether some compare row is best. */
-static bool write_rows(FILE *out, enum kind kind, const char *header, struct lines *rows)
+static bool write_csv(FILE *out, const struct merged *m)
 {
-    fprintf(out, "%s\n", header);
-    if (kind == KIND_ROOFLINE) {
+    const struct lines *rows = &m->rows;
+    fprintf(out, "%s\n", m->header);
+    if (m->kind == KIND_ROOFLINE) {
         for (int64_t i = 0; i < rows->count; i++)
             fprintf(out, "%s\n", rows->items[i].text);
         return true;
@@ -179,8 +190,8 @@ static bool write_rows(FILE *out, enum kind kind, const char *header, struct lin
     return best;
 }
 
-/* Joins CSV parts: their header the same, rows keyed by batch or by place in the run. */
-static int merge_csv(const struct options *o, char **texts)
+/* Reads CSV parts: their header the same, rows keyed by batch or by place in the run. */
+static int read_csv(const struct options *o, char **texts, struct merged *m)
 {
     int parts = o->positional_count;
     struct lines rows = {0};
@@ -232,21 +243,7 @@ static int merge_csv(const struct options *o, char **texts)
             status = EXIT_INVALID;
         }
     }
-    if (status == EXIT_OK && !sort_unique(&rows, kind))
-        status = EXIT_INVALID;
-    if (status == EXIT_OK) {
-        struct sink sink;
-        if (!sink_open(&sink, o->output)) {
-            status = EXIT_IO;
-        } else {
-            bool best = write_rows(sink.out, kind, header, &rows);
-            if (!sink_commit(&sink))
-                status = EXIT_IO;
-            else if (!best)
-                status = EXIT_NO_FIT;
-        }
-    }
-    free(rows.items);
+    *m = (struct merged){.kind = kind, .rows = rows, .header = header};
     return status;
 }
 
@@ -352,9 +349,46 @@ static bool parse_json_row(enum kind kind, const struct doc_node *first_row, str
     return true;
 }
 
-/* Joins JSON parts: a roofline part is an object whose "points" are its share of the sweep,
+/* Writes the merged JSON: the run's roofline object with every point, or the compare rows in the
+ * unsharded run's order, the first marked best when it fits and meets the target. Returns
+ * whether some compare row is best. */
+static bool write_json(FILE *out, const struct merged *m)
+{
+    struct json j;
+    json_init(&j, out, SYNTAX_JSON);
+    bool best = true;
+    if (m->kind == KIND_ROOFLINE) {
+        json_begin_object(&j);
+        for (size_t i = 0; i < m->run->count; i++) {
+            json_key(&j, m->run->keys[i]->text);
+            if (strcmp(m->run->keys[i]->text, "points") != 0) {
+                write_node(&j, m->run->items[i], NULL);
+                continue;
+            }
+            json_begin_array(&j);
+            for (int64_t r = 0; r < m->rows.count; r++)
+                write_node(&j, m->rows.items[r].node, NULL);
+            json_end_array(&j);
+        }
+        json_end_object(&j);
+    } else {
+        int64_t *order = xcalloc((size_t)m->rows.count + 1, sizeof *order);
+        best = compare_rank(&m->rows, order);
+        json_begin_array(&j);
+        for (int64_t rank = 0; rank < m->rows.count; rank++) {
+            bool marked = rank == 0 && best;
+            write_node(&j, m->rows.items[order[rank]].node, &marked);
+        }
+        json_end_array(&j);
+        free(order);
+    }
+    json_finish(&j);
+    return best;
+}
+
+/* Reads JSON parts: a roofline part is an object whose "points" are its share of the sweep,
  * everything else the same in every part; a compare part is a list of rows. */
-static int merge_json(const struct options *o, char **texts, const size_t *sizes)
+static int read_json(const struct options *o, char **texts, const size_t *sizes, struct merged *m)
 {
     int parts = o->positional_count;
     struct doc **docs = xcalloc((size_t)parts, sizeof *docs);
@@ -444,52 +478,7 @@ static int merge_json(const struct options *o, char **texts, const size_t *sizes
             lines_push(&rows, item);
         }
     }
-    if (status == EXIT_OK && !sort_unique(&rows, kind))
-        status = EXIT_INVALID;
-    if (status == EXIT_OK) {
-        struct sink sink;
-        if (!sink_open(&sink, o->output)) {
-            status = EXIT_IO;
-        } else {
-            struct json j;
-            json_init(&j, sink.out, SYNTAX_JSON);
-            bool best = true;
-            if (kind == KIND_ROOFLINE) {
-                json_begin_object(&j);
-                for (size_t i = 0; i < first_root->count; i++) {
-                    json_key(&j, first_root->keys[i]->text);
-                    if (strcmp(first_root->keys[i]->text, "points") != 0) {
-                        write_node(&j, first_root->items[i], NULL);
-                        continue;
-                    }
-                    json_begin_array(&j);
-                    for (int64_t r = 0; r < rows.count; r++)
-                        write_node(&j, rows.items[r].node, NULL);
-                    json_end_array(&j);
-                }
-                json_end_object(&j);
-            } else {
-                int64_t *order = xcalloc((size_t)rows.count + 1, sizeof *order);
-                best = compare_rank(&rows, order);
-                json_begin_array(&j);
-                for (int64_t rank = 0; rank < rows.count; rank++) {
-                    bool marked = rank == 0 && best;
-                    write_node(&j, rows.items[order[rank]].node, &marked);
-                }
-                json_end_array(&j);
-                free(order);
-            }
-            json_finish(&j);
-            if (!sink_commit(&sink))
-                status = EXIT_IO;
-            else if (!best)
-                status = EXIT_NO_FIT;
-        }
-    }
-    free(rows.items);
-    for (int p = 0; p < parts; p++)
-        doc_free(docs[p]);
-    free(docs);
+    *m = (struct merged){.kind = kind, .rows = rows, .json = true, .run = first_root, .docs = docs};
     return status;
 }
 
@@ -535,8 +524,25 @@ int cmd_merge(int argc, char **argv)
             status = EXIT_INVALID;
         }
     }
+    struct merged m = {0};
     if (status == EXIT_OK)
-        status = json ? merge_json(&o, texts, sizes) : merge_csv(&o, texts);
+        status = json ? read_json(&o, texts, sizes, &m) : read_csv(&o, texts, &m);
+    if (status == EXIT_OK && !sort_unique(&m.rows, m.kind))
+        status = EXIT_INVALID;
+    struct sink sink;
+    if (status == EXIT_OK && !sink_open(&sink, o.output)) {
+        status = EXIT_IO;
+    } else if (status == EXIT_OK) {
+        bool best = m.json ? write_json(sink.out, &m) : write_csv(sink.out, &m);
+        if (!sink_commit(&sink))
+            status = EXIT_IO;
+        else if (!best)
+            status = EXIT_NO_FIT;
+    }
+    free(m.rows.items);
+    for (int p = 0; m.docs && p < parts; p++)
+        doc_free(m.docs[p]);
+    free(m.docs);
     for (int p = 0; p < parts; p++)
         free(texts[p]);
     free(texts);
