@@ -61,8 +61,8 @@ static void explain_no_fit(const struct model *m, const struct topology *t, cons
     }
     const struct device_memory *d = &worst_memory;
     int64_t per_stage = p->layout.devices / p->layout.pp;
-    int64_t first = p->split.start ? p->split.start[worst] : worst * m->layers / p->layout.pp;
-    int64_t end = p->split.start ? p->split.start[worst + 1] : (worst + 1) * m->layers / p->layout.pp;
+    int64_t first, end;
+    plan_stage_layers(m, &p->layout, worst, &first, &end);
     char sequences[64], context[64], batch[64];
     format_count((double)d->sequences, sequences, sizeof sequences);
     format_count((double)w->context, context, sizeof context);
@@ -147,13 +147,15 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct model *m
     json_key(&j, "stages");
     json_begin_array(&j);
     for (int64_t s = 0; s < p->layout.pp; s++) {
+        int64_t first, end;
+        plan_stage_layers(m, &p->layout, s, &first, &end);
         json_begin_object(&j);
         json_key(&j, "stage");
         json_int(&j, s);
         json_key(&j, "first_layer");
-        json_int(&j, p->split.start ? p->split.start[s] : s * m->layers / p->layout.pp);
+        json_int(&j, first);
         json_key(&j, "end_layer_exclusive");
-        json_int(&j, p->split.start ? p->split.start[s + 1] : (s + 1) * m->layers / p->layout.pp);
+        json_int(&j, end);
         json_key(&j, "first_device");
         json_int(&j, s * (p->layout.devices / p->layout.pp));
         json_key(&j, "devices");
@@ -311,8 +313,8 @@ static void write_text(FILE *out, const struct model *m, const struct topology *
             a, b, p->layout.tp, p->layout.dp, p->layout.pp, p->layout.ep);
     fprintf(out, "\nstages\n");
     for (int64_t s = 0; s < p->layout.pp; s++) {
-        int64_t first = p->split.start ? p->split.start[s] : s * m->layers / p->layout.pp;
-        int64_t end = p->split.start ? p->split.start[s + 1] : (s + 1) * m->layers / p->layout.pp;
+        int64_t first, end;
+        plan_stage_layers(m, &p->layout, s, &first, &end);
         fprintf(out, "  stage %" PRId64 ": layers %" PRId64 "-%" PRId64 " on devices %" PRId64 "-%" PRId64 "\n",
                 s, first, end - 1, s * (p->layout.devices / p->layout.pp),
                 (s + 1) * (p->layout.devices / p->layout.pp) - 1);

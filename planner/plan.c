@@ -72,13 +72,19 @@ void plan_layer_params(const struct model *m, const struct model_params *p, int6
     }
 }
 
+void plan_stage_layers(const struct model *m, const struct layout *l, int64_t index, int64_t *first,
+                       int64_t *end)
+{
+    *first = l->stage_start ? l->stage_start[index] : index * m->layers / l->pp;
+    *end = l->stage_start ? l->stage_start[index + 1] : (index + 1) * m->layers / l->pp;
+}
+
 void plan_stage(const struct model *m, const struct layout *l, int64_t index, struct stage *out)
 {
     struct model_params p;
     model_params(m, &p);
     struct stage st = {0};
-    st.first = l->stage_start ? l->stage_start[index] : index * m->layers / l->pp;
-    st.last = l->stage_start ? l->stage_start[index + 1] : (index + 1) * m->layers / l->pp;
+    plan_stage_layers(m, l, index, &st.first, &st.last);
     for (int64_t layer = st.first; layer < st.last; layer++) {
         struct layer_params lp;
         plan_layer_params(m, &p, layer, &lp);

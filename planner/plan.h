@@ -92,6 +92,10 @@ struct stage {
 
 void plan_stage(const struct model *m, const struct layout *l, int64_t index, struct stage *out);
 
+/* The layers of pipeline stage `index`: first .. end - 1 (the stage solver's, or an even split). */
+void plan_stage_layers(const struct model *m, const struct layout *l, int64_t index, int64_t *first,
+                       int64_t *end);
+
 /* Routed experts (or a slice of one) that one MoE layer puts on the most loaded device. */
 double plan_experts_per_device(const struct model *m, const struct layout *l);
 
