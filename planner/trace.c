@@ -181,7 +181,7 @@ enum trace_status trace_read(const char *path, int64_t experts, struct trace *ou
     }
     /* A few rows with far-apart ids would make a matrix of hundreds of MB from a few bytes;
      * a real trace routes every token of a batch through every layer, so rows fill it. */
-    if (status == TRACE_OK && (double)layers * (double)tokens > 16.0 * (double)count + 65536) {
+    if ((double)layers * (double)tokens > 16.0 * (double)count + 65536) {
         diags_add(d, path, 0, 0, "%zu rows for %lld layers x %lld tokens: ids must run from 0 with few gaps",
                   count, (long long)layers, (long long)tokens);
         free(rows);
