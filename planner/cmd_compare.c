@@ -394,13 +394,14 @@ static void draw_domain_sizes(FILE *out, const void *data)
     free(values);
 }
 
-static bool write_report(const char *path, const struct report *r, const struct curves *c)
+static bool write_report(const char *path, const struct report *r, const struct curves *c,
+                         struct sink_batch *outputs)
 {
     char title[200];
     snprintf(title, sizeof title, "Which hardware for %s", r->model->name);
     struct document d;
     if (!document_open(&d, path, title))
-        return false;
+        return outputs->failed = true, false;
     char heading[300], context[32];
     format_count((double)r->workload->context, context, sizeof context);
     snprintf(heading, sizeof heading, "%s at %s tokens of context", r->model->name, context);
@@ -433,7 +434,8 @@ static bool write_report(const char *path, const struct report *r, const struct 
                         draw_domain_sizes, r);
     document_figure(&d, "batch", "Time per output token and cost against batch, a line per row",
                     draw_batch_curves, c);
-    return document_commit(&d);
+    document_hold(&d, outputs);
+    return !outputs->failed;
 }
 
 static int64_t gcd(int64_t a, int64_t b)
@@ -568,26 +570,26 @@ int cmd_compare(int argc, char **argv)
         status = EXIT_IO;
         goto done;
     }
+    struct sink_batch outputs;
+    sink_batch_init(&outputs);
     struct sink sink;
-    if (!sink_open(&sink, o.output)) {
-        status = EXIT_IO;
-        goto done;
+    bool opened = sink_open(&sink, o.output);
+    if (opened) {
+        enum json_syntax syntax;
+        if (cli_tree_format(o.format, &syntax))
+            write_tree(sink.out, syntax, &r);
+        else if (o.format == FORMAT_CSV)
+            write_csv(sink.out, &r);
+        else if (o.format == FORMAT_MD)
+            write_markdown(sink.out, &r);
+        else
+            write_text(sink.out, &r);
     }
-    enum json_syntax syntax;
-    if (cli_tree_format(o.format, &syntax))
-        write_tree(sink.out, syntax, &r);
-    else if (o.format == FORMAT_CSV)
-        write_csv(sink.out, &r);
-    else if (o.format == FORMAT_MD)
-        write_markdown(sink.out, &r);
-    else
-        write_text(sink.out, &r);
-    if (!sink_commit(&sink))
-        status = EXIT_IO;
-    else if (o.plot && !(by_domain_size ? sink_write(o.plot, draw_domain_sizes, &r)
-                                        : sink_write(o.plot, draw_batch_curves, &curves)))
-        status = EXIT_IO;
-    else if (o.report && !write_report(o.report, &r, &curves))
+    bool whole = sink_batch_add(&outputs, &sink, opened) &&
+                 (!o.plot || (by_domain_size ? sink_batch_write(&outputs, o.plot, draw_domain_sizes, &r)
+                                             : sink_batch_write(&outputs, o.plot, draw_batch_curves, &curves))) &&
+                 (!o.report || write_report(o.report, &r, &curves, &outputs));
+    if (!sink_batch_finish(&outputs, whole))
         status = EXIT_IO;
     else if (r.best < 0 && !o.shard_count) /* a shard's verdict waits for the merge */
         status = EXIT_NO_FIT;

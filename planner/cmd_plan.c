@@ -235,6 +235,8 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct model *m
         json_number(&j, p->experts.worst_gap);
         json_key(&j, "seconds");
         json_number(&j, round(p->expert_seconds * 1e3) / 1e3);
+        json_key(&j, "dealt_layers");
+        json_number(&j, (double)p->experts.dealt_layers);
         json_key(&j, "glpk");
         json_begin_object(&j);
         json_key(&j, "problems");
@@ -342,6 +344,10 @@ static void write_text(FILE *out, const struct model *m, const struct topology *
             fprintf(out, "  stopped at --time-limit %g s: this placement depends on the machine's speed, "
                          "a larger limit may lower it\n",
                     p->time_limit_s);
+        if (p->experts.dealt_layers > 0)
+            fprintf(out, "  %" PRId64 " of %" PRId64 " layers began after the limit and were dealt round-robin, "
+                         "heaviest copy first, without search\n",
+                    p->experts.dealt_layers, p->experts.layers);
         if (p->experts.ilp.problems > 0)
             fprintf(out, "  GLPK on the most loaded device's domain: %" PRId64 " problems, %" PRId64
                          " proven optimal, %" PRId64 " lowered a layer's maximum, %.3f s\n",
@@ -367,11 +373,12 @@ static void write_text(FILE *out, const struct model *m, const struct topology *
             p->step.step_s * 1e3, a, b, roof_term_name(p->step.bound), gb);
 }
 
-static bool write_expert_map(const char *path, const struct model *m, const struct planned *p)
+static bool write_expert_map(const char *path, const struct model *m, const struct planned *p,
+                             struct sink_batch *outputs)
 {
     struct sink sink;
     if (!sink_open(&sink, path))
-        return false;
+        return sink_batch_add(outputs, &sink, false);
     int64_t moe = model_moe_layers(m);
     int64_t width = p->ep_domains * p->ep_devices * p->slots;
     bool json_format = path_ends_with(path, ".json");
@@ -389,7 +396,7 @@ static bool write_expert_map(const char *path, const struct model *m, const stru
     }
     if (json_format)
         fprintf(sink.out, "]}\n");
-    return sink_commit(&sink);
+    return sink_batch_add(outputs, &sink, true);
 }
 
 /* The figures of a plan report, each drawn by one callback. */
@@ -543,13 +550,13 @@ static void write_report_experts(struct document *d, const struct planned *p)
 
 static bool write_report(const char *path, const struct model *m, const struct topology *t,
                          const struct workload *w, const struct roof_setup *setup,
-                         const struct planned *p)
+                         const struct planned *p, struct sink_batch *outputs)
 {
     char title[300];
     snprintf(title, sizeof title, "%s on %s", m->name, t->name);
     struct document d;
     if (!document_open(&d, path, title))
-        return false;
+        return outputs->failed = true, false;
     char batch[32], context[32];
     format_count((double)p->batch, batch, sizeof batch);
     format_count((double)w->context, context, sizeof context);
@@ -563,7 +570,8 @@ static bool write_report(const char *path, const struct model *m, const struct t
     write_report_step(&d, m, t, setup, p);
     if (p->moe)
         write_report_experts(&d, p);
-    return document_commit(&d);
+    document_hold(&d, outputs);
+    return !outputs->failed;
 }
 
 /* --redundant auto: whole spare slots per device (at most as many as the experts already
@@ -644,6 +652,9 @@ int cmd_plan(int argc, char **argv)
     if (p.redundant_auto)
         p.layout.redundant = redundant_that_fits(&m, &t, &p.layout, &w);
     plan_memory(&m, &t, &p.layout, &w, &p.memory);
+    /* one --time-limit for all solving: the stages' ILP first, expert placement in what is left */
+    double solving_start = monotonic_seconds();
+    double deadline = o.time_limit_s > 0 ? solving_start + o.time_limit_s : 0;
     if (p.layout.pp > 1) {
         plan_stages(&m, &t, &w, o.time_limit_s, &p);
         p.layout.stage_start = p.split.start; /* memory and time on the solved stages */
@@ -686,12 +697,12 @@ int cmd_plan(int argc, char **argv)
         double start = monotonic_seconds();
         struct cluster_routing routing = {.chosen = trace.expert, .tokens = trace.tokens, .k = trace.k,
                                           .groups = m.moe.groups, .traffic_weight = o.traffic_weight,
-                                          .deadline = o.time_limit_s > 0 ? start + o.time_limit_s : 0};
+                                          .deadline = deadline};
         bool placed = experts_place_cluster(p.loads.tokens, p.loads.layers, p.loads.experts, p.ep_domains,
                                             p.ep_devices, p.slots, &routing, &p.experts);
         p.expert_seconds = monotonic_seconds() - start;
         p.time_limit_s = o.time_limit_s;
-        p.expert_time_limited = o.time_limit_s > 0 && p.expert_seconds >= o.time_limit_s;
+        p.expert_time_limited = deadline > 0 && monotonic_seconds() >= deadline;
         if (!placed) {
             loads_release(&p.loads);
             trace_release(&trace);
@@ -720,22 +731,22 @@ int cmd_plan(int argc, char **argv)
     roof_decode(&setup, p.batch, &p.step);
 
     status = p.memory.free_bytes >= 0 ? EXIT_OK : EXIT_NO_FIT;
+    struct sink_batch outputs;
+    sink_batch_init(&outputs);
     struct sink sink;
-    if (!sink_open(&sink, o.output)) {
-        status = EXIT_IO;
-    } else {
+    bool opened = sink_open(&sink, o.output);
+    if (opened) {
         enum json_syntax syntax;
         if (cli_tree_format(o.format, &syntax))
             write_tree(sink.out, syntax, &m, &t, &w, &p);
         else
             write_text(sink.out, &m, &t, &w, &p);
-        if (!sink_commit(&sink))
-            status = EXIT_IO;
-        else if (o.expert_map && p.moe && !write_expert_map(o.expert_map, &m, &p))
-            status = EXIT_IO;
-        else if (o.report && !write_report(o.report, &m, &t, &w, &setup, &p))
-            status = EXIT_IO;
     }
+    bool whole = sink_batch_add(&outputs, &sink, opened) &&
+                 (!o.expert_map || !p.moe || write_expert_map(o.expert_map, &m, &p, &outputs)) &&
+                 (!o.report || write_report(o.report, &m, &t, &w, &setup, &p, &outputs));
+    if (!sink_batch_finish(&outputs, whole))
+        status = EXIT_IO;
     if (p.memory.free_bytes < 0)
         explain_no_fit(&m, &t, &w, &p);
     cluster_placement_release(&p.experts);

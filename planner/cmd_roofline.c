@@ -226,34 +226,29 @@ int cmd_roofline(int argc, char **argv)
                        .ideal_floor_s = roof_ideal_floor_s(&s),
                        .crossover = o.prefill ? 0 : roof_crossover_batch(&s)};
     status = EXIT_OK;
+    struct sink_batch outputs;
+    sink_batch_init(&outputs);
     struct sink sink;
-    if (!sink_open(&sink, o.output)) {
-        status = EXIT_IO;
-        goto done;
+    bool opened = sink_open(&sink, o.output);
+    if (opened) {
+        enum json_syntax syntax;
+        if (cli_tree_format(o.format, &syntax))
+            write_tree(sink.out, syntax, &r);
+        else if (o.format == FORMAT_CSV)
+            write_csv(sink.out, &r);
+        else
+            write_text(sink.out, &r);
     }
-    enum json_syntax syntax;
-    if (cli_tree_format(o.format, &syntax))
-        write_tree(sink.out, syntax, &r);
-    else if (o.format == FORMAT_CSV)
-        write_csv(sink.out, &r);
-    else
-        write_text(sink.out, &r);
-    if (!sink_commit(&sink)) {
-        status = EXIT_IO;
-        goto done;
-    }
-    if (o.plot) {
+    if (sink_batch_add(&outputs, &sink, opened) && o.plot) {
         struct sink svg;
-        if (!sink_open(&svg, o.plot)) {
-            status = EXIT_IO;
-            goto done;
-        }
-        plot_roofline(svg.out, &r.setup->layout, m.name, t.name, points, count, r.floor_s,
-                      r.crossover, is_estimate(&s.efficiency), o.prefill);
-        if (!sink_commit(&svg))
-            status = EXIT_IO;
+        opened = sink_open(&svg, o.plot);
+        if (opened)
+            plot_roofline(svg.out, &r.setup->layout, m.name, t.name, points, count, r.floor_s,
+                          r.crossover, is_estimate(&s.efficiency), o.prefill);
+        sink_batch_add(&outputs, &svg, opened);
     }
-done:
+    if (!sink_batch_finish(&outputs, true))
+        status = EXIT_IO;
     free(points);
     free(batches);
     return status;

@@ -179,44 +179,26 @@ void document_figure(struct document *d, const char *name, const char *caption,
     put(d, caption, false);
     fprintf(out, "](%s)\n\n", base);
     struct sink figure;
-    if (d->failed || !sink_open(&figure, svg_path)) {
-        d->failed = true;
-        free(svg_path);
-        return;
-    }
-    draw(figure.out, data);
-    if (!sink_close(&figure)) {
-        d->failed = true;
-        free(svg_path);
-        return;
-    }
-    d->figures = xrealloc(d->figures, (size_t)(d->figure_count + 1) * sizeof *d->figures);
-    d->figures[d->figure_count++] = (struct document_svg){.sink = figure, .path = svg_path};
+    bool opened = !d->files.failed && sink_open(&figure, svg_path);
+    if (opened)
+        draw(figure.out, data);
+    sink_batch_add(&d->files, &figure, opened);
+    free(svg_path);
+}
+
+void document_hold(struct document *d, struct sink_batch *outputs)
+{
+    if (d->format == DOCUMENT_HTML)
+        fputs("</body>\n</html>\n", d->sink.out);
+    /* the figures first: the report never links a figure that is not there yet */
+    sink_batch_adopt(outputs, &d->files);
+    sink_batch_add(outputs, &d->sink, true);
 }
 
 bool document_commit(struct document *d)
 {
-    if (d->format == DOCUMENT_HTML)
-        fputs("</body>\n</html>\n", d->sink.out);
-    bool ok = !d->failed && sink_close(&d->sink);
-    int renamed = 0;
-    /* once every file is complete, a rename can still fail (a figure's path turned into a
-     * directory meanwhile); the report then stays out, its figures renamed so far do not */
-    while (ok && renamed < d->figure_count) {
-        ok = sink_commit(&d->figures[renamed].sink);
-        renamed++;
-    }
-    if (ok)
-        ok = sink_commit(&d->sink);
-    else
-        sink_abort(&d->sink);
-    for (int i = 0; i < d->figure_count; i++) {
-        if (i >= renamed)
-            sink_abort(&d->figures[i].sink);
-        free(d->figures[i].path);
-    }
-    free(d->figures);
-    d->figures = NULL;
-    d->figure_count = 0;
-    return ok;
+    struct sink_batch outputs;
+    sink_batch_init(&outputs);
+    document_hold(d, &outputs);
+    return sink_batch_finish(&outputs, true);
 }

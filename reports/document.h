@@ -12,21 +12,14 @@
 
 enum document_format { DOCUMENT_MARKDOWN, DOCUMENT_HTML };
 
-struct document_svg {
-    struct sink sink;
-    char *path; /* the sink's */
-};
-
 struct document {
     enum document_format format;
     struct sink sink;
     const char *path;
-    bool failed; /* a figure could not be written */
     int columns; /* of the open table */
     /* Markdown's figures, written and closed but renamed into place only with the report, so
      * that a failed report leaves no new file and every old one as it was. */
-    struct document_svg *figures;
-    int figure_count;
+    struct sink_batch files;
 };
 
 /* `text` with <, >, & and " escaped, for HTML and SVG. */
@@ -47,10 +40,11 @@ void document_table_end(struct document *d);
  * linked with `caption`; for HTML inline. */
 void document_figure(struct document *d, const char *name, const char *caption,
                      void (*draw)(FILE *out, const void *data), const void *data);
-/* Ends the report and renames its figures, then it, into place, so that the report never
- * links a figure that is not there yet. False, after printing why, when it or a figure could
- * not be written: then no file was renamed (unless a rename itself failed, which takes a path
- * turned into a directory after document_figure). Frees what the document holds either way. */
+/* Ends the report and hands its figures, then it, to `outputs` (sink.h), to be renamed into
+ * place with the run's other files; the report never links a figure that is not there yet. */
+void document_hold(struct document *d, struct sink_batch *outputs);
+/* document_hold into a batch of its own, finished at once. False, after printing why, when the
+ * report or a figure could not be written: then no file was renamed. */
 bool document_commit(struct document *d);
 
 #endif

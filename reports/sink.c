@@ -14,11 +14,13 @@ static void forget(struct sink *s)
 {
     free(s->temp_path);
     s->temp_path = NULL;
+    free(s->path);
+    s->path = NULL;
 }
 
 bool sink_open(struct sink *s, const char *path)
 {
-    s->path = path;
+    s->path = NULL;
     s->temp_path = NULL;
     if (!path) {
         s->out = stdout;
@@ -31,6 +33,7 @@ bool sink_open(struct sink *s, const char *path)
         s->out = NULL;
         return false;
     }
+    s->path = xstrdup(path);
     size_t n = strlen(path) + 16;
     s->temp_path = xmalloc(n);
     snprintf(s->temp_path, n, "%s.tmp.XXXXXX", path);
@@ -116,11 +119,56 @@ void sink_abort(struct sink *s)
     forget(s);
 }
 
-bool sink_write(const char *path, void (*write)(FILE *out, const void *data), const void *data)
+
+void sink_batch_init(struct sink_batch *b)
+{
+    memset(b, 0, sizeof *b);
+}
+
+bool sink_batch_add(struct sink_batch *b, struct sink *s, bool opened)
+{
+    if (!opened || !sink_close(s)) {
+        b->failed = true;
+        return false;
+    }
+    if (b->failed) {
+        sink_abort(s);
+        return false;
+    }
+    b->held = xrealloc(b->held, (size_t)(b->count + 1) * sizeof *b->held);
+    b->held[b->count++] = *s;
+    return !b->failed;
+}
+
+bool sink_batch_write(struct sink_batch *b, const char *path, void (*write)(FILE *out, const void *data),
+                      const void *data)
 {
     struct sink s;
-    if (!sink_open(&s, path))
-        return false;
-    write(s.out, data);
-    return sink_commit(&s);
+    bool opened = sink_open(&s, path);
+    if (opened)
+        write(s.out, data);
+    return sink_batch_add(b, &s, opened);
+}
+
+void sink_batch_adopt(struct sink_batch *into, struct sink_batch *from)
+{
+    into->held = xrealloc(into->held, (size_t)(into->count + from->count) * sizeof *into->held);
+    memcpy(into->held + into->count, from->held, (size_t)from->count * sizeof *from->held);
+    into->count += from->count;
+    into->failed |= from->failed;
+    free(from->held);
+    sink_batch_init(from);
+}
+
+bool sink_batch_finish(struct sink_batch *b, bool keep)
+{
+    bool ok = keep && !b->failed;
+    int renamed = 0;
+    while (ok && renamed < b->count)
+        ok = sink_commit(&b->held[renamed++]);
+    for (int i = renamed; i < b->count; i++)
+        sink_abort(&b->held[i]);
+    free(b->held);
+    sink_batch_init(b);
+    return ok;
 }

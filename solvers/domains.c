@@ -854,7 +854,7 @@ bool domains_place(const double *tokens, int64_t *copies, int64_t experts,
     for (int64_t d = 0; d < domains && ok; d++) {
         int64_t n = experts_copy_list(tokens, copies, members, experts_in(&s, d, members), ids, loads);
         struct layer_placement inner;
-        ok = experts_place_copies(ids, loads, n, devices_per_domain, slots, &inner);
+        ok = experts_place_copies(ids, loads, n, devices_per_domain, slots, deadline, &inner);
         if (!ok)
             break;
         install(d, devices_per_domain, slots, &inner, map, device_load);

@@ -107,11 +107,13 @@ static double bound(const double *tokens, const int64_t *copies, int64_t experts
 }
 
 /* Swaps a copy on the most loaded device with a lighter copy elsewhere while that lowers the
- * larger of the two devices' loads below the current maximum. */
-static void improve(struct layer_placement *p, double *copy_load)
+ * larger of the two devices' loads below the current maximum, until `deadline` (<= 0: none). */
+static void improve(struct layer_placement *p, double *copy_load, double deadline)
 {
     int64_t n = p->devices, s = p->slots;
     for (int round = 0; round < 10000; round++) {
+        if (deadline > 0 && (round & 15) == 15 && monotonic_seconds() > deadline)
+            return;
         int64_t worst = 0;
         for (int64_t d = 1; d < n; d++)
             if (p->device_load[d] > p->device_load[worst])
@@ -166,21 +168,64 @@ int64_t experts_copy_list(const double *tokens, const int64_t *copies, const int
     return count;
 }
 
+/* How many copies beyond the first expert `tokens` gets when every share tokens / c (c = 1, 2,
+ * ...) above `threshold` earns one, at most max_copies - 1. */
+static int64_t copies_above(double tokens, double threshold, int64_t max_copies)
+{
+    if (max_copies <= 1 || !(tokens > threshold))
+        return 0;
+    double estimate = threshold > 0 ? floor(tokens / threshold) : (double)max_copies;
+    if (estimate >= (double)(max_copies - 1))
+        estimate = (double)(max_copies - 1);
+    int64_t n = (int64_t)estimate;
+    while (n < max_copies - 1 && tokens / (double)(n + 1) > threshold)
+        n++;
+    while (n > 0 && !(tokens / (double)n > threshold))
+        n--;
+    return n;
+}
+
 void experts_replicas(const double *tokens, int64_t experts, int64_t slots, int64_t max_copies,
                       int64_t *copies)
 {
     /* Each spare slot goes to the expert with the most tokens per copy (the lowest index among
      * equals) still under max_copies: a heap on minus that share, as tens of thousands of spare
-     * slots times hundreds of experts took seconds per layer. */
+     * slots times hundreds of experts took seconds per layer. The shares handed out fall, so
+     * every share above a threshold goes first whatever the order: those are counted per expert
+     * in one pass, the threshold found by bisection, and the heap hands out the rest in its
+     * order (300,000 spare slots a layer took 20 ms of heap pops). */
+    int64_t spare = slots - experts;
+    for (int64_t e = 0; e < experts; e++)
+        copies[e] = 1;
+    if (spare > 4 * experts) {
+        double low = 0, high = 0;
+        for (int64_t e = 0; e < experts; e++)
+            high = tokens[e] > high ? tokens[e] : high;
+        for (int i = 0; i < 200 && low < high; i++) {
+            double middle = low + (high - low) / 2;
+            if (middle <= low || middle >= high)
+                break;
+            int64_t handed = 0;
+            for (int64_t e = 0; e < experts && handed <= spare; e++)
+                handed += copies_above(tokens[e], middle, max_copies);
+            if (handed <= spare)
+                high = middle;
+            else
+                low = middle;
+        }
+        for (int64_t e = 0; e < experts; e++) {
+            copies[e] += copies_above(tokens[e], high, max_copies);
+            spare -= copies[e] - 1;
+        }
+    }
     double *minus_share = xmalloc((size_t)(experts > 0 ? experts : 1) * sizeof *minus_share);
     struct device_heap heap = {.load = minus_share, .items = xmalloc((size_t)(experts > 0 ? experts : 1) * sizeof *heap.items)};
     for (int64_t e = 0; e < experts; e++) {
-        copies[e] = 1;
-        minus_share[e] = -tokens[e];
+        minus_share[e] = -(tokens[e] / (double)copies[e]);
         if (copies[e] < max_copies)
             heap_push(&heap, e);
     }
-    for (int64_t spare = slots - experts; spare > 0 && heap.count > 0; spare--) {
+    for (; spare > 0 && heap.count > 0; spare--) {
         int64_t pick = heap_pop(&heap);
         copies[pick]++;
         minus_share[pick] = -(tokens[pick] / (double)copies[pick]);
@@ -192,7 +237,7 @@ void experts_replicas(const double *tokens, int64_t experts, int64_t slots, int6
 }
 
 bool experts_place_copies(const int32_t *expert, const double *load, int64_t count,
-                          int64_t devices, int64_t slots, struct layer_placement *out)
+                          int64_t devices, int64_t slots, double deadline, struct layer_placement *out)
 {
     int64_t total = devices * slots;
     if (count > total || devices <= 0 || slots <= 0)
@@ -242,7 +287,7 @@ bool experts_place_copies(const int32_t *expert, const double *load, int64_t cou
     free(skipped);
     free(heap.items);
     if (placed) {
-        improve(&p, copy_load);
+        improve(&p, copy_load, deadline);
         double sum = 0, heaviest = 0;
         p.max_load = 0;
         for (int64_t d = 0; d < devices; d++) {
@@ -351,7 +396,7 @@ bool experts_place_tuned(const double *tokens, const int32_t *ids, int64_t n, in
     double *scratch_a = xmalloc((size_t)devices * sizeof *scratch_a);
     double *scratch_b = xmalloc((size_t)devices * sizeof *scratch_b);
     int64_t count = experts_copy_list(tokens, copies, ids, n, list_ids, list_loads);
-    bool ok = count <= total && experts_place_copies(list_ids, list_loads, count, devices, slots, out);
+    bool ok = count <= total && experts_place_copies(list_ids, list_loads, count, devices, slots, deadline, out);
     if (max_copies > devices)
         max_copies = devices;
     for (int round = 0; ok && round < 100000; round++) {
@@ -377,7 +422,7 @@ bool experts_place_tuned(const double *tokens, const int32_t *ids, int64_t n, in
                 copies[donor]--;
                 experts_copy_list(tokens, copies, ids, n, list_ids, list_loads);
                 struct layer_placement trial = {0};
-                if (experts_place_copies(list_ids, list_loads, count, devices, slots, &trial) &&
+                if (experts_place_copies(list_ids, list_loads, count, devices, slots, deadline, &trial) &&
                     lighter_placement(&trial, out, scratch_a, scratch_b)) {
                     layer_placement_release(out);
                     *out = trial;
@@ -687,6 +732,20 @@ static bool place_routed_layer(const double *tokens, int64_t experts, int64_t do
     return ok;
 }
 
+/* max / mean of the domains' summed device loads. */
+static double domain_spread(const double *device_load, int64_t domains, int64_t devices)
+{
+    double most = 0, sum = 0;
+    for (int64_t d = 0; d < domains; d++) {
+        double domain = 0;
+        for (int64_t g = 0; g < devices; g++)
+            domain += device_load[d * devices + g];
+        most = domain > most ? domain : most;
+        sum += domain;
+    }
+    return sum > 0 ? most / (sum / (double)domains) : 1;
+}
+
 static bool place_cluster_layer(const double *tokens, int64_t experts, int64_t domains,
                                 int64_t devices, int64_t slots, double deadline, int32_t *map,
                                 double *device_load, double *domain_imbalance, double *lower)
@@ -697,72 +756,92 @@ static bool place_cluster_layer(const double *tokens, int64_t experts, int64_t d
     int64_t max_copies = domains > 1 ? domains : devices;
     experts_replicas(tokens, experts, total, max_copies, copies);
     *lower = bound(tokens, copies, experts, domains * devices, slots);
-    int32_t *ids = xmalloc((size_t)total * sizeof *ids);
-    double *loads = xmalloc((size_t)total * sizeof *loads);
-    int64_t count = experts_copy_list(tokens, copies, NULL, experts, ids, loads);
-    bool ok = true;
     /* flat: every device of the cluster as one bin set (what balances devices best) */
     struct layer_placement flat;
-    bool have_flat = place_all_tuned(tokens, experts, copies, max_copies, domains * devices, slots,
-                                     deadline, NULL, &flat);
-    if (domains == 1 || !have_flat) {
-        ok = have_flat;
-        if (ok) {
-            memcpy(map, flat.expert, (size_t)total * sizeof *map);
-            memcpy(device_load, flat.device_load, (size_t)(domains * devices) * sizeof *device_load);
-            *domain_imbalance = 1;
-        }
-    } else {
-        struct layer_placement top; /* domains as bins of per_domain slots */
-        ok = experts_place_copies(ids, loads, count, domains, per_domain, &top);
-        if (ok) {
-            *domain_imbalance = layer_imbalance(&top);
+    if (!place_all_tuned(tokens, experts, copies, max_copies, domains * devices, slots, deadline, NULL, &flat)) {
+        free(copies);
+        return false;
+    }
+    memcpy(map, flat.expert, (size_t)total * sizeof *map);
+    memcpy(device_load, flat.device_load, (size_t)(domains * devices) * sizeof *device_load);
+    *domain_imbalance = domain_spread(flat.device_load, domains, devices);
+    bool out_of_time = deadline > 0 && monotonic_seconds() > deadline;
+    if (domains > 1 && !out_of_time) {
+        /* hierarchical: copies to domains as bins of per_domain slots, then each domain's to its
+         * devices; kept when its most loaded device is no heavier than the flat one's */
+        int32_t *ids = xmalloc((size_t)total * sizeof *ids);
+        double *loads = xmalloc((size_t)total * sizeof *loads);
+        int64_t count = experts_copy_list(tokens, copies, NULL, experts, ids, loads);
+        struct layer_placement top;
+        if (experts_place_copies(ids, loads, count, domains, per_domain, deadline, &top)) {
+            int32_t *domain_map = xmalloc((size_t)total * sizeof *domain_map);
+            double *domain_device_load = xmalloc((size_t)(domains * devices) * sizeof *domain_device_load);
             double worst = 0;
-            int32_t *domain_ids = xmalloc((size_t)per_domain * sizeof *domain_ids);
-            double *domain_loads = xmalloc((size_t)per_domain * sizeof *domain_loads);
+            bool ok = true;
             for (int64_t d = 0; d < domains && ok; d++) {
                 int64_t n = 0;
                 for (int64_t s = 0; s < per_domain; s++) {
                     int32_t e = top.expert[d * per_domain + s];
                     if (e < 0)
                         continue;
-                    domain_ids[n] = e;
-                    domain_loads[n++] = tokens[e] / (double)copies[e];
+                    ids[n] = e;
+                    loads[n++] = tokens[e] / (double)copies[e];
                 }
                 struct layer_placement inner;
-                ok = experts_place_copies(domain_ids, domain_loads, n, devices, slots, &inner);
+                ok = experts_place_copies(ids, loads, n, devices, slots, deadline, &inner);
                 if (!ok)
                     break;
-                memcpy(map + d * per_domain, inner.expert, (size_t)per_domain * sizeof *map);
-                memcpy(device_load + d * devices, inner.device_load, (size_t)devices * sizeof *device_load);
+                memcpy(domain_map + d * per_domain, inner.expert, (size_t)per_domain * sizeof *map);
+                memcpy(domain_device_load + d * devices, inner.device_load, (size_t)devices * sizeof *device_load);
                 worst = inner.max_load > worst ? inner.max_load : worst;
                 layer_placement_release(&inner);
             }
-            free(domain_ids);
-            free(domain_loads);
+            if (ok && worst <= flat.max_load) {
+                memcpy(map, domain_map, (size_t)total * sizeof *map);
+                memcpy(device_load, domain_device_load, (size_t)(domains * devices) * sizeof *device_load);
+                *domain_imbalance = layer_imbalance(&top);
+            }
+            free(domain_device_load);
+            free(domain_map);
             layer_placement_release(&top);
-            if (!ok || flat.max_load < worst) { /* the flat placement balances devices better */
-                ok = true;
-                memcpy(map, flat.expert, (size_t)total * sizeof *map);
-                memcpy(device_load, flat.device_load, (size_t)(domains * devices) * sizeof *device_load);
-                double most = 0, sum = 0;
-                for (int64_t d = 0; d < domains; d++) {
-                    double domain = 0;
-                    for (int64_t g = 0; g < devices; g++)
-                        domain += flat.device_load[d * devices + g];
-                    most = domain > most ? domain : most;
-                    sum += domain;
-                }
-                *domain_imbalance = sum > 0 ? most / (sum / (double)domains) : 1;
-                }
         }
+        free(ids);
+        free(loads);
     }
-    if (have_flat)
-        layer_placement_release(&flat);
-    free(ids);
-    free(loads);
+    layer_placement_release(&flat);
     free(copies);
-    return ok;
+    return true;
+}
+
+/* A layer placed once the deadline has passed, in time linear in the slots: the replica counts
+ * of experts_replicas, then the copies, heaviest expert first (the lower id among equals), dealt
+ * in turn to devices 0, 1, ... and round again: copy i on device i mod D, slot i / D. An expert's
+ * copies are consecutive and at most D, so no device gets two of them. With one slot a device
+ * this is the LPT placement; with more, the first devices of each round get the heavier copies. */
+static void deal_layer(const double *tokens, int64_t experts, int64_t domains, int64_t devices,
+                       int64_t slots, int32_t *map, double *device_load, double *domain_imbalance,
+                       double *lower)
+{
+    int64_t all = domains * devices, total = all * slots;
+    int64_t *copies = xmalloc((size_t)experts * sizeof *copies);
+    experts_replicas(tokens, experts, total, domains > 1 ? domains : devices, copies);
+    *lower = bound(tokens, copies, experts, all, slots);
+    struct copy *order = xmalloc((size_t)experts * sizeof *order);
+    for (int64_t e = 0; e < experts; e++)
+        order[e] = (struct copy){(int32_t)e, tokens[e] / (double)copies[e]};
+    qsort(order, (size_t)experts, sizeof *order, heavier_first);
+    for (int64_t i = 0; i < total; i++)
+        map[i] = -1;
+    memset(device_load, 0, (size_t)all * sizeof *device_load);
+    int64_t i = 0;
+    for (int64_t k = 0; k < experts; k++)
+        for (int64_t c = 0; c < copies[order[k].expert]; c++, i++) {
+            map[(i % all) * slots + i / all] = order[k].expert;
+            device_load[i % all] += order[k].load;
+        }
+    *domain_imbalance = domain_spread(device_load, domains, devices);
+    free(order);
+    free(copies);
 }
 
 bool experts_place_cluster(const double *tokens, int64_t layers, int64_t experts, int64_t domains,
@@ -778,18 +857,25 @@ bool experts_place_cluster(const double *tokens, int64_t layers, int64_t experts
     p.expert = xmalloc((size_t)(layers * all * slots) * sizeof *p.expert);
     p.device_load = xmalloc((size_t)(layers * all) * sizeof *p.device_load);
     bool ok = true;
+    int64_t searched = 0;
     for (int64_t i = 0; i < layers && ok; i++) {
         double domain_imbalance = 1, lower = 0;
         double *loads = p.device_load + i * all;
         int32_t *map = p.expert + i * all * slots;
-        if (routed) {
+        double deadline = routing ? routing->deadline : 0;
+        if (deadline > 0 && monotonic_seconds() > deadline) {
+            deal_layer(tokens + i * experts, experts, domains, devices, slots, map, loads,
+                       &domain_imbalance, &lower);
+            p.dealt_layers++;
+        } else if (routed) {
             struct layer_routing layer = {routing->tokens, routing->k,
                                           routing->chosen + i * routing->tokens * routing->k};
             double reach = 0;
             int64_t swaps = 0;
             ok = place_routed_layer(tokens + i * experts, experts, domains, devices, slots, &layer,
                                     routing, map, loads, &domain_imbalance, &lower, &reach, &swaps);
-            p.domains_per_token += reach / (double)layers;
+            p.domains_per_token += reach;
+            searched++;
             p.swaps += swaps;
         } else {
             ok = place_cluster_layer(tokens + i * experts, experts, domains, devices, slots,
@@ -821,6 +907,8 @@ bool experts_place_cluster(const double *tokens, int64_t layers, int64_t experts
         cluster_placement_release(&p);
         return false;
     }
+    if (searched > 0)
+        p.domains_per_token /= (double)searched;
     *out = p;
     return true;
 }

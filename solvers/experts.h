@@ -40,9 +40,9 @@ int64_t experts_copy_list(const double *tokens, const int64_t *copies, const int
                           int64_t n, int32_t *list_ids, double *list_loads);
 
 /* Places `count` given copies (expert id and load each) on `devices` x `slots` slots, by LPT and
- * swaps; lower_bound is max(mean load, heaviest copy). */
+ * swaps (which stop at `deadline`, <= 0: none); lower_bound is max(mean load, heaviest copy). */
 bool experts_place_copies(const int32_t *expert, const double *load, int64_t count,
-                          int64_t devices, int64_t slots, struct layer_placement *out);
+                          int64_t devices, int64_t slots, double deadline, struct layer_placement *out);
 
 /* Places the copies of the `n` experts in `ids` (`tokens` and `copies` indexed by expert id),
  * then moves one replica at a time, from an expert that keeps one to spare to an expert on the
@@ -81,7 +81,8 @@ struct cluster_placement {
     double worst_gap; /* largest (max load / lower bound - 1) over layers */
     double bound_mean; /* no placement has a lower gpu_imbalance_mean (lower bound / mean, averaged) */
     struct expert_ilp_stats ilp;
-    double domains_per_token; /* distinct domains a token reaches, mean over layers (routing only) */
+    double domains_per_token; /* distinct domains a token reaches, mean over the searched layers (routing only) */
+    int64_t dealt_layers;     /* layers reached after the deadline, dealt without search (see below) */
     int64_t swaps;            /* improving swaps of the traffic search */
     double traffic_weight;    /* the weight that steered the placement; 0: balance alone */
 };
@@ -89,7 +90,9 @@ struct cluster_placement {
 /* With a routing sample (layers x tokens x k expert ids, the trace's layout) and a positive
  * traffic_weight on several domains, each layer is placed by domains_place (domains.h) to lower
  * domain imbalance + traffic_weight x distinct domains per token instead; `groups` is the
- * router's expert groups (1: none). The search stops improving at `deadline` (<= 0: none).
+ * router's expert groups (1: none). The search stops improving at `deadline` (<= 0: none), and
+ * every layer begun after it is dealt round-robin (heaviest copy first, one device after the
+ * other) in time linear in the slots, so that a deadline holds on any cluster size.
  * With a deadline, GLPK then re-places the copies on the most loaded device and the devices of
  * its domain (or the lightest of them, at most 8 devices) while that lowers the layer's maximum;
  * copies never leave their domain, so the traffic is unchanged. */

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every file rackplan writes (-o, --report .md with its figures and .html, --expert-map .csv and
-# .json, --plot) appears whole or not at all (reports/sink.c, reports/document.c): a write that
+# .json, --plot) appears whole or not at all, and the files of one run together or not at all
+# (reports/sink.c, reports/document.c): a write that
 # fails midway exits 5, says which file and why on stderr, and leaves its directory as it was,
 # with no temporary file, no partial or new file (no figure of a failed report either) and every
 # old file with its old bytes. TAP output.
@@ -113,6 +114,30 @@ for file in report.md report-memory.svg report-batch.svg report-experts.svg; do
 done
 fails_whole "--report .md over an older report" "$work/md-old" "$work/md-old/report-experts.svg" $md_cap \
     "$rackplan" plan $qwen $h200 --report "$work/md-old/report.md"
+
+# one run, several files: they appear together or not at all, so a failure after -o (or after
+# -o and the expert map) were complete leaves neither
+mkdir "$work/run" "$work/run-ok"
+echo old >"$work/run/plan.txt"
+run=(plan $qwen $h200 -o "$work/run/plan.txt" --expert-map "$work/run/map.csv")
+writes "plan -o with --expert-map and --report" "$work/run-ok/report-experts.svg" 24 \
+    "$rackplan" plan $qwen $h200 -o "$work/run-ok/plan.txt" --expert-map "$work/run-ok/map.csv" \
+    --report "$work/run-ok/report.md"
+check "... its -o and expert map fit under 24 KiB, the map not under $md_cap" \
+    eval '! bigger_than "$work/run-ok/plan.txt" 24 && ! bigger_than "$work/run-ok/map.csv" 24 &&
+        bigger_than "$work/run-ok/map.csv" $md_cap'
+fails_whole "plan -o then --expert-map, the map cut" "$work/run" "$work/run/map.csv" $md_cap \
+    "$rackplan" "${run[@]}"
+fails_whole "plan -o, --expert-map, then --report .md, a figure cut" "$work/run" "$work/run/report-experts.svg" 24 \
+    "$rackplan" "${run[@]}" --report "$work/run/report.md"
+mkdir -p "$work/run/sweep.svg" "$work/run/compare-batch.svg"
+before=$(state "$work/run")
+"$rackplan" "${sweep[@]}" -o "$work/run/sweep.csv" --plot "$work/run/sweep.svg" >/dev/null 2>"$work/err"
+check "roofline -o, then --plot a directory: exits 5" test $? -eq 5
+"$rackplan" "${versus[@]}" -o "$work/run/compare.csv" --format csv --report "$work/run/compare.md" \
+    >/dev/null 2>"$work/err"
+check "compare -o, then --report .md whose figure's path is a directory: exits 5" test $? -eq 5
+check "... and neither leaves its -o" test "$before" = "$(state "$work/run")"
 
 # a target that is a directory: refused before anything is written
 mkdir -p "$work/dir/plan.json" "$work/dir/report-batch.svg"

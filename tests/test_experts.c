@@ -5,6 +5,7 @@
 #include "loads.h"
 #include "tap.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -61,6 +62,54 @@ static struct result place_all(const char *path, int64_t devices, int64_t slots)
     }
     loads_release(&l);
     return r;
+}
+
+/* The greedy of experts.h, one spare slot at a time by a scan: the reference the bulk hand-out
+ * of experts_replicas must equal, copy for copy. */
+static void replicas_by_scan(const double *tokens, int64_t experts, int64_t slots, int64_t max_copies,
+                             int64_t *copies)
+{
+    for (int64_t e = 0; e < experts; e++)
+        copies[e] = 1;
+    for (int64_t spare = slots - experts; spare > 0; spare--) {
+        int64_t pick = -1;
+        for (int64_t e = 0; e < experts; e++)
+            if (copies[e] < max_copies &&
+                (pick < 0 || tokens[e] / (double)copies[e] > tokens[pick] / (double)copies[pick]))
+                pick = e;
+        if (pick < 0)
+            break;
+        copies[pick]++;
+    }
+}
+
+static void check_replicas_against_greedy(void)
+{
+    enum { EXPERTS = 64 };
+    double tokens[EXPERTS];
+    int64_t fast[EXPERTS], slow[EXPERTS];
+    uint64_t state = 12345;
+    const char *kinds[] = {"random", "uniform", "random with zeros", "few distinct values"};
+    for (int kind = 0; kind < 4; kind++) {
+        for (int64_t e = 0; e < EXPERTS; e++) {
+            state = state * 6364136223846793005u + 1442695040888963407u;
+            double r = (double)(state >> 11) / 9007199254740992.0;
+            tokens[e] = kind == 0 ? 1 + 1e6 * r : kind == 1 ? 1000 : kind == 2 ? (e % 3 == 0 ? 0 : 1e4 * r)
+                                                                              : (double)(1 + (int)(r * 4) * 250);
+        }
+        bool same = true;
+        int64_t sizes[] = {EXPERTS * 5, EXPERTS * 17 + 3, EXPERTS * 200 + 11};
+        int64_t caps[] = {2, 9, 1000000};
+        for (int i = 0; i < 3; i++)
+            for (int c = 0; c < 3; c++) {
+                experts_replicas(tokens, EXPERTS, sizes[i], caps[c], fast);
+                replicas_by_scan(tokens, EXPERTS, sizes[i], caps[c], slow);
+                for (int64_t e = 0; e < EXPERTS; e++)
+                    same &= fast[e] == slow[e];
+            }
+        CHECK(same, "replica counts with hundreds of spare slots equal the one-at-a-time greedy (%s loads)",
+              kinds[kind]);
+    }
 }
 
 int main(int argc, char **argv)
@@ -149,5 +198,38 @@ int main(int argc, char **argv)
     CHECK(all_once, "hand case: GLPK's placement holds every expert once");
     cluster_placement_release(&local);
     cluster_placement_release(&ilp);
+
+    check_replicas_against_greedy();
+
+    /* Past the deadline every layer is dealt round-robin, heaviest copy first: copy i on device
+     * i mod D, slot i / D. Hand cases: */
+    struct cluster_routing late = {.deadline = 1e-9}; /* monotonic_seconds() is past it at once */
+    struct cluster_placement dealt;
+    /* loads 6 3 3 2, 2 GPUs x 2 slots, no spare: 6 and 3 on GPU 0 (9), 3 and 2 on GPU 1 (5),
+     * imbalance 9 / 7 */
+    double four[4] = {6, 3, 3, 2};
+    bool four_dealt = experts_place_cluster(four, 1, 4, 1, 2, 2, &late, &dealt);
+    CHECK(four_dealt && dealt.dealt_layers == 1 && dealt.gpu_imbalance_mean == 9.0 / 7 &&
+              dealt.expert[0] == 0 && dealt.expert[1] == 2 && dealt.expert[2] == 1 && dealt.expert[3] == 3,
+          "dealt: 6 3 3 2 on 2 GPUs x 2 slots is {6, 3} {3, 2}, imbalance 9/7");
+    if (four_dealt)
+        cluster_placement_release(&dealt);
+    /* loads 8 2 on 4 GPUs x 1 slot: the 2 spare slots go to expert 0 (8 -> 4, then 4 > 2 -> 2.67),
+     * its 3 copies on GPUs 0-2, expert 1 on GPU 3: max 8/3, mean 2.5 */
+    double two[2] = {8, 2};
+    bool two_dealt = experts_place_cluster(two, 1, 2, 1, 4, 1, &late, &dealt);
+    CHECK(two_dealt && dealt.expert[0] == 0 && dealt.expert[1] == 0 && dealt.expert[2] == 0 &&
+              dealt.expert[3] == 1 && fabs(dealt.gpu_imbalance_mean - (8.0 / 3) / 2.5) < 1e-12,
+          "dealt: 8 2 on 4 GPUs is 8/3 x 3 and 2, imbalance 1.0667");
+    if (two_dealt)
+        cluster_placement_release(&dealt);
+    /* loads 9 3 on 2 domains x 1 GPU x 2 slots: a copy of each on each GPU, never two of one */
+    double pair[2] = {9, 3};
+    bool pair_dealt = experts_place_cluster(pair, 1, 2, 2, 1, 2, &late, &dealt);
+    CHECK(pair_dealt && dealt.expert[0] == 0 && dealt.expert[1] == 1 && dealt.expert[2] == 0 &&
+              dealt.expert[3] == 1 && dealt.gpu_imbalance_mean == 1 && dealt.domain_imbalance_mean == 1,
+          "dealt: 9 3 with a replica each on 2 GPUs x 2 slots: {9/2, 3/2} on each GPU");
+    if (pair_dealt)
+        cluster_placement_release(&dealt);
     return tap_done();
 }
