@@ -14,7 +14,7 @@ int main(void)
     struct graph_summary g;
     if (graph_analyse(&t, 4, &g) != GRAPH_OK)
         return 1;
-    struct roof_setup s = {.model = &m, .topology = &t, .graph = &g, .efficiency = {1, 1, 1}};
+    struct roof_setup s = {.model = &m, .topology = &t, .graph = &g, .efficiency = EFFICIENCY_BOUND};
     s.workload = (struct workload){.batch = 1, .context = 8192, .weights = PREC_FP8,
                                    .expert_weights = PREC_FP8, .kv = PREC_BF16,
                                    .reserve_fraction = 0.1, .reserve_bytes = -1};

@@ -4,7 +4,7 @@
 # It needs nothing from the bash-completion package, so that it also works where that is not
 # installed (and tests/doc_test.sh can run it in a bare bash).
 
-_rackplan_commands="compare fit model plan roofline topo merge"
+_rackplan_commands="calibrate compare fit model plan roofline topo merge"
 
 # What each command takes, as its --help lists it; tests/doc_test.sh checks these against
 # `rackplan CMD --help`.
@@ -16,17 +16,18 @@ _rackplan_options() {
     fit) echo "--racks --weights --kv --context --batch --reserve --tp --pp --format $shared" ;;
     roofline)
         echo "--racks --weights --kv --context --batch --reserve --tp --pp --format $shared" \
-            "--sweep --phase --plot --eta-compute --eta-memory --eta-network --shard"
+            "--sweep --phase --plot --eta-compute --eta-memory --eta-network --estimate --shard"
         ;;
     plan)
         echo "--racks --weights --kv --context --batch --reserve --tp --pp --format $shared" \
-            "--loads --trace --traffic-weight --redundant --ep --time-limit --expert-map --report"
+            "--loads --trace --traffic-weight --redundant --ep --time-limit --expert-map --report --estimate"
         ;;
     compare)
         echo "--racks --weights --kv --context --format $shared" \
-            "--tpot-ms --price --domain-sizes --devices --plot --report --shard"
+            "--tpot-ms --price --domain-sizes --devices --plot --report --shard --estimate"
         ;;
     merge) echo "--format $shared" ;;
+    calibrate) echo "--format $shared" ;;
     esac
 }
 
@@ -144,8 +145,8 @@ _rackplan() {
             ((positionals > 1)) && topologies+=("$word")
         elif [[ $word == -- ]]; then
             ended=1
-        elif [[ $word == -h || $word == --help ]]; then
-            :
+        elif [[ $word == -h || $word == --help || $word == --estimate ]]; then
+            : # takes no value
         elif [[ $word == -o || ($word == --* && $word != *=*) ]]; then
             # its value is the next word, or the two after a split "="
             if [[ ${COMP_WORDS[i + 1]:-} == = ]]; then
@@ -195,6 +196,7 @@ _rackplan() {
         fi
         ;;
     merge) _rackplan_files .csv .json ;;
+    calibrate) ((positionals == 0)) && _rackplan_files .yaml .yml ;;
     esac
     # Every operand given: the options are all that is left.
     if ((${#COMPREPLY[@]} == 0)) && ((!ended)); then

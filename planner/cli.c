@@ -120,7 +120,8 @@ static void print_help(const struct command *c)
                "                   default: the model's (precision.weights / expert_weights)\n"
                "  --kv PREC        KV-cache precision; default: the model's (precision.kv)\n");
     if (c->options & OPTS_CONTEXT)
-        printf("  --context N      tokens of KV per sequence; default %d\n", CLI_DEFAULT_CONTEXT);
+        printf("  --context N      tokens of KV per sequence; default %d, or the model's maximum\n"
+               "                   when shorter\n", CLI_DEFAULT_CONTEXT);
     if (c->options & OPTS_BATCH)
         printf("  --batch N        sequences in flight; default %d\n", CLI_DEFAULT_BATCH);
     if (c->options & OPTS_ROOFLINE)
@@ -131,8 +132,12 @@ static void print_help(const struct command *c)
                "  --shard I/N      only the I-th of N equal parts of the sweep's batches, for\n"
                "                   rackplan merge to join\n"
                "  --eta-compute X, --eta-memory X, --eta-network X\n"
-               "                   achieved fraction of peak (0.01 <= X <= 1); default: the topology's\n"
-               "                   <efficiency>, else 1 (a pure bound)\n");
+               "                   achieved fraction of peak (0.01 <= X <= 1; network: scale-up and\n"
+               "                   scale-out), over --estimate's or 1 (a pure bound): an estimate\n");
+    if (c->options & (OPTS_ROOFLINE | OPTS_PLAN | OPTS_COMPARE))
+        printf("  --estimate       a calibrated estimate beside the bound: the topology's <efficiency>\n"
+               "                   for the weights' precision (fitted by rackplan calibrate to\n"
+               "                   published measurements); default: the bound alone\n");
     if (c->options & OPTS_PLAN)
         printf("  --loads FILE.csv expert loads: rows = MoE layers, columns = experts, token counts\n"
                "                   (no header, EPLB's form); default: uniform\n"
@@ -183,7 +188,7 @@ static void print_help(const struct command *c)
 enum { OPT_RACKS = 256, OPT_WEIGHTS, OPT_KV, OPT_CONTEXT, OPT_BATCH, OPT_FORMAT, OPT_RESERVE,
        OPT_TP, OPT_PP, OPT_SWEEP, OPT_PHASE, OPT_PLOT, OPT_ETA_COMPUTE, OPT_ETA_MEMORY,
        OPT_ETA_NETWORK, OPT_LOADS, OPT_REDUNDANT, OPT_EP, OPT_TIME_LIMIT, OPT_EXPERT_MAP, OPT_REPORT, OPT_TRACE,
-       OPT_TRAFFIC_WEIGHT, OPT_TPOT_MS, OPT_PRICE, OPT_DOMAIN_SIZES, OPT_DEVICES, OPT_SHARD };
+       OPT_TRAFFIC_WEIGHT, OPT_TPOT_MS, OPT_PRICE, OPT_DOMAIN_SIZES, OPT_DEVICES, OPT_SHARD, OPT_ESTIMATE };
 
 /* "A:B" or "A:B:N": N batches spaced evenly in log from A to B (default 50). */
 static bool parse_sweep(const char *text, struct options *o)
@@ -261,6 +266,9 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         {{"eta-compute", required_argument, NULL, OPT_ETA_COMPUTE}, OPTS_ROOFLINE},
         {{"eta-memory", required_argument, NULL, OPT_ETA_MEMORY}, OPTS_ROOFLINE},
         {{"eta-network", required_argument, NULL, OPT_ETA_NETWORK}, OPTS_ROOFLINE},
+        {{"estimate", no_argument, NULL, OPT_ESTIMATE}, OPTS_ROOFLINE},
+        {{"estimate", no_argument, NULL, OPT_ESTIMATE}, OPTS_PLAN},
+        {{"estimate", no_argument, NULL, OPT_ESTIMATE}, OPTS_COMPARE},
         {{"loads", required_argument, NULL, OPT_LOADS}, OPTS_PLAN},
         {{"trace", required_argument, NULL, OPT_TRACE}, OPTS_PLAN},
         {{"traffic-weight", required_argument, NULL, OPT_TRAFFIC_WEIGHT}, OPTS_PLAN},
@@ -377,6 +385,7 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
             break;
         }
         case OPT_CONTEXT:
+            o->context_set = true;
             if (!parse_count(arg, 1, 1073741824, &o->context))
                 return cli_usage_error(c, "--context takes a whole number of tokens from 1 to 1073741824, not '%s'", arg);
             break;
@@ -454,6 +463,9 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
                                        longopts[index].name, arg);
             break;
         }
+        case OPT_ESTIMATE:
+            o->estimate = true;
+            break;
         case OPT_LOADS:
             o->loads = arg;
             break;
@@ -546,6 +558,30 @@ int cli_load_model(const char *path, struct model *out)
     return status == MODEL_OK ? EXIT_OK : status == MODEL_IO_ERROR ? EXIT_IO : EXIT_INVALID;
 }
 
+bool cli_efficiency(const struct options *o, const struct topology *t, const char *topology_path,
+                    enum precision weights, struct efficiency *out, const struct calibration **row)
+{
+    *out = EFFICIENCY_BOUND;
+    *row = NULL;
+    if (o->estimate) {
+        *row = topology_calibration(t, weights);
+        if (!*row) {
+            fprintf(stderr, "rackplan %s: %s has no calibrated <efficiency> for %s weights (nor one for any "
+                            "precision); fit one with rackplan calibrate, or give --eta-*\n",
+                    o->command->name, topology_path, precision_name(weights));
+            return false;
+        }
+        *out = (*row)->efficiency;
+    }
+    if (o->eta_compute > 0)
+        out->compute = o->eta_compute;
+    if (o->eta_memory > 0)
+        out->memory = o->eta_memory;
+    if (o->eta_network > 0)
+        out->scale_up = out->scale_out = o->eta_network;
+    return true;
+}
+
 int cli_load_topology(const char *path, struct topology *out)
 {
     struct diags d;
@@ -579,6 +615,8 @@ int cli_check_cluster(const struct command *c, int64_t racks, const struct topol
 
 int cli_resolve(struct options *o, const struct model *m, const struct topology *t)
 {
+    if (m && m->max_context > 0 && !o->context_set && o->context > m->max_context)
+        o->context = m->max_context; /* the default context, capped at what the model takes */
     if (m && m->max_context > 0 && o->context > m->max_context)
     {
         char context[32], maximum[32];
@@ -649,6 +687,38 @@ void cli_json_header(struct json *j, const struct model *m, const struct topolog
     json_int(j, racks);
     json_key(j, "devices");
     json_int(j, devices);
+}
+
+void cli_json_efficiency(struct json *j, const struct efficiency *e, const struct calibration *row)
+{
+    json_begin_object(j);
+    json_key(j, "compute");
+    json_number(j, e->compute);
+    json_key(j, "memory");
+    json_number(j, e->memory);
+    json_key(j, "scale_up");
+    json_number(j, e->scale_up);
+    json_key(j, "scale_out");
+    json_number(j, e->scale_out);
+    json_key(j, "step_overhead_s");
+    json_number(j, e->step_overhead_s);
+    if (row) {
+        json_key(j, "fitted_to");
+        json_string(j, row->fitted_to);
+        json_key(j, "pooled");
+        json_bool(j, row->pooled);
+    }
+    json_end_object(j);
+}
+
+void cli_text_efficiency(FILE *out, const struct efficiency *e, const struct calibration *row)
+{
+    fprintf(out, "  estimate: compute %.3g, memory %.3g, scale-up %.3g, scale-out %.3g of peak, %.3g ms a step",
+            e->compute, e->memory, e->scale_up, e->scale_out, e->step_overhead_s * 1e3);
+    if (row)
+        fprintf(out, "; fitted to %s%s", row->fitted_to,
+                row->pooled ? " (other hardware: none measured on this)" : "");
+    fprintf(out, "\n");
 }
 
 void cli_json_parallel(struct json *j, const struct layout *l)

@@ -94,6 +94,7 @@ struct options {
     bool kv_set;
     enum precision kv;
     int64_t context;
+    bool context_set; /* given on the command line; else the default, capped at the model's maximum */
     int64_t batch;
     enum output_format format; /* without --format: from -o's extension (.json, .yaml, .yml; .csv, .md where written) */
     bool format_set;
@@ -105,6 +106,7 @@ struct options {
     bool prefill;
     const char *plot; /* SVG path, or NULL */
     double eta_compute, eta_memory, eta_network; /* 0: not given */
+    bool estimate;          /* --estimate: the topology's calibrated efficiency */
     const char *loads;      /* expert-load CSV, or NULL: uniform */
     const char *trace;      /* routing trace (.csv or .csv.gz), or NULL */
     int64_t redundant;      /* spare expert slots in total */
@@ -134,6 +136,15 @@ void format_count(double value, char *buffer, size_t size);
 struct model;
 struct topology;
 
+struct efficiency;
+struct calibration;
+
+/* The efficiency a run uses: the bound, or with --estimate the topology's calibrated row for
+ * `weights`, and --eta-* over either. Writes the row used to *row (NULL: none). False, after
+ * printing why, when --estimate finds no row. */
+bool cli_efficiency(const struct options *o, const struct topology *t, const char *topology_path,
+                    enum precision weights, struct efficiency *out, const struct calibration **row);
+
 /* Reads the model and topology named on the command line, printing diagnostics. Return EXIT_OK
  * or the exit code to give. */
 int cli_load_model(const char *path, struct model *out);
@@ -157,6 +168,10 @@ void cli_json_header(struct json *j, const struct model *m, const struct topolog
 struct layout;
 /* An object {tp, ep, pp, dp} of a layout (the value of "parallel" or "layout"). */
 void cli_json_parallel(struct json *j, const struct layout *l);
+/* The efficiency as an object, with the calibrated row's fitted_to and pooled when there is one. */
+void cli_json_efficiency(struct json *j, const struct efficiency *e, const struct calibration *row);
+/* "  estimate: compute 0.41, memory 0.62, ... of peak, 2.1 ms a step; fitted to ..." */
+void cli_text_efficiency(FILE *out, const struct efficiency *e, const struct calibration *row);
 /* "precision": {weights, expert_weights, kv} of a workload. */
 void cli_json_precision(struct json *j, const struct workload *w);
 

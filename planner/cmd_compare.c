@@ -53,6 +53,14 @@ static bool is_best(const struct report *r, int64_t rank)
     return r->order[rank] == r->best;
 }
 
+static bool any_estimate(const struct report *r)
+{
+    for (int64_t i = 0; i < r->count; i++)
+        if (r->rows[i].estimate)
+            return true;
+    return false;
+}
+
 static void write_tree(FILE *out, enum json_syntax syntax, const struct report *r)
 {
     struct json j;
@@ -120,6 +128,17 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct report *
         json_number(&j, x->all_to_all_outside);
         json_key(&j, "kind");
         json_string(&j, x->estimate ? "estimate" : "bound");
+        if (x->estimate) {
+            json_key(&j, "efficiency");
+            cli_json_efficiency(&j, &x->efficiency, x->calibration);
+            json_key(&j, "roofline_bound");
+            json_begin_object(&j);
+            json_key(&j, "latency_floor_s");
+            json_number(&j, x->bound_latency_floor_s);
+            json_key(&j, "tokens_per_s_per_device");
+            json_number(&j, x->bound_tokens_per_s_per_device);
+            json_end_object(&j);
+        }
         json_key(&j, "row");
         json_int(&j, r->row_of[r->order[rank]]);
         json_end_object(&j);
@@ -145,7 +164,8 @@ static void write_csv(FILE *out, const struct report *r)
     fprintf(out, "best,topology,announced,racks,devices,domain_size,tp,ep,pp,dp,fits,max_batch,"
                  "min_devices,latency_floor_s,tpot_met,batch,step_s,tokens_per_s,"
                  "tokens_per_s_per_device,tokens_per_s_per_rack,cost_per_mtok,joules_per_token,"
-                 "all_to_all_outside_domain,kind,row\n");
+                 "all_to_all_outside_domain,kind,row%s\n",
+            any_estimate(r) ? ",bound_latency_floor_s,bound_tokens_per_s_per_device" : "");
     for (int64_t rank = 0; rank < r->count; rank++) {
         const struct topology *t = r->topology_of[r->order[rank]];
         const struct compare_row *x = &r->rows[r->order[rank]];
@@ -165,8 +185,11 @@ static void write_csv(FILE *out, const struct report *r)
         fprintf(out, ",");
         if (x->joules_per_token > 0)
             fprintf(out, "%.9g", x->joules_per_token);
-        fprintf(out, ",%.9g,%s,%" PRId64 "\n", x->all_to_all_outside, x->estimate ? "estimate" : "bound",
+        fprintf(out, ",%.9g,%s,%" PRId64, x->all_to_all_outside, x->estimate ? "estimate" : "bound",
                 r->row_of[r->order[rank]]);
+        if (any_estimate(r))
+            fprintf(out, ",%.9g,%.9g", x->fits ? x->bound_latency_floor_s : 0, x->bound_tokens_per_s_per_device);
+        fprintf(out, "\n");
     }
 }
 
@@ -174,6 +197,7 @@ static void write_csv(FILE *out, const struct report *r)
 struct cells {
     char name[160], racks[32], devices[32], domain[32], fits[48], floor[32], batch[32],
         per_device[32], per_rack[32], cost[32], energy[32], outside[32];
+    char bound_floor[32], bound_per_device[32]; /* an estimate's bound; "-" for a bound */
 };
 
 static void row_cells(const struct report *r, int64_t rank, struct cells *c)
@@ -215,6 +239,13 @@ static void row_cells(const struct report *r, int64_t rank, struct cells *c)
     else
         snprintf(c->energy, sizeof c->energy, "-");
     snprintf(c->outside, sizeof c->outside, "%.0f%%", x->all_to_all_outside * 100);
+    snprintf(c->bound_floor, sizeof c->bound_floor, "-");
+    snprintf(c->bound_per_device, sizeof c->bound_per_device, "-");
+    if (x->estimate && x->fits) {
+        snprintf(c->bound_floor, sizeof c->bound_floor, "%.4g", x->bound_latency_floor_s * 1e3);
+        if (x->bound_tokens_per_s_per_device > 0)
+            format_count(x->bound_tokens_per_s_per_device, c->bound_per_device, sizeof c->bound_per_device);
+    }
 }
 
 static void write_heading(FILE *out, const struct report *r)
@@ -227,26 +258,32 @@ static void write_heading(FILE *out, const struct report *r)
     fprintf(out, "\n");
 }
 
-static bool any_estimate(const struct report *r)
-{
-    for (int64_t i = 0; i < r->count; i++)
-        if (r->rows[i].estimate)
-            return true;
-    return false;
-}
-
 static void write_text(FILE *out, const struct report *r)
 {
     write_heading(out, r);
-    fprintf(out, "\n%-40s %6s %8s %7s %-18s %9s %12s %10s %11s %8s %7s %8s\n", "topology", "racks",
+    fprintf(out, "\n");
+    bool estimates = any_estimate(r);
+    if (estimates) {
+        char over[256];
+        snprintf(over, sizeof over, "%-40s %6s %8s %7s %-18s %9s %12s %10s %11s %8s", "", "", "", "", "",
+                 "estimate", "estimate", "estimate", "estimate", "estimate");
+        fprintf(out, "%s %7s %8s %9s %15s\n", over, "", "", "bound", "bound");
+    }
+    fprintf(out, "%-40s %6s %8s %7s %-18s %9s %12s %10s %11s %8s %7s %8s", "topology", "racks",
             "devices", "domain", "fits", "floor ms", "batch", "tok/s/dev", "tok/s/rack", "$/Mtok",
             "J/tok", "leaves");
+    if (estimates)
+        fprintf(out, " %9s %15s", "floor ms", "tok/s/dev");
+    fprintf(out, "\n");
     for (int64_t rank = 0; rank < r->count; rank++) {
         struct cells c;
         row_cells(r, rank, &c);
-        fprintf(out, "%-40s %6s %8s %7s %-18s %9s %12s %10s %11s %8s %7s %8s\n", c.name, c.racks,
+        fprintf(out, "%-40s %6s %8s %7s %-18s %9s %12s %10s %11s %8s %7s %8s", c.name, c.racks,
                 c.devices, c.domain, c.fits, c.floor, c.batch, c.per_device, c.per_rack, c.cost,
                 c.energy, c.outside);
+        if (estimates)
+            fprintf(out, " %9s %15s", c.bound_floor, c.bound_per_device);
+        fprintf(out, "\n");
     }
     fprintf(out, "\n* cheapest per token among the rows that fit%s;\n  %s.\n"
                  "  floor: the decode step at batch 1; leaves: share of the MoE all-to-all that\n"
@@ -254,7 +291,8 @@ static void write_text(FILE *out, const struct report *r)
             r->options->tpot_s > 0 ? " and meet the target" : "",
             r->by_domain_size ? "rows by domain size: the same accelerator, links per device and price"
                               : "sorted by $/Mtok (unpriced rows after, by tok/s/dev)",
-            any_estimate(r) ? "Rows marked estimate in JSON use measured efficiency; the others are bounds."
+            any_estimate(r) ? "Estimates use each topology's efficiency fitted to published measurements\n"
+                              "  (rackplan calibrate); the bound columns are the roofline at efficiency 1."
                             : "Every number is a roofline bound (efficiency 1).");
 }
 
@@ -262,20 +300,27 @@ static void write_markdown(FILE *out, const struct report *r)
 {
     fprintf(out, "## ");
     write_heading(out, r);
+    bool estimates = any_estimate(r);
     fprintf(out, "\n| topology | racks | devices | domain | fits | floor ms | batch | tok/s/dev | "
-                 "tok/s/rack | $/Mtok | J/tok | all-to-all leaving the domain |\n"
-                 "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+                 "tok/s/rack | $/Mtok | J/tok | all-to-all leaving the domain |%s\n"
+                 "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |%s\n",
+            estimates ? " bound floor ms | bound tok/s/dev |" : "", estimates ? " ---: | ---: |" : "");
     for (int64_t rank = 0; rank < r->count; rank++) {
         struct cells c;
         row_cells(r, rank, &c);
         bool best = is_best(r, rank);
-        fprintf(out, "| %s%s%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+        fprintf(out, "| %s%s%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |",
                 best ? "**" : "", best ? c.name + 2 : c.name, best ? "** (best)" : "", c.racks,
                 c.devices, c.domain, c.fits, c.floor, c.batch, c.per_device, c.per_rack, c.cost,
                 c.energy, c.outside);
+        if (estimates)
+            fprintf(out, " %s | %s |", c.bound_floor, c.bound_per_device);
+        fprintf(out, "\n");
     }
-    fprintf(out, "\n%s\n", any_estimate(r) ? "Some rows are estimates from measured efficiency."
-                                            : "Every number is a roofline bound (efficiency 1).");
+    fprintf(out, "\n%s\n", estimates ? "Rows marked estimate use each topology's efficiency fitted to published "
+                                        "measurements (rackplan calibrate); the bound columns are the roofline at "
+                                        "efficiency 1."
+                                      : "Every number is a roofline bound (efficiency 1).");
 }
 
 /* The rows' decode steps against batch, 1 to each row's largest batch that fits. */
@@ -427,7 +472,8 @@ static bool write_report(const char *path, const struct report *r, const struct 
                            "Best: the cheapest per token among the rows that fit%s. %s",
                        r->options->tpot_s > 0 ? "meets the target" : "fits in HBM",
                        r->options->tpot_s > 0 ? " and meet the target" : "",
-                       any_estimate(r) ? "Some rows are estimates from measured efficiency."
+                       any_estimate(r) ? "Rows are calibrated estimates (rackplan calibrate); their "
+                                         "roofline bounds are in the JSON and CSV."
                                        : "Every number is a roofline bound (efficiency 1).");
     if (r->by_domain_size)
         document_figure(&d, "domain-sizes", "Latency floor, throughput and cost against scale-up domain size",
@@ -549,11 +595,22 @@ int cmd_compare(int argc, char **argv)
                 continue;
             topology_of[row] = t;
             row_of[row] = place;
-            if (!compare_row(&m, t, racks, &w, o.tpot_s, price, &rows[row])) {
+            struct efficiency efficiency;
+            const struct calibration *calibration;
+            if (!cli_efficiency(&o, &loaded[i], o.positional[i + 1], w.weights, &efficiency, &calibration)) {
+                status = EXIT_USAGE;
+                break;
+            }
+            struct compare_row bound;
+            if (!compare_row(&m, t, racks, &w, &efficiency, o.tpot_s, price, &rows[row]) ||
+                !compare_row(&m, t, racks, &w, NULL, o.tpot_s, price, &bound)) {
                 fprintf(stderr, "rackplan compare: the interconnect graph could not be built (out of memory)\n");
                 status = EXIT_IO;
                 break;
             }
+            rows[row].calibration = calibration;
+            rows[row].bound_tokens_per_s_per_device = bound.point.tokens_per_s_per_device;
+            rows[row].bound_latency_floor_s = bound.latency_floor_s;
         }
     }
     if (status != EXIT_OK)

@@ -38,7 +38,11 @@ struct planned {
     double expert_seconds;
     double time_limit_s;
     bool expert_time_limited; /* the cap cut the search: the placement depends on the machine */
-    struct roof_point step;
+    struct roof_point step;       /* at `efficiency`: the bound, or with --estimate the estimate */
+    struct roof_point bound_step; /* an estimate's bound (efficiency 1) */
+    struct efficiency efficiency;
+    const struct calibration *calibration;
+    bool estimate;
     struct device_memory memory;
     bool have_traffic;
     struct traffic hashed, local; /* replica by hash; a replica in the token's domain first */
@@ -295,6 +299,21 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct model *m
     json_number(&j, p->step.tokens_per_s_per_device);
     json_key(&j, "bound");
     json_string(&j, roof_term_name(p->step.bound));
+    json_key(&j, "kind");
+    json_string(&j, p->estimate ? "estimate" : "bound");
+    if (p->estimate) {
+        json_key(&j, "efficiency");
+        cli_json_efficiency(&j, &p->efficiency, p->calibration);
+        json_key(&j, "roofline_bound");
+        json_begin_object(&j);
+        json_key(&j, "step_s");
+        json_number(&j, p->bound_step.step_s);
+        json_key(&j, "tokens_per_s");
+        json_number(&j, p->bound_step.tokens_per_s);
+        json_key(&j, "tokens_per_s_per_device");
+        json_number(&j, p->bound_step.tokens_per_s_per_device);
+        json_end_object(&j);
+    }
     json_end_object(&j);
     json_end_object(&j);
     json_finish(&j);
@@ -366,11 +385,20 @@ static void write_text(FILE *out, const struct model *m, const struct topology *
     }
     char gb[32];
     format_gb(p->memory.free_bytes, gb, sizeof gb);
-    fprintf(out, "\npredicted (roofline bound, with the placement's imbalance)\n");
+    fprintf(out, "\npredicted (%s, with the placement's imbalance)\n",
+            p->estimate ? "calibrated estimate" : "roofline bound");
+    if (p->estimate)
+        cli_text_efficiency(out, &p->efficiency, p->calibration);
     format_count(p->step.tokens_per_s, a, sizeof a);
     format_count(p->step.tokens_per_s_per_device, b, sizeof b);
     fprintf(out, "  step %.4g ms, %s tokens/s, %s per device; %s binds; %s GB free per device\n",
             p->step.step_s * 1e3, a, b, roof_term_name(p->step.bound), gb);
+    if (p->estimate) {
+        format_count(p->bound_step.tokens_per_s, a, sizeof a);
+        format_count(p->bound_step.tokens_per_s_per_device, b, sizeof b);
+        fprintf(out, "  bound: step %.4g ms, %s tokens/s, %s per device (efficiency 1)\n",
+                p->bound_step.step_s * 1e3, a, b);
+    }
 }
 
 static bool write_expert_map(const char *path, const struct model *m, const struct planned *p,
@@ -502,11 +530,28 @@ static void write_report_step(struct document *d, const struct model *m, const s
         row[i] = cell[i];
     document_table_row(d, row);
     document_table_end(d);
-    document_paragraph(d, "Roofline bound: each term at peak FLOP/s, HBM and link bandwidth; the step "
-                          "is the largest of compute, memory (weights + KV read) and network%s, "
-                          "times the pipeline stages, plus the pipeline sends. Latency floor (batch 1): %.4g ms.",
-                       p->moe ? ", with the expert placement's mean GPU imbalance on the expert terms" : "",
-                       roof_latency_floor_s(setup) * 1e3);
+    if (p->estimate) {
+        struct roof_setup bound = *setup;
+        bound.efficiency = EFFICIENCY_BOUND;
+        char rate[32];
+        format_count(p->bound_step.tokens_per_s, rate, sizeof rate);
+        document_paragraph(d, "Calibrated estimate: compute at %.3g, HBM at %.3g, scale-up at %.3g and scale-out "
+                              "at %.3g of peak, plus %.3g ms a step, fitted by rackplan calibrate to %s%s. The "
+                              "roofline bound at the same batch: a step of %.4g ms, %s tokens/s; latency floor "
+                              "(batch 1) %.4g ms estimated, %.4g ms bound.",
+                           p->efficiency.compute, p->efficiency.memory, p->efficiency.scale_up,
+                           p->efficiency.scale_out, p->efficiency.step_overhead_s * 1e3,
+                           p->calibration ? p->calibration->fitted_to : "the --eta-* given",
+                           p->calibration && p->calibration->pooled ? " (other hardware: none measured on this)" : "",
+                           p->bound_step.step_s * 1e3, rate, roof_latency_floor_s(setup) * 1e3,
+                           roof_latency_floor_s(&bound) * 1e3);
+    } else {
+        document_paragraph(d, "Roofline bound: each term at peak FLOP/s, HBM and link bandwidth; the step "
+                              "is the largest of compute, memory (weights + KV read) and network%s, "
+                              "times the pipeline stages, plus the pipeline sends. Latency floor (batch 1): %.4g ms.",
+                           p->moe ? ", with the expert placement's mean GPU imbalance on the expert terms" : "",
+                           roof_latency_floor_s(setup) * 1e3);
+    }
     enum { POINTS = 40 };
     int64_t batches[POINTS];
     int64_t top = p->batch > 1 ? p->batch : 2;
@@ -608,6 +653,9 @@ int cmd_plan(int argc, char **argv)
     cli_workload(&o, &w);
     struct planned p;
     memset(&p, 0, sizeof p);
+    if (!cli_efficiency(&o, &t, o.positional[1], w.weights, &p.efficiency, &p.calibration))
+        return EXIT_USAGE;
+    p.estimate = !efficiency_is_bound(&p.efficiency);
     p.moe = model_is_moe(&m);
     if (o.loads && !p.moe)
         return cli_usage_error(o.command, "--loads is for MoE models; %s is dense", m.name);
@@ -726,8 +774,10 @@ int cmd_plan(int argc, char **argv)
         return EXIT_IO;
     }
     struct roof_setup setup = {.model = &m, .topology = &t, .graph = &g, .layout = p.layout, .workload = w,
-                               .efficiency = {t.efficiency_compute, t.efficiency_memory, t.efficiency_network},
+                               .efficiency = EFFICIENCY_BOUND,
                                .expert_imbalance = p.moe ? p.experts.gpu_imbalance_mean : 1};
+    roof_decode(&setup, p.batch, &p.bound_step);
+    setup.efficiency = p.efficiency;
     roof_decode(&setup, p.batch, &p.step);
 
     status = p.memory.free_bytes >= 0 ? EXIT_OK : EXIT_NO_FIT;

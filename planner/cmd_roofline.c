@@ -15,19 +15,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool is_estimate(const struct efficiency *e)
-{
-    return e->compute < 1 || e->memory < 1 || e->network < 1;
-}
-
 struct report {
     const struct model *model;
     const struct topology *topology;
     const struct options *options;
     const struct roof_setup *setup;
     const struct roof_point *points;
+    const struct roof_point *bound_points; /* the same batches at efficiency 1; NULL: points are */
+    const struct calibration *calibration; /* the row --estimate used, or NULL */
     int64_t count;
-    double floor_s, ideal_floor_s;
+    double floor_s, ideal_floor_s, bound_floor_s;
     int64_t crossover;
 };
 
@@ -42,23 +39,20 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct report *
     json_key(&j, "phase");
     json_string(&j, r->options->prefill ? "prefill" : "decode");
     json_key(&j, "kind");
-    json_string(&j, is_estimate(e) ? "estimate" : "bound");
+    json_string(&j, r->bound_points ? "estimate" : "bound");
     json_key(&j, "layout");
     cli_json_parallel(&j, l);
     cli_json_precision(&j, &r->setup->workload);
     json_key(&j, "context");
     json_int(&j, r->setup->workload.context);
     json_key(&j, "efficiency");
-    json_begin_object(&j);
-    json_key(&j, "compute");
-    json_number(&j, e->compute);
-    json_key(&j, "memory");
-    json_number(&j, e->memory);
-    json_key(&j, "network");
-    json_number(&j, e->network);
-    json_end_object(&j);
+    cli_json_efficiency(&j, e, r->calibration);
     json_key(&j, "latency_floor_s");
     json_number(&j, r->floor_s);
+    if (r->bound_points) {
+        json_key(&j, "bound_latency_floor_s");
+        json_number(&j, r->bound_floor_s);
+    }
     json_key(&j, "latency_floor_ideal_s");
     json_number(&j, r->ideal_floor_s);
     json_key(&j, "crossover_batch");
@@ -89,6 +83,17 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct report *
         json_string(&j, roof_term_name(p->bound));
         json_key(&j, "fits");
         json_bool(&j, p->fits);
+        if (r->bound_points) {
+            json_key(&j, "roofline_bound");
+            json_begin_object(&j);
+            json_key(&j, "step_s");
+            json_number(&j, r->bound_points[i].step_s);
+            json_key(&j, "tokens_per_s");
+            json_number(&j, r->bound_points[i].tokens_per_s);
+            json_key(&j, "tokens_per_s_per_device");
+            json_number(&j, r->bound_points[i].tokens_per_s_per_device);
+            json_end_object(&j);
+        }
         json_end_object(&j);
     }
     json_end_array(&j);
@@ -99,7 +104,8 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct report *
 static void write_csv(FILE *out, const struct report *r)
 {
     fprintf(out, "batch,step_s,compute_s,weights_s,kv_s,comm_s,ep_scale_up_s,ep_scale_out_s,tp_s,"
-                 "pp_s,tokens_per_s,tokens_per_s_per_device,cost_per_mtok,bound,fits\n");
+                 "pp_s,tokens_per_s,tokens_per_s_per_device,cost_per_mtok,bound,fits%s\n",
+            r->bound_points ? ",bound_step_s,bound_tokens_per_s" : "");
     for (int64_t i = 0; i < r->count; i++) {
         const struct roof_point *p = &r->points[i];
         fprintf(out, "%" PRId64 ",%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,", p->batch,
@@ -107,7 +113,10 @@ static void write_csv(FILE *out, const struct report *r)
                 p->ep_scale_out_s, p->tp_s, p->pp_s, p->tokens_per_s, p->tokens_per_s_per_device);
         if (p->cost_per_mtok > 0)
             fprintf(out, "%.9g", p->cost_per_mtok);
-        fprintf(out, ",%s,%s\n", roof_term_name(p->bound), p->fits ? "true" : "false");
+        fprintf(out, ",%s,%s", roof_term_name(p->bound), p->fits ? "true" : "false");
+        if (r->bound_points)
+            fprintf(out, ",%.9g,%.9g", r->bound_points[i].step_s, r->bound_points[i].tokens_per_s);
+        fprintf(out, "\n");
     }
 }
 
@@ -130,17 +139,18 @@ static void write_text(FILE *out, const struct report *r)
     if (model_is_moe(r->model))
         fprintf(out, "%" PRId64, l->ep);
     fprintf(out, "\n");
-    if (is_estimate(e))
-        fprintf(out, "  estimate: efficiency compute %.3g, memory %.3g, network %.3g of peak\n",
-                e->compute, e->memory, e->network);
+    if (r->bound_points)
+        cli_text_efficiency(out, e, r->calibration);
     else
         fprintf(out, "  bound: every device at peak FLOP/s, HBM and link bandwidth (efficiency 1)\n");
     if (r->options->prefill) {
         format_count((double)r->setup->workload.context, a, sizeof a);
         fprintf(out, "  prompts of %s tokens; each attends to half its prompt on average (causal)\n", a);
     } else {
-        fprintf(out, "  latency floor %.4g ms (batch 1, no context); W / (G x BW) %.4g ms\n",
-                r->floor_s * 1e3, r->ideal_floor_s * 1e3);
+        fprintf(out, "  latency floor %.4g ms (batch 1, no context", r->floor_s * 1e3);
+        if (r->bound_points)
+            fprintf(out, "; bound %.4g ms", r->bound_floor_s * 1e3);
+        fprintf(out, "); W / (G x BW) %.4g ms\n", r->ideal_floor_s * 1e3);
     }
     if (!r->options->prefill) {
         if (r->crossover > 0) {
@@ -150,9 +160,12 @@ static void write_text(FILE *out, const struct report *r)
             fprintf(out, "  no crossover: memory binds at every batch (KV per sequence outgrows compute)\n");
         }
     }
-    fprintf(out, "\n%10s %10s %9s %9s %9s %9s %12s %10s %9s  %-8s %s\n", "batch",
+    fprintf(out, "\n%10s %10s %9s %9s %9s %9s %12s %10s %9s  %-8s %s", "batch",
             r->options->prefill ? "ttft ms" : "step ms", "compute", "weights", "kv", "network",
             "tokens/s", "tok/s/dev", "$/Mtok", "bound", "fits");
+    if (r->bound_points)
+        fprintf(out, "  %10s %12s", "bound ms", "bound tok/s");
+    fprintf(out, "\n");
     for (int64_t i = 0; i < r->count; i++) {
         const struct roof_point *p = &r->points[i];
         char batch[32], rate[32], per_device[32], cost[32];
@@ -163,13 +176,23 @@ static void write_text(FILE *out, const struct report *r)
             snprintf(cost, sizeof cost, "%.4g", p->cost_per_mtok);
         else
             snprintf(cost, sizeof cost, "-");
-        fprintf(out, "%10s %10.4g %9.4g %9.4g %9.4g %9.4g %12s %10s %9s  %-8s %s\n", batch,
+        fprintf(out, "%10s %10.4g %9.4g %9.4g %9.4g %9.4g %12s %10s %9s  %-8s %s", batch,
                 p->step_s * 1e3, p->compute_s * 1e3, p->weights_s * 1e3, p->kv_s * 1e3,
                 p->comm_s * 1e3, rate, per_device, cost, roof_term_name(p->bound),
-                p->fits ? "yes" : "no");
+                r->bound_points ? (p->fits ? "yes " : "no  ") : p->fits ? "yes" : "no");
+        if (r->bound_points) {
+            format_count(r->bound_points[i].tokens_per_s, rate, sizeof rate);
+            fprintf(out, " %10.4g %12s", r->bound_points[i].step_s * 1e3, rate);
+        }
+        fprintf(out, "\n");
     }
-    fprintf(out, "\ntimes in ms per step; terms overlap, the step is the largest (a bound)%s\n",
-            l->pp > 1 ? ", summed over the pipeline's micro-batches" : "");
+    if (r->bound_points)
+        fprintf(out, "\ntimes in ms per step at the efficiency above, plus its fixed time per step; the bound "
+                     "columns at efficiency 1%s\n",
+                l->pp > 1 ? "; summed over the pipeline's micro-batches" : "");
+    else
+        fprintf(out, "\ntimes in ms per step; terms overlap, the step is the largest (a bound)%s\n",
+                l->pp > 1 ? ", summed over the pipeline's micro-batches" : "");
 }
 
 int cmd_roofline(int argc, char **argv)
@@ -188,11 +211,10 @@ int cmd_roofline(int argc, char **argv)
     if (!plan_choose_layout(&m, &t, o.racks, devices, &s.workload, &s.layout))
         return cli_usage_error(o.command, "no layout with the pinned TP/PP on %lld devices",
                                (long long)devices);
-    s.efficiency = (struct efficiency){
-        o.eta_compute > 0 ? o.eta_compute : t.efficiency_compute,
-        o.eta_memory > 0 ? o.eta_memory : t.efficiency_memory,
-        o.eta_network > 0 ? o.eta_network : t.efficiency_network,
-    };
+    const struct calibration *calibration;
+    if (!cli_efficiency(&o, &t, o.positional[1], s.workload.weights, &s.efficiency, &calibration))
+        return EXIT_USAGE;
+    bool estimate = !efficiency_is_bound(&s.efficiency);
     struct graph_summary g;
     if (graph_analyse(&t, o.racks, &g) != GRAPH_OK) {
         fprintf(stderr, "rackplan roofline: the interconnect graph could not be built (out of memory)\n");
@@ -215,15 +237,22 @@ int cmd_roofline(int argc, char **argv)
     memmove(batches, batches + first, (size_t)(end - first) * sizeof *batches);
     count = end - first;
     struct roof_point *points = xcalloc((size_t)(count > 0 ? count : 1), sizeof *points);
+    struct roof_point *bound_points = xcalloc((size_t)(count > 0 ? count : 1), sizeof *bound_points);
+    struct roof_setup bound = s;
+    bound.efficiency = EFFICIENCY_BOUND;
     for (int64_t i = 0; i < count; i++) {
-        if (o.prefill)
+        if (o.prefill) {
             roof_prefill(&s, batches[i], o.context, &points[i]);
-        else
+            roof_prefill(&bound, batches[i], o.context, &bound_points[i]);
+        } else {
             roof_decode(&s, batches[i], &points[i]);
+            roof_decode(&bound, batches[i], &bound_points[i]);
+        }
     }
     struct report r = {.model = &m, .topology = &t, .options = &o, .setup = &s, .points = points,
+                       .bound_points = estimate ? bound_points : NULL, .calibration = calibration,
                        .count = count, .floor_s = roof_latency_floor_s(&s),
-                       .ideal_floor_s = roof_ideal_floor_s(&s),
+                       .bound_floor_s = roof_latency_floor_s(&bound), .ideal_floor_s = roof_ideal_floor_s(&s),
                        .crossover = o.prefill ? 0 : roof_crossover_batch(&s)};
     status = EXIT_OK;
     struct sink_batch outputs;
@@ -244,12 +273,13 @@ int cmd_roofline(int argc, char **argv)
         opened = sink_open(&svg, o.plot);
         if (opened)
             plot_roofline(svg.out, &r.setup->layout, m.name, t.name, points, count, r.floor_s,
-                          r.crossover, is_estimate(&s.efficiency), o.prefill);
+                          r.crossover, estimate, o.prefill);
         sink_batch_add(&outputs, &svg, opened);
     }
     if (!sink_batch_finish(&outputs, true))
         status = EXIT_IO;
     free(points);
+    free(bound_points);
     free(batches);
     return status;
 }

@@ -11,6 +11,7 @@ extern const struct command command_roofline;
 extern const struct command command_plan;
 extern const struct command command_compare;
 extern const struct command command_merge;
+extern const struct command command_calibrate;
 
 int cmd_model(int argc, char **argv);
 int cmd_topo(int argc, char **argv);
@@ -19,5 +20,6 @@ int cmd_roofline(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
 
 #endif

@@ -27,17 +27,17 @@ static int64_t batch_within(const struct roof_setup *s, int64_t most, double tpo
 }
 
 bool compare_row(const struct model *m, const struct topology *t, int64_t racks,
-                 const struct workload *w, double tpot_s, double price_usd_per_hour,
-                 struct compare_row *out)
+                 const struct workload *w, const struct efficiency *e, double tpot_s,
+                 double price_usd_per_hour, struct compare_row *out)
 {
     *out = (struct compare_row){.racks = racks, .devices = racks * t->domain_devices,
                                 .domain_size = t->domain_devices};
     struct workload one = *w;
     one.batch = 1;
     struct roof_setup s = {.model = m, .topology = t, .workload = one,
-                           .efficiency = {t->efficiency_compute, t->efficiency_memory,
-                                          t->efficiency_network}};
-    out->estimate = s.efficiency.compute < 1 || s.efficiency.memory < 1 || s.efficiency.network < 1;
+                           .efficiency = e ? *e : EFFICIENCY_BOUND};
+    out->efficiency = s.efficiency;
+    out->estimate = !efficiency_is_bound(&s.efficiency);
     struct fit fit;
     if (!plan_fit(m, t, racks, &one, &fit))
         return true; /* no valid layout: the row does not fit */
@@ -50,8 +50,9 @@ bool compare_row(const struct model *m, const struct topology *t, int64_t racks,
     s.graph = &g;
     out->fits = out->max_batch >= 1;
     out->latency_floor_s = roof_latency_floor_s(&s);
-    if (model_is_moe(m) && s.layout.ep > t->domain_devices)
-        out->all_to_all_outside = 1 - (double)t->domain_devices / (double)s.layout.ep;
+    if (model_is_moe(m) && s.layout.ep > t->domain_devices) /* bytes sent over the NICs / bytes dispatched */
+        out->all_to_all_outside = roof_remote_domains_per_token(m, (double)s.layout.ep / (double)t->domain_devices) /
+                                  (double)m->moe.experts_per_token;
     out->price_usd_per_hour = price_usd_per_hour > 0 ? price_usd_per_hour : t->price_usd_per_hour;
     if (!out->fits)
         return true;
@@ -77,8 +78,7 @@ bool compare_sweep(const struct model *m, const struct topology *t, const struct
     if (graph_analyse(t, row->racks, &g) != GRAPH_OK)
         return false;
     struct roof_setup s = {.model = m, .topology = t, .graph = &g, .layout = row->layout, .workload = *w,
-                           .efficiency = {t->efficiency_compute, t->efficiency_memory,
-                                          t->efficiency_network}};
+                           .efficiency = row->efficiency};
     for (int64_t i = 0; i < count; i++) {
         roof_decode(&s, batches[i], &out[i]);
         double rate = out[i].tokens_per_s;

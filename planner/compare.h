@@ -29,18 +29,23 @@ struct compare_row {
     double cost_per_mtok;      /* USD per million output tokens; 0: unknown */
     double joules_per_token;   /* 0: power unknown */
     double all_to_all_outside; /* share of the EP all-to-all bytes that leave the domain */
+    struct efficiency efficiency;
+    const struct calibration *calibration; /* the topology's row used, or NULL */
     bool estimate;             /* efficiency below 1 somewhere: an estimate, not a bound */
+    double bound_tokens_per_s_per_device; /* an estimate's bound, at the bound's own batch */
+    double bound_latency_floor_s;
 };
 
 /* Fills `out` for `racks` domains of `t`. `w` gives context and precisions (its batch is
- * ignored); tpot_s 0 means no target; price_usd_per_hour 0 means the topology's. Returns
- * false when the interconnect graph could not be built (out of memory). */
+ * ignored); `e` the efficiency (NULL: the bound); tpot_s 0 means no target;
+ * price_usd_per_hour 0 means the topology's. Returns false when the interconnect graph could
+ * not be built (out of memory). */
 bool compare_row(const struct model *m, const struct topology *t, int64_t racks,
-                 const struct workload *w, double tpot_s, double price_usd_per_hour,
-                 struct compare_row *out);
+                 const struct workload *w, const struct efficiency *e, double tpot_s,
+                 double price_usd_per_hour, struct compare_row *out);
 
-/* The decode step of `row`'s layout at each of `count` batches, its cost per million tokens at
- * the row's price. False when the interconnect graph could not be built. */
+/* The decode step of `row`'s layout at each of `count` batches, at the row's efficiency, its
+ * cost per million tokens at the row's price. False when the interconnect graph could not be built. */
 bool compare_sweep(const struct model *m, const struct topology *t, const struct compare_row *row,
                    const struct workload *w, const int64_t *batches, int64_t count,
                    struct roof_point *out);

@@ -130,7 +130,25 @@ const struct command command_merge = {
     .more = true,
 };
 
-static const struct command *const commands[] = {&command_compare, &command_fit, &command_merge,
+const struct command command_calibrate = {
+    .name = "calibrate",
+    .run = cmd_calibrate,
+    .summary = "fit efficiency factors to published measurements, for --estimate",
+    .usage = "rackplan calibrate DATA.yaml [--format text|json|yaml] [-o FILE]",
+    .help = "Reads measured throughputs of real deployments (calibration/measurements.yaml: model,\n"
+            "topology, layout, precisions, context, the batch or time-per-token target, tokens/s per\n"
+            "device and where it is published), predicts each with the roofline, and fits a compute\n"
+            "and a memory efficiency per accelerator and weight precision, scale-up and scale-out\n"
+            "efficiencies and a fixed time per step, minimising the squared log errors (groups\n"
+            "shrunk toward their geometric mean). Prints, per measurement, the bound (efficiency 1,\n"
+            "decode alone), the estimate and its error, and the estimate refitted without it\n"
+            "(leave-one-out); then the <efficiency> rows for the topology files, which --estimate\n"
+            "uses. Exit 0, or 1 when a bound is below its measurement (the model misses something).\n",
+    .options = OPTS_FORMAT,
+    .positionals = 1,
+};
+
+static const struct command *const commands[] = {&command_calibrate, &command_compare, &command_fit, &command_merge,
                                                  &command_model, &command_plan, &command_roofline,
                                                  &command_topo};
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])

@@ -13,8 +13,9 @@
  *   over scale-up; pipeline sends of tokens x hidden x 2 B per stage boundary.
  * Terms overlap (a bound): a stage takes the longest of compute, memory (weights + KV) and its
  * network time. With pp stages the batch runs as pp micro-batches, so a step is pp stage times
- * plus the pp - 1 sends each token waits for. Efficiency factors (default 1) divide the peaks;
- * with all of them 1 every time is a lower bound.
+ * plus the pp - 1 sends each token waits for. Efficiency factors (topology.h; 1 for a bound)
+ * divide the peaks, and an estimate adds a fixed overhead to every step; with EFFICIENCY_BOUND
+ * every time is a lower bound.
  */
 #ifndef RACKPLAN_ROOFLINE_H
 #define RACKPLAN_ROOFLINE_H
@@ -26,12 +27,6 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-
-struct efficiency {
-    double compute; /* achieved / peak FLOP/s */
-    double memory;  /* achieved / peak HBM bytes/s */
-    double network; /* achieved / peak link bytes/s */
-};
 
 struct roof_setup {
     const struct model *model;
@@ -52,6 +47,7 @@ struct roof_point {
     double kv_s;
     double comm_s;     /* EP + TP + pipeline sends */
     double ep_scale_up_s, ep_scale_out_s, tp_s, pp_s;
+    double overhead_s; /* the estimate's fixed time per step; 0 in a bound */
     double step_s;
     double tokens_per_s;
     double tokens_per_s_per_device;
@@ -61,6 +57,11 @@ struct roof_point {
 };
 
 const char *roof_term_name(enum roof_term term);
+
+/* The expected domains other than its own that a token's experts sit in, with the experts
+ * spread over `domains` scale-up domains: what crosses the NICs per token per MoE layer, in
+ * units of one token's hidden state (DeepEP sends a token to a remote domain once). */
+double roof_remote_domains_per_token(const struct model *m, double domains);
 
 /* A decode step of `batch` sequences, one new token each, at the setup's context. */
 void roof_decode(const struct roof_setup *s, int64_t batch, struct roof_point *out);

@@ -232,15 +232,23 @@ static void read_tree(struct collector *c, const xmlNode *root, struct topology 
     t->nic_bytes_per_s = number(c, out, "nic_bytes_per_s", true);
     t->scale_out_latency_s = number(c, out, "latency_s", false);
     t->default_domains = count(c, child(root, "cluster"), "domains");
-    t->efficiency_compute = t->efficiency_memory = t->efficiency_network = 1;
-    const xmlNode *efficiency = child(root, "efficiency");
-    if (efficiency) {
-        if (xmlHasProp(efficiency, (const xmlChar *)"compute"))
-            t->efficiency_compute = number(c, efficiency, "compute", true);
-        if (xmlHasProp(efficiency, (const xmlChar *)"memory"))
-            t->efficiency_memory = number(c, efficiency, "memory", true);
-        if (xmlHasProp(efficiency, (const xmlChar *)"network"))
-            t->efficiency_network = number(c, efficiency, "network", true);
+    for (const xmlNode *n = root->children; n; n = n->next) {
+        if (n->type != XML_ELEMENT_NODE || strcmp((const char *)n->name, "efficiency") != 0)
+            continue;
+        enum precision p;
+        bool specific = attribute(n, "precision", text, sizeof text) && precision_parse(text, &p);
+        struct calibration *row = specific ? &t->calibrated[p] : &t->calibrated_any;
+        if (row->present)
+            node_error(c, n, specific ? "precision" : NULL, "a second <efficiency> row for %s weights",
+                       specific ? precision_name(p) : "any other");
+        row->present = true;
+        row->efficiency = (struct efficiency){number(c, n, "compute", true), number(c, n, "memory", true),
+                                              number(c, n, "scale_up", true), number(c, n, "scale_out", true),
+                                              0};
+        if (attribute(n, "step_overhead_s", text, sizeof text))
+            row->efficiency.step_overhead_s = strtod(text, NULL);
+        attribute(n, "fitted_to", row->fitted_to, sizeof row->fitted_to);
+        row->pooled = attribute(n, "pooled", text, sizeof text) && (strcmp(text, "true") == 0 || strcmp(text, "1") == 0);
     }
 
     bool any_peak = false;
@@ -403,4 +411,16 @@ bool topology_with_domain_size(const struct topology *t, int64_t devices, struct
     }
     snprintf(out->name, sizeof out->name, "%.90s, domain of %lld", t->name, (long long)devices);
     return true;
+}
+
+bool efficiency_is_bound(const struct efficiency *e)
+{
+    return e->compute >= 1 && e->memory >= 1 && e->scale_up >= 1 && e->scale_out >= 1 && e->step_overhead_s <= 0;
+}
+
+const struct calibration *topology_calibration(const struct topology *t, enum precision weights)
+{
+    if (t->calibrated[weights].present)
+        return &t->calibrated[weights];
+    return t->calibrated_any.present ? &t->calibrated_any : NULL;
 }

@@ -21,6 +21,28 @@
 
 enum domain_kind { DOMAIN_SWITCHED, DOMAIN_MESH, DOMAIN_TORUS };
 
+/* Achieved fractions of peak, and a fixed time every step costs (kernel launches, scheduling,
+ * sampling). EFFICIENCY_BOUND, every fraction 1 and no overhead, makes each time a lower bound. */
+struct efficiency {
+    double compute;   /* FLOP/s */
+    double memory;    /* HBM bytes/s */
+    double scale_up;  /* scale-up links: EP inside a domain, TP, pipeline sends inside a domain */
+    double scale_out; /* NICs: EP across domains, pipeline sends across */
+    double step_overhead_s;
+};
+
+#define EFFICIENCY_BOUND ((struct efficiency){1, 1, 1, 1, 0})
+
+bool efficiency_is_bound(const struct efficiency *e);
+
+/* One <efficiency> row of a topology file, fitted by `rackplan calibrate`. */
+struct calibration {
+    bool present;
+    struct efficiency efficiency;
+    char fitted_to[512]; /* ids of the measurements fitted */
+    bool pooled;         /* none of them ran on this hardware */
+};
+
 struct topology {
     char name[128];
     char accelerator[128];
@@ -52,10 +74,9 @@ struct topology {
 
     int64_t default_domains;
 
-    /* measured fractions of peak; 1 when the file gives none (a pure bound) */
-    double efficiency_compute;
-    double efficiency_memory;
-    double efficiency_network;
+    /* calibrated efficiency by weight precision, and for any other precision */
+    struct calibration calibrated[PREC_COUNT];
+    struct calibration calibrated_any;
 };
 
 enum topology_status {
@@ -82,6 +103,9 @@ bool topology_with_domain_size(const struct topology *t, int64_t devices, struct
 
 /* "switched", "mesh", "torus". */
 const char *topology_kind_name(enum domain_kind kind);
+
+/* The calibrated row for weights at `weights`, else the row for any precision; NULL if neither. */
+const struct calibration *topology_calibration(const struct topology *t, enum precision weights);
 
 /* Highest peak at `p` or, when `p` is not supported, at the next wider precision the device has
  * (fp4 weights on H100 run fp8 matmuls). 0 if none. Writes the precision used to *used. */

@@ -74,6 +74,8 @@ twice "plan --redundant auto --expert-map .json --report .html" \
 twice "plan --time-limit 0 (no ILP) --format yaml" \
     plan $dsv3 $gb200 --loads loads/dsv3_load.csv --time-limit 0 --format yaml
 twice "plan, dense model, pipeline stages" plan models/llama-3.1-405b.yaml topologies/hgx-h100.xml --racks 4
+twice "calibrate" calibrate tests/data/calibration/small.yaml
+twice "roofline --estimate" roofline $dsv3 topologies/hgx-h800.xml --racks 18 --estimate --batch 4096
 twice "compare --plot --report .md" compare $dsv3 topologies/*.xml --racks 1,2 --tpot-ms 50 \
     --plot @DIR@/compare.svg --report @DIR@/compare.md
 twice "compare --domain-sizes --plot --report .html" compare $dsv3 $gb200 --domain-sizes 8,72,144,576 \

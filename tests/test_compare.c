@@ -21,7 +21,7 @@ static void priced_row(void)
     struct topology h200 = fixture_topology("topologies/hgx-h200.xml");
     struct workload w = workload(&m, 8192);
     struct compare_row r;
-    CHECK(compare_row(&m, &h200, 1, &w, 0, 0, &r) && r.fits, "DeepSeek-V3 on one HGX H200 fits");
+    CHECK(compare_row(&m, &h200, 1, &w, NULL, 0, 0, &r) && r.fits, "DeepSeek-V3 on one HGX H200 fits");
     struct fit f;
     plan_fit(&m, &h200, 1, &w, &f);
     CHECK(r.batch == f.max_batch && r.batch == r.max_batch,
@@ -38,24 +38,24 @@ static void priced_row(void)
     CHECK(r.all_to_all_outside == 0, "EP 8 inside one 8-GPU node: no all-to-all leaves it");
 
     struct compare_row priced;
-    compare_row(&m, &h200, 1, &w, 0, 6.58, &priced);
+    compare_row(&m, &h200, 1, &w, NULL, 0, 6.58, &priced);
     CHECK(fabs(priced.cost_per_mtok - 2 * r.cost_per_mtok) < 1e-9 * priced.cost_per_mtok,
           "--price 6.58 (twice the file's 3.29) doubles the cost per token");
 
     /* a 10 ms target (HBM alone allows a 26 ms step): the largest batch within 10 ms */
     struct compare_row t;
-    compare_row(&m, &h200, 1, &w, 0.010, 0, &t);
+    compare_row(&m, &h200, 1, &w, NULL, 0.010, 0, &t);
     struct roof_point next;
     struct graph_summary g;
     graph_analyse(&h200, 1, &g);
     struct roof_setup s = {.model = &m, .topology = &h200, .graph = &g, .layout = t.layout,
-                           .workload = w, .efficiency = {1, 1, 1}};
+                           .workload = w, .efficiency = EFFICIENCY_BOUND};
     roof_decode(&s, t.batch + 1, &next);
     CHECK(t.tpot_met && t.batch < t.max_batch && t.point.step_s <= 0.010 && next.step_s > 0.010,
           "10 ms: batch %lld steps in %.3f ms, one more sequence %.3f ms", (long long)t.batch,
           t.point.step_s * 1e3, next.step_s * 1e3);
     struct compare_row none;
-    compare_row(&m, &h200, 1, &w, 1e-4, 0, &none);
+    compare_row(&m, &h200, 1, &w, NULL, 1e-4, 0, &none);
     CHECK(none.fits && !none.tpot_met && none.batch == 0 && none.cost_per_mtok == 0,
           "0.1 ms is below the latency floor (%.2f ms): no batch, no cost", none.latency_floor_s * 1e3);
 }
@@ -66,12 +66,14 @@ static void outside_share(void)
     struct topology h800 = fixture_topology("topologies/hgx-h800.xml");
     struct workload w = workload(&m, 4096);
     struct compare_row r;
-    compare_row(&m, &h800, 18, &w, 0, 0, &r);
-    /* EP 144 over 18 nodes of 8: 8 of 144 peers share a token's node, 1 - 8/144 = 0.9444 */
-    CHECK(r.layout.ep == 144 && fabs(r.all_to_all_outside - (1 - 8.0 / 144)) < 1e-12,
-          "18 H800 nodes, EP %lld: %.4f of the all-to-all leaves the node (1 - 8/144)",
+    compare_row(&m, &h800, 18, &w, NULL, 0, 0, &r);
+    /* EP 144 over 18 nodes of 8: a token goes once to each other node holding one of its 8
+     * experts (18 nodes do not hold whole expert groups: experts uniform), 17 x (1 - prod_{i<8}
+     * (256 - 256/18 - i) / (256 - i)) = 6.3092 nodes, of 8 copies dispatched: 0.78865 */
+    CHECK(r.layout.ep == 144 && fabs(r.all_to_all_outside - 6.309239455852574 / 8) < 1e-12,
+          "18 H800 nodes, EP %lld: %.4f of the all-to-all bytes leave the node (6.309 nodes of 8 copies)",
           (long long)r.layout.ep, r.all_to_all_outside);
-    compare_row(&m, &h800, 1, &w, 0, 0, &r);
+    compare_row(&m, &h800, 1, &w, NULL, 0, 0, &r);
     CHECK(!r.fits && r.min_devices == 16 && r.batch == 0,
           "one H800 node cannot hold DeepSeek-V3 (671e9 B at FP8 > 8 x 80 GB x 0.9): needs %lld",
           (long long)r.min_devices);
@@ -101,11 +103,12 @@ static void domain_sizes(void)
 
     struct workload w = workload(&m, 8192);
     struct compare_row r8, r576;
-    compare_row(&m, &eight, 72, &w, 0, 0, &r8);
-    compare_row(&m, &whole, 1, &w, 0, 0, &r576);
-    /* 576 GPUs either way; EP 576 over domains of 8 sends all but 8 of 576 peers outside */
-    CHECK(r8.devices == 576 && r8.layout.ep == 576 && fabs(r8.all_to_all_outside - (1 - 8.0 / 576)) < 1e-12,
-          "72 domains of 8, EP %lld: %.5f of the all-to-all leaves the domain (1 - 8/576)",
+    compare_row(&m, &eight, 72, &w, NULL, 0, 0, &r8);
+    compare_row(&m, &whole, 1, &w, NULL, 0, 0, &r576);
+    /* 576 GPUs either way; EP 576 over 72 domains of 8: 71 x (1 - prod_{i<8} (256 - 256/72 - i)
+     * / (256 - i)) = 7.6156 remote domains a token, of 8 copies: 0.95194 */
+    CHECK(r8.devices == 576 && r8.layout.ep == 576 && fabs(r8.all_to_all_outside - 7.6155562186755414 / 8) < 1e-12,
+          "72 domains of 8, EP %lld: %.5f of the all-to-all bytes leave the domain (7.616 domains of 8 copies)",
           (long long)r8.layout.ep, r8.all_to_all_outside);
     CHECK(r576.devices == 576 && r576.all_to_all_outside == 0, "one domain of 576: none leaves it");
     CHECK(r576.point.tokens_per_s_per_device > r8.point.tokens_per_s_per_device,

@@ -20,7 +20,7 @@ static struct roof_setup setup(const struct model *m, const struct topology *t,
     s.layout = (struct layout){.racks = racks, .devices = devices, .tp = tp, .pp = pp,
                                .dp = devices / (tp * pp),
                                .ep = model_is_moe(m) ? devices / pp : 1};
-    s.efficiency = (struct efficiency){1, 1, 1};
+    s.efficiency = EFFICIENCY_BOUND;
     return s;
 }
 
@@ -124,8 +124,11 @@ static void pipeline(void)
 
 static void network(void)
 {
-    /* DeepSeek-V3 EP over 2 racks (pp 1, ep 144): 72 of 144 destinations are in the rack;
-     * the other half of k x d x 3 B per token per MoE layer goes out at 50 GB/s */
+    /* DeepSeek-V3 EP over 2 racks (pp 1, ep 144): 72 of 144 destinations are in the rack, so
+     * half of k x d x 3 B per token per MoE layer is dispatched inside at the rack's rate. Over
+     * the NIC (50 GB/s) a token goes once to the other rack when one of its experts is there:
+     * it picks 4 of 8 expert groups, each rack holds 4, so it misses the other rack only when
+     * all 4 are its own, 1 / C(8, 4) = 1/70: d x 3 B x 69/70 per token per MoE layer. */
     struct model m = fixture_model("models/deepseek-v3.yaml");
     struct topology t = fixture_topology("topologies/gb200-nvl72.xml");
     struct graph_summary g;
@@ -133,11 +136,20 @@ static void network(void)
     struct roof_point r;
     roof_decode(&s, 144 * 64, &r);
     double bytes = 64.0 * 8 * 7168 * 3 * 58; /* 64 tokens per GPU */
-    CHECK_REL(r.ep_scale_out_s, bytes / 2 / 50e9, 1e-12, "EP across racks: half the bytes at the NIC rate");
+    CHECK_REL(r.ep_scale_out_s, bytes / 8 * 69 / 70 / 50e9, 1e-12,
+              "EP across racks: a token once to the other rack, 69/70 of the time, at the NIC rate");
     CHECK_REL(r.ep_scale_up_s, bytes / 2 / g.all_to_all_domain_bytes_per_s, 1e-12, "and half at the rack's all-to-all rate");
-    CHECK(r.ep_scale_out_s / r.ep_scale_up_s == 18, "the scale-out share takes 18x as long");
+    CHECK_REL(r.ep_scale_out_s / r.ep_scale_up_s, 18.0 * 2 / 8 * 69 / 70, 1e-12,
+              "the NIC share takes 18 x 2/8 x 69/70 as long as the rack's");
+    /* other cluster sizes, by hand: 4 domains hold 2 groups each, missed C(6,4)/C(8,4) = 15/70,
+     * 3 x 55/70 = 2.357 remote domains (the shared trace measures 2.35 with EPLB's placement on 4
+     * nodes, eplb_results.csv case a2); 18 domains do not hold whole groups: experts uniform,
+     * 17 x (1 - prod_{i<8} (256 - 256/18 - i) / (256 - i)) = 6.3092 (the trace: 6.33, case d) */
+    CHECK_REL(roof_remote_domains_per_token(&m, 4), 3.0 * 55 / 70, 1e-12, "4 domains: 2.357 remote domains a token");
+    CHECK_REL(roof_remote_domains_per_token(&m, 18), 6.309239455852574, 1e-12, "18 domains: 6.309 remote domains a token");
+    CHECK_EQ(roof_remote_domains_per_token(&m, 1), 0, "one domain: none remote");
 
-    s.efficiency = (struct efficiency){0.5, 0.5, 0.5};
+    s.efficiency = (struct efficiency){0.5, 0.5, 0.5, 0.5, 0};
     struct roof_point slow;
     roof_decode(&s, 144 * 64, &slow);
     CHECK_REL(slow.step_s, 2 * r.step_s, 1e-12, "efficiency 0.5 everywhere doubles the step");

@@ -91,19 +91,41 @@ static void hostile(void)
     CHECK(load_text(xml, message, sizeof message) == TOPOLOGY_OK, "a minimal topology loads");
 
     char with_efficiency[4096];
-    snprintf(with_efficiency, sizeof with_efficiency, "%.*s<efficiency memory='0.92' network='0.8'/>\n</topology>\n",
+    snprintf(with_efficiency, sizeof with_efficiency,
+             "%.*s<efficiency precision='fp8' compute='0.4' memory='0.92' scale_up='0.8' scale_out='0.7' "
+             "step_overhead_s='0.002' fitted_to='a b'/>\n"
+             "<efficiency compute='0.3' memory='0.5' scale_up='0.6' scale_out='0.5' step_overhead_s='0' "
+             "fitted_to='c' pooled='true'/>\n</topology>\n",
              (int)(strstr(xml, "</topology>") - xml), xml);
     struct topology measured;
     struct diags none;
     diags_init(&none);
-    CHECK(topology_load_buffer("t.xml", with_efficiency, strlen(with_efficiency), &measured, &none) == TOPOLOGY_OK &&
-              measured.efficiency_memory == 0.92 && measured.efficiency_network == 0.8 &&
-              measured.efficiency_compute == 1,
-          "<efficiency> sets measured fractions; an absent one stays 1 (a bound)");
+    bool loaded = topology_load_buffer("t.xml", with_efficiency, strlen(with_efficiency), &measured, &none) == TOPOLOGY_OK;
+    const struct calibration *fp8 = loaded ? topology_calibration(&measured, PREC_FP8) : NULL;
+    const struct calibration *bf16 = loaded ? topology_calibration(&measured, PREC_BF16) : NULL;
+    CHECK(fp8 && fp8->efficiency.compute == 0.4 && fp8->efficiency.memory == 0.92 && fp8->efficiency.scale_up == 0.8 &&
+              fp8->efficiency.scale_out == 0.7 && fp8->efficiency.step_overhead_s == 0.002 &&
+              strcmp(fp8->fitted_to, "a b") == 0 && !fp8->pooled,
+          "<efficiency precision='fp8'> is the row for FP8 weights, every field read");
+    CHECK(bf16 && bf16->efficiency.compute == 0.3 && bf16->pooled && strcmp(bf16->fitted_to, "c") == 0,
+          "the row without a precision serves any other precision, pooled said");
+    bool bare = topology_load_buffer("t.xml", xml, strlen(xml), &measured, &none) == TOPOLOGY_OK &&
+                !topology_calibration(&measured, PREC_FP8);
     diags_release(&none);
-    snprintf(with_efficiency, sizeof with_efficiency, "%.*s<efficiency memory='1.2'/>\n</topology>\n",
+    CHECK(bare, "without <efficiency> rows there is no calibration (the bound alone)");
+    snprintf(with_efficiency, sizeof with_efficiency,
+             "%.*s<efficiency compute='0.4' memory='1.2' scale_up='1' scale_out='1' step_overhead_s='0' "
+             "fitted_to='x'/>\n</topology>\n",
              (int)(strstr(xml, "</topology>") - xml), xml);
     CHECK(load_text(with_efficiency, message, sizeof message) == TOPOLOGY_INVALID, "an efficiency above 1 is refused");
+    snprintf(with_efficiency, sizeof with_efficiency,
+             "%.*s<efficiency precision='fp8' compute='0.4' memory='0.5' scale_up='1' scale_out='1' "
+             "step_overhead_s='0' fitted_to='x'/>\n<efficiency precision='fp8' compute='0.4' memory='0.5' "
+             "scale_up='1' scale_out='1' step_overhead_s='0' fitted_to='x'/>\n</topology>\n",
+             (int)(strstr(xml, "</topology>") - xml), xml);
+    CHECK(load_text(with_efficiency, message, sizeof message) == TOPOLOGY_INVALID &&
+              strstr(message, "a second <efficiency> row for fp8 weights"),
+          "two rows for one precision are refused: %s", message);
 
     snprintf(xml, sizeof xml,
              "<topology name='x' status='shipping'>\n<accelerator name='a'>\n"

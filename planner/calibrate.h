@@ -1,0 +1,99 @@
+/* calibrate.h: efficiency factors fitted to published measurements of real deployments.
+ *
+ * Each measurement is modelled as published (model, hardware, layout, precisions, context, the
+ * batch or the time-per-token target it ran at) and predicted by the roofline (roofline.h):
+ * - decode: tokens/s per device at the batch; with `prompt` and `output` the same devices also
+ *   prefill (chunked, at the rate of 16,384 prompt tokens a device a step): each step batch /
+ *   output requests end and as many prompts are prefilled, so a step takes the decode step plus
+ *   batch x prompt / output x the prefill time per prompt token, and a time-per-token target
+ *   holds for that whole step;
+ * - prefill: prompt tokens/s per device.
+ * The bound is the prediction at efficiency 1 with decode alone (prefill taken as free): no
+ * deployment can beat it. The estimate uses the fitted efficiency.
+ *
+ * The fit: one compute and one memory efficiency per group (an accelerator at a weight
+ * precision), shared scale-up and scale-out efficiencies and a fixed time per step, minimising
+ * sum (ln estimate - ln measured)^2 + SHRINK x sum over groups of (ln eta_g - ln pooled eta)^2
+ * + NETWORK_PRIOR x ((ln scale_up / 0.775)^2 + (ln scale_out / 1)^2), where the pooled eta is
+ * the groups' geometric mean (a group's factor leaves it only as far as its own measurements
+ * pull, and a group left without measurements takes it) and the network's priors are DeepEP's
+ * measured fractions (calibrate.c). Coordinate descent (each factor, each group's two together,
+ * all together, the overhead), a grid then golden section along each, until a sweep gains
+ * nothing, from three starting points: deterministic. */
+#ifndef RACKPLAN_CALIBRATE_H
+#define RACKPLAN_CALIBRATE_H
+
+#include "graph.h"
+#include "model.h"
+#include "plan.h"
+#include "roofline.h"
+#include "topology.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define CALIBRATE_SHRINK 0.01
+#define CALIBRATE_NETWORK_PRIOR 1.0
+#define CALIBRATE_PREFILL_TOKENS_PER_DEVICE 16384
+#define CALIBRATE_MAX_GROUPS 32
+#define CALIBRATE_MAX_MEASUREMENTS 256
+
+struct measurement {
+    const char *id;
+    const struct model *model;
+    const struct topology *topology;
+    int64_t racks;
+    int64_t devices;          /* with racks 1, part of one domain; 0: every device of the racks */
+    struct workload workload; /* precisions, context, tp, pp, reserve */
+    bool prefill;
+    int64_t batch;    /* > 0: given */
+    double tpot_s;    /* > 0: the largest batch whose step is within it; else with batch 0: max */
+    int64_t batch_limit; /* > 0: the serving engine's most sequences, a cap on max and tpot_s */
+    double prompt, output; /* decode on devices that also prefill; 0: disaggregated */
+    double measured;  /* tokens/s per device */
+    /* set by calibrate_prepare */
+    struct layout layout;
+    struct graph_summary graph;
+    int64_t max_batch;
+    int group;
+};
+
+struct calibration_group {
+    const struct topology *topology;
+    enum precision weights;
+    double compute, memory;
+    int measurements; /* in the fit */
+};
+
+struct calibration_fit {
+    int group_count;
+    struct calibration_group groups[CALIBRATE_MAX_GROUPS];
+    double compute, memory; /* pooled: the groups' geometric mean */
+    double scale_up, scale_out, step_overhead_s;
+    double objective;
+    int sweeps;
+};
+
+/* Lays each measurement out and builds its interconnect graph; groups them. False, with why in
+ * `why`, when one has no valid layout, does not fit, or there are too many groups. */
+bool calibrate_prepare(struct measurement *m, int count, char *why, size_t size);
+
+/* Tokens/s per device under `e`; with_prefill false: decode alone. *batch_out (may be NULL) gets
+ * the batch used; 0 when none meets the target. */
+double calibrate_predict(const struct measurement *m, const struct efficiency *e, bool with_prefill,
+                         int64_t *batch_out);
+
+/* Fits to the measurements with use[i] (NULL: all; at most CALIBRATE_MAX_MEASUREMENTS): the
+ * best of descents from three starting points, or one from the factors of `from` (a fit to
+ * all of them, to refit without one). */
+void calibrate_fit(const struct measurement *m, int count, const bool *use, const struct calibration_fit *from,
+                   struct calibration_fit *out);
+
+/* The fit's objective at the factors of `f` (its pooled factors recomputed), for the
+ * measurements with use[i] (NULL: all). */
+double calibrate_objective(const struct measurement *m, int count, const bool *use, const struct calibration_fit *f);
+
+/* A group's efficiency (group < 0: the pooled one for other hardware). */
+struct efficiency calibration_efficiency(const struct calibration_fit *f, int group);
+
+#endif

@@ -1,0 +1,522 @@
+/* cmd_calibrate.c: `rackplan calibrate DATA.yaml`: efficiency factors fitted to published
+ * measurements (calibrate.h), each measurement's bound, estimate and leave-one-out estimate,
+ * and the <efficiency> rows for the topology files. */
+#include "calibrate.h"
+#include "cli.h"
+#include "commands.h"
+#include "doc.h"
+#include "model.h"
+#include "topology.h"
+
+#include "../reports/json.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { PATH_SIZE = 1024 };
+
+struct entry {
+    char id[64];
+    char model_path[PATH_SIZE], topology_path[PATH_SIZE];
+    struct model model;
+    struct topology topology;
+};
+
+struct reader {
+    const char *path;
+    struct diags *diags;
+    int errors;
+};
+
+static void error_at(struct reader *r, const struct doc_node *at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void error_at(struct reader *r, const struct doc_node *at, const char *fmt, ...)
+{
+    char message[512];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(message, sizeof message, fmt, args);
+    va_end(args);
+    diags_add(r->diags, r->path, at ? at->line : 0, at ? at->col : 0, "%s", message);
+    r->errors++;
+}
+
+static const struct doc_node *scalar(struct reader *r, const struct doc_node *map, const char *key, bool required)
+{
+    const struct doc_node *n = doc_get(map, key);
+    if (!n) {
+        if (required)
+            error_at(r, map, "missing field '%s'", key);
+        return NULL;
+    }
+    if (n->kind != DOC_SCALAR) {
+        error_at(r, n, "field '%s' must be a value, not %s", key, doc_kind_name(n));
+        return NULL;
+    }
+    return n;
+}
+
+/* A number in [low, high]; false (reported) when absent and required, or not such a number. */
+static bool read_number(struct reader *r, const struct doc_node *map, const char *key, bool required,
+                        double low, double high, double *out)
+{
+    const struct doc_node *n = scalar(r, map, key, required);
+    if (!n)
+        return false;
+    char *end;
+    errno = 0;
+    double v = strtod(n->text, &end);
+    if (n->quoted || !*n->text || *end || errno || !isfinite(v) || v < low || v > high) {
+        error_at(r, n, "field '%s' is '%s'; it must be a number from %g to %g", key, n->text, low, high);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+static bool read_count(struct reader *r, const struct doc_node *map, const char *key, bool required,
+                       int64_t high, int64_t *out)
+{
+    double v;
+    if (!read_number(r, map, key, required, 1, (double)high, &v))
+        return false;
+    if (v != floor(v)) {
+        error_at(r, doc_get(map, key), "field '%s' must be a whole number, not %g", key, v);
+        return false;
+    }
+    *out = (int64_t)v;
+    return true;
+}
+
+static bool read_text(struct reader *r, const struct doc_node *map, const char *key, bool required, char *out,
+                      size_t size)
+{
+    const struct doc_node *n = scalar(r, map, key, required);
+    if (!n)
+        return false;
+    if (!*n->text || strlen(n->text) >= size) {
+        error_at(r, n, "field '%s' must be 1 to %zu characters", key, size - 1);
+        return false;
+    }
+    strcpy(out, n->text);
+    return true;
+}
+
+static bool read_precision(struct reader *r, const struct doc_node *map, const char *key, enum precision *out)
+{
+    const struct doc_node *n = scalar(r, map, key, true);
+    if (!n)
+        return false;
+    if (!precision_parse(n->text, out)) {
+        error_at(r, n, "field '%s' must be one of fp4, fp8, bf16, fp16, fp32, not '%s'", key, n->text);
+        return false;
+    }
+    return true;
+}
+
+/* A path in the data file, relative to the data file's directory. */
+static void relative_to(const char *data_path, const char *path, char *out, size_t size)
+{
+    const char *slash = strrchr(data_path, '/');
+    if (path[0] == '/' || !slash)
+        snprintf(out, size, "%s", path);
+    else
+        snprintf(out, size, "%.*s/%s", (int)(slash - data_path), data_path, path);
+}
+
+static const char *const known_keys[] = {"id", "source", "note", "assumed", "model", "topology", "racks",
+                                         "devices", "tp", "pp", "weights", "kv", "phase", "context",
+                                         "batch", "max_batch", "tpot_ms", "prompt", "output", "measured"};
+
+static void read_measurement(struct reader *r, const struct doc_node *item, struct entry *e, struct measurement *m)
+{
+    if (item->kind != DOC_MAP) {
+        error_at(r, item, "a measurement must be a mapping, not %s", doc_kind_name(item));
+        return;
+    }
+    for (size_t k = 0; k < item->count; k++) {
+        bool known = false;
+        for (size_t i = 0; i < sizeof known_keys / sizeof known_keys[0]; i++)
+            known |= strcmp(item->keys[k]->text, known_keys[i]) == 0;
+        if (!known)
+            error_at(r, item->keys[k], "unknown field '%s'", item->keys[k]->text);
+    }
+    read_text(r, item, "id", true, e->id, sizeof e->id);
+    char source[2048];
+    read_text(r, item, "source", true, source, sizeof source);
+    char path[PATH_SIZE];
+    if (read_text(r, item, "model", true, path, sizeof path))
+        relative_to(r->path, path, e->model_path, sizeof e->model_path);
+    if (read_text(r, item, "topology", true, path, sizeof path))
+        relative_to(r->path, path, e->topology_path, sizeof e->topology_path);
+    *m = (struct measurement){.id = e->id, .racks = 1};
+    struct workload *w = &m->workload;
+    *w = (struct workload){.reserve_fraction = PLAN_DEFAULT_RESERVE_FRACTION, .reserve_bytes = -1};
+    bool racks = read_count(r, item, "racks", false, 1000000, &m->racks);
+    bool devices = read_count(r, item, "devices", false, 1000000, &m->devices);
+    if (racks == devices && (doc_get(item, "racks") != NULL) == (doc_get(item, "devices") != NULL))
+        error_at(r, item, "give racks (whole scale-up domains) or devices (part of one), one of them");
+    read_count(r, item, "tp", false, 1000000, &w->tp);
+    read_count(r, item, "pp", false, 1000000, &w->pp);
+    if (read_precision(r, item, "weights", &w->weights))
+        w->expert_weights = w->weights;
+    read_precision(r, item, "kv", &w->kv);
+    const struct doc_node *phase = scalar(r, item, "phase", true);
+    if (phase && strcmp(phase->text, "decode") != 0 && strcmp(phase->text, "prefill") != 0)
+        error_at(r, phase, "field 'phase' must be decode or prefill, not '%s'", phase->text);
+    m->prefill = phase && strcmp(phase->text, "prefill") == 0;
+    read_count(r, item, "context", true, 1073741824, &w->context);
+    const struct doc_node *batch = doc_get(item, "batch");
+    bool tpot = doc_get(item, "tpot_ms") != NULL;
+    if (batch && tpot)
+        error_at(r, batch, "give batch or tpot_ms, not both");
+    else if (!batch && !tpot)
+        error_at(r, item, "missing field 'batch' (a number or max) or 'tpot_ms'");
+    else if (batch && !(batch->kind == DOC_SCALAR && strcmp(batch->text, "max") == 0))
+        read_count(r, item, "batch", true, (int64_t)1 << 40, &m->batch);
+    if (tpot && read_number(r, item, "tpot_ms", true, 0.001, 1e6, &m->tpot_s))
+        m->tpot_s /= 1e3;
+    if (doc_get(item, "max_batch") && m->batch > 0)
+        error_at(r, doc_get(item, "max_batch"), "max_batch caps batch: max or tpot_ms, not a number");
+    else
+        read_count(r, item, "max_batch", false, (int64_t)1 << 40, &m->batch_limit);
+    if (m->prefill && m->batch < 1 && (batch || tpot))
+        error_at(r, batch ? batch : item, "a prefill measurement needs its batch of prompts as a number");
+    bool prompt = read_number(r, item, "prompt", false, 1, 1073741824, &m->prompt);
+    bool output = read_number(r, item, "output", false, 1, 1073741824, &m->output);
+    if (prompt != output && (doc_get(item, "prompt") != NULL) != (doc_get(item, "output") != NULL))
+        error_at(r, item, "give prompt and output together (the requests' mean tokens), or neither");
+    read_number(r, item, "measured", true, 1e-6, 1e12, &m->measured);
+}
+
+/* The measurements of the data file, their models and topologies loaded. Returns an exit code. */
+static int load(const char *path, struct entry **entries, struct measurement **measurements, int *count)
+{
+    struct diags d;
+    diags_init(&d);
+    struct doc *doc = NULL;
+    int status = doc_load(path, &doc, &d);
+    struct reader r = {.path = path, .diags = &d};
+    *count = 0;
+    *entries = NULL;
+    *measurements = NULL;
+    if (status == 0) {
+        const struct doc_node *list = doc->root && doc->root->kind == DOC_MAP ? doc_get(doc->root, "measurements") : NULL;
+        if (!list || list->kind != DOC_SEQ || list->count == 0) {
+            error_at(&r, list ? list : doc->root, "the file needs a list 'measurements' of at least one measurement");
+        } else if (list->count > CALIBRATE_MAX_MEASUREMENTS) {
+            error_at(&r, list, "%zu measurements; at most %d are fitted", list->count, CALIBRATE_MAX_MEASUREMENTS);
+        } else {
+            *entries = xcalloc(list->count, sizeof **entries);
+            *measurements = xcalloc(list->count, sizeof **measurements);
+            for (size_t i = 0; i < list->count; i++) {
+                read_measurement(&r, list->items[i], &(*entries)[i], &(*measurements)[i]);
+                for (size_t j = 0; j < i && (*entries)[i].id[0]; j++)
+                    if (strcmp((*entries)[i].id, (*entries)[j].id) == 0)
+                        error_at(&r, doc_get(list->items[i], "id"), "id '%s' is given twice", (*entries)[i].id);
+            }
+            *count = (int)list->count;
+        }
+    }
+    diags_print(&d, stderr);
+    diags_release(&d);
+    doc_free(doc);
+    if (status == DOC_IO_ERROR)
+        return EXIT_IO;
+    if (status != 0 || r.errors > 0)
+        return EXIT_INVALID;
+    for (int i = 0; i < *count; i++) {
+        struct entry *e = &(*entries)[i];
+        int loaded = cli_load_model(e->model_path, &e->model);
+        if (loaded == EXIT_OK)
+            loaded = cli_load_topology(e->topology_path, &e->topology);
+        if (loaded != EXIT_OK)
+            return loaded;
+        (*measurements)[i].model = &e->model;
+        (*measurements)[i].topology = &e->topology;
+    }
+    return EXIT_OK;
+}
+
+/* Three significant digits, as the topology files carry them. */
+static double three_digits(double value)
+{
+    char text[32];
+    snprintf(text, sizeof text, "%.3g", value);
+    return strtod(text, NULL);
+}
+
+static void round_fit(struct calibration_fit *f)
+{
+    for (int g = 0; g < f->group_count; g++) {
+        f->groups[g].compute = three_digits(f->groups[g].compute);
+        f->groups[g].memory = three_digits(f->groups[g].memory);
+    }
+    f->compute = three_digits(f->compute);
+    f->memory = three_digits(f->memory);
+    f->scale_up = three_digits(f->scale_up);
+    f->scale_out = three_digits(f->scale_out);
+    f->step_overhead_s = three_digits(f->step_overhead_s);
+}
+
+struct result {
+    double bound, estimate, left_out; /* tokens/s per device */
+    int64_t bound_batch, batch;
+};
+
+static double error_of(double predicted, double measured)
+{
+    return predicted / measured - 1;
+}
+
+/* The ids fitted in group `group` (-1: all), space-separated. */
+static void fitted_ids(const struct measurement *m, int count, int group, char *out, size_t size)
+{
+    size_t used = 0;
+    out[0] = 0;
+    for (int i = 0; i < count && used < size; i++)
+        if (group < 0 || m[i].group == group)
+            used += (size_t)snprintf(out + used, size - used, "%s%s", used ? " " : "", m[i].id);
+}
+
+static void write_row(FILE *out, const char *precision, const struct efficiency *e, const char *ids, bool pooled)
+{
+    fprintf(out, "<efficiency%s%s%s compute=\"%.3g\" memory=\"%.3g\" scale_up=\"%.3g\" scale_out=\"%.3g\" "
+                 "step_overhead_s=\"%.3g\" fitted_to=\"%s\"%s/>\n",
+            precision ? " precision=\"" : "", precision ? precision : "", precision ? "\"" : "", e->compute,
+            e->memory, e->scale_up, e->scale_out, e->step_overhead_s, ids, pooled ? " pooled=\"true\"" : "");
+}
+
+static void write_text(FILE *out, const struct measurement *m, const struct entry *entries, int count,
+                       const struct calibration_fit *f, const struct result *r)
+{
+    fprintf(out, "%d measurement%s in %d group%s (accelerator and weight precision); fitted in %d sweep%s, "
+                 "objective %.4g\n\n",
+            count, count == 1 ? "" : "s", f->group_count, f->group_count == 1 ? "" : "s", f->sweeps,
+            f->sweeps == 1 ? "" : "s", f->objective);
+    fprintf(out, "%-32s %10s %10s %10s %8s %13s %8s\n", "measurement (tokens/s per device)", "measured", "bound",
+            "estimate", "error", "left out", "error");
+    double fitted = 0, left = 0;
+    int below = 0;
+    for (int i = 0; i < count; i++) {
+        char measured[32], bound[32], estimate[32], left_out[32];
+        format_count(m[i].measured, measured, sizeof measured);
+        format_count(r[i].bound, bound, sizeof bound);
+        format_count(r[i].estimate, estimate, sizeof estimate);
+        format_count(r[i].left_out, left_out, sizeof left_out);
+        double e = error_of(r[i].estimate, m[i].measured), l = error_of(r[i].left_out, m[i].measured);
+        fitted += fabs(e) / count;
+        left += fabs(l) / count;
+        below += r[i].bound < m[i].measured;
+        fprintf(out, "%-32s %10s %10s %10s %+7.1f%% %13s %+7.1f%%%s\n", m[i].id, measured, bound, estimate, e * 100,
+                left_out, l * 100, r[i].bound < m[i].measured ? "  BOUND BELOW MEASURED" : "");
+    }
+    fprintf(out, "\nmean |error|: %.1f%% fitted, %.1f%% left out (each refitted without it)\n", fitted * 100,
+            left * 100);
+    if (below)
+        fprintf(out, "%d bound%s below the measured throughput: the model misses something there\n", below,
+                below == 1 ? " is" : "s are");
+    else
+        fprintf(out, "every bound is at or above its measurement\n");
+    fprintf(out, "\n%-44s %8s %8s  %s\n", "efficiency (fraction of peak)", "compute", "memory", "fitted to");
+    for (int g = 0; g < f->group_count; g++) {
+        char label[160], ids[1024];
+        snprintf(label, sizeof label, "%.36s, %s", f->groups[g].topology->accelerator,
+                 precision_name(f->groups[g].weights));
+        fitted_ids(m, count, g, ids, sizeof ids);
+        fprintf(out, "%-44s %8.3g %8.3g  %s\n", label, f->groups[g].compute, f->groups[g].memory, ids);
+    }
+    fprintf(out, "%-44s %8.3g %8.3g  every group (geometric mean)\n", "pooled, for other hardware", f->compute,
+            f->memory);
+    fprintf(out, "scale-up %.3g and scale-out %.3g of peak; %.3g ms fixed per step (every group)\n", f->scale_up,
+            f->scale_out, f->step_overhead_s * 1e3);
+    fprintf(out, "\n<efficiency> rows for the topology files:\n");
+    char all[4096];
+    fitted_ids(m, count, -1, all, sizeof all);
+    struct efficiency pooled = calibration_efficiency(f, -1);
+    for (int i = 0; i < count; i++) {
+        bool first = true;
+        for (int j = 0; j < i; j++)
+            first &= strcmp(entries[j].topology_path, entries[i].topology_path) != 0;
+        if (!first)
+            continue;
+        fprintf(out, "%s\n", entries[i].topology_path);
+        for (int g = 0; g < f->group_count; g++) {
+            if (strcmp(f->groups[g].topology->accelerator, m[i].topology->accelerator) != 0)
+                continue;
+            char ids[1024];
+            fitted_ids(m, count, g, ids, sizeof ids);
+            struct efficiency e = calibration_efficiency(f, g);
+            fprintf(out, "  ");
+            write_row(out, precision_name(f->groups[g].weights), &e, ids, false);
+        }
+        fprintf(out, "  ");
+        write_row(out, NULL, &pooled, all, true);
+    }
+    fprintf(out, "every other topology\n  ");
+    write_row(out, NULL, &pooled, all, true);
+}
+
+static void json_efficiency_row(struct json *j, const struct efficiency *e)
+{
+    json_key(j, "compute");
+    json_number(j, e->compute);
+    json_key(j, "memory");
+    json_number(j, e->memory);
+    json_key(j, "scale_up");
+    json_number(j, e->scale_up);
+    json_key(j, "scale_out");
+    json_number(j, e->scale_out);
+    json_key(j, "step_overhead_s");
+    json_number(j, e->step_overhead_s);
+}
+
+static void write_tree(FILE *out, enum json_syntax syntax, const struct measurement *m, const struct entry *entries,
+                       int count, const struct calibration_fit *f, const struct result *r)
+{
+    struct json j;
+    json_init(&j, out, syntax);
+    json_begin_object(&j);
+    json_key(&j, "measurements");
+    json_begin_array(&j);
+    for (int i = 0; i < count; i++) {
+        json_begin_object(&j);
+        json_key(&j, "id");
+        json_string(&j, m[i].id);
+        json_key(&j, "topology");
+        json_string(&j, entries[i].topology_path);
+        json_key(&j, "group");
+        json_int(&j, m[i].group);
+        json_key(&j, "measured");
+        json_number(&j, m[i].measured);
+        json_key(&j, "bound");
+        json_number(&j, r[i].bound);
+        json_key(&j, "bound_batch");
+        json_int(&j, r[i].bound_batch);
+        json_key(&j, "estimate");
+        json_number(&j, r[i].estimate);
+        json_key(&j, "batch");
+        json_int(&j, r[i].batch);
+        json_key(&j, "error");
+        json_number(&j, error_of(r[i].estimate, m[i].measured));
+        json_key(&j, "left_out");
+        json_number(&j, r[i].left_out);
+        json_key(&j, "left_out_error");
+        json_number(&j, error_of(r[i].left_out, m[i].measured));
+        json_key(&j, "bound_at_or_above");
+        json_bool(&j, r[i].bound >= m[i].measured);
+        json_end_object(&j);
+    }
+    json_end_array(&j);
+    json_key(&j, "groups");
+    json_begin_array(&j);
+    for (int g = 0; g < f->group_count; g++) {
+        json_begin_object(&j);
+        json_key(&j, "accelerator");
+        json_string(&j, f->groups[g].topology->accelerator);
+        json_key(&j, "weights");
+        json_string(&j, precision_name(f->groups[g].weights));
+        struct efficiency e = calibration_efficiency(f, g);
+        json_efficiency_row(&j, &e);
+        char ids[1024];
+        fitted_ids(m, count, g, ids, sizeof ids);
+        json_key(&j, "fitted_to");
+        json_string(&j, ids);
+        json_end_object(&j);
+    }
+    json_end_array(&j);
+    json_key(&j, "pooled");
+    json_begin_object(&j);
+    struct efficiency pooled = calibration_efficiency(f, -1);
+    json_efficiency_row(&j, &pooled);
+    char all[4096];
+    fitted_ids(m, count, -1, all, sizeof all);
+    json_key(&j, "fitted_to");
+    json_string(&j, all);
+    json_end_object(&j);
+    double fitted = 0, left = 0;
+    for (int i = 0; i < count; i++) {
+        fitted += fabs(error_of(r[i].estimate, m[i].measured)) / count;
+        left += fabs(error_of(r[i].left_out, m[i].measured)) / count;
+    }
+    json_key(&j, "mean_abs_error");
+    json_number(&j, fitted);
+    json_key(&j, "left_out_mean_abs_error");
+    json_number(&j, left);
+    json_key(&j, "objective");
+    json_number(&j, f->objective);
+    json_key(&j, "sweeps");
+    json_int(&j, f->sweeps);
+    json_end_object(&j);
+    json_finish(&j);
+}
+
+int cmd_calibrate(int argc, char **argv)
+{
+    struct options o;
+    int status = cli_parse(&command_calibrate, argc, argv, &o);
+    if (status >= 0)
+        return status;
+    struct entry *entries;
+    struct measurement *m;
+    int count;
+    status = load(o.positional[0], &entries, &m, &count);
+    char why[512];
+    if (status == EXIT_OK && !calibrate_prepare(m, count, why, sizeof why)) {
+        fprintf(stderr, "rackplan calibrate: %s\n", why);
+        status = EXIT_INVALID;
+    }
+    if (status != EXIT_OK) {
+        free(m);
+        free(entries);
+        return status;
+    }
+    struct calibration_fit fit;
+    calibrate_fit(m, count, NULL, NULL, &fit);
+    struct calibration_fit unrounded = fit;
+    round_fit(&fit);
+    struct result *r = xcalloc((size_t)count, sizeof *r);
+    bool *use = xcalloc((size_t)count, sizeof *use);
+    struct efficiency bound = EFFICIENCY_BOUND;
+    int below = 0;
+    for (int i = 0; i < count; i++) {
+        r[i].bound = calibrate_predict(&m[i], &bound, false, &r[i].bound_batch);
+        struct efficiency e = calibration_efficiency(&fit, m[i].group);
+        r[i].estimate = calibrate_predict(&m[i], &e, true, &r[i].batch);
+        for (int k = 0; k < count; k++)
+            use[k] = k != i;
+        struct calibration_fit without;
+        calibrate_fit(m, count, use, &unrounded, &without);
+        round_fit(&without);
+        e = calibration_efficiency(&without, without.groups[m[i].group].measurements > 0 ? m[i].group : -1);
+        r[i].left_out = calibrate_predict(&m[i], &e, true, NULL);
+        below += r[i].bound < m[i].measured;
+    }
+    struct sink sink;
+    bool opened = sink_open(&sink, o.output);
+    if (opened) {
+        enum json_syntax syntax;
+        if (cli_tree_format(o.format, &syntax))
+            write_tree(sink.out, syntax, m, entries, count, &fit, r);
+        else
+            write_text(sink.out, m, entries, count, &fit, r);
+    }
+    struct sink_batch outputs;
+    sink_batch_init(&outputs);
+    sink_batch_add(&outputs, &sink, opened);
+    status = !sink_batch_finish(&outputs, true) ? EXIT_IO : below ? EXIT_NO_FIT : EXIT_OK;
+    if (below && status == EXIT_NO_FIT)
+        fprintf(stderr, "rackplan calibrate: %d bound%s below the measured throughput: the model misses "
+                        "something there\n",
+                below, below == 1 ? " is" : "s are");
+    free(use);
+    free(r);
+    free(m);
+    free(entries);
+    return status;
+}

@@ -1,0 +1,129 @@
+/* The calibration's prediction of a deployment against the roofline worked by hand, and its
+ * fit on measurements made from known efficiencies (it must find them again). */
+#include "calibrate.h"
+#include "fixtures.h"
+#include "tap.h"
+
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+static struct measurement llama2_h200(const struct model *m, const struct topology *t)
+{
+    return (struct measurement){
+        .id = "llama2-h200", .model = m, .topology = t, .racks = 1, .devices = 1,
+        .workload = {.context = 659, .weights = PREC_FP8, .expert_weights = PREC_FP8, .kv = PREC_FP8,
+                     .reserve_fraction = PLAN_DEFAULT_RESERVE_FRACTION, .reserve_bytes = -1, .tp = 1},
+        .batch = 64, .prompt = 512, .output = 294, .measured = 1};
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && chdir(argv[1]) != 0)
+        return 1;
+    struct model llama = fixture_model("models/llama-2-70b.yaml");
+    struct model dsv3 = fixture_model("models/deepseek-v3.yaml");
+    struct topology h200 = fixture_topology("topologies/hgx-h200.xml");
+    struct topology h800 = fixture_topology("topologies/hgx-h800.xml");
+    struct topology b200 = fixture_topology("topologies/hgx-b200.xml");
+
+    /* By hand: with prefill on the same device, each step batch / output requests end and as
+     * many prompts are prefilled, so a step is decode(64) + 64 x 512 / 294 prompt tokens at the
+     * prefill's time per token (16,384 prompt tokens a device: 32 prompts of 512). */
+    struct measurement one = llama2_h200(&llama, &h200);
+    char why[256];
+    bool laid = calibrate_prepare(&one, 1, why, sizeof why);
+    CHECK(laid, "Llama 2 70B on one H200 lays out %s", laid ? "" : why);
+    struct efficiency bound = EFFICIENCY_BOUND;
+    struct roof_setup s = {.model = &llama, .topology = &h200, .graph = &one.graph, .layout = one.layout,
+                           .workload = one.workload, .efficiency = bound};
+    struct roof_point decode, fill;
+    roof_decode(&s, 64, &decode);
+    roof_prefill(&s, 32, 512, &fill);
+    double per_token = fill.step_s / (32.0 * 512);
+    double by_hand = 64 / (decode.step_s + 64.0 * 512 / 294 * per_token);
+    int64_t batch;
+    CHECK_REL(calibrate_predict(&one, &bound, true, &batch), by_hand, 1e-12,
+              "decode with prefill: 64 / (step + 64 x 512/294 x prefill s per token)");
+    CHECK_REL(calibrate_predict(&one, &bound, false, NULL), 64 / decode.step_s, 1e-12,
+              "decode alone (the bound): 64 / step");
+    /* a time-per-token target picks the largest batch whose whole step meets it */
+    one.batch = 0;
+    one.tpot_s = 0.040;
+    double within = calibrate_predict(&one, &bound, true, &batch);
+    struct measurement next = one;
+    next.batch = batch + 1;
+    next.tpot_s = 0;
+    double step = batch / within, longer = (batch + 1) / calibrate_predict(&next, &bound, true, NULL);
+    CHECK(batch > 1 && step <= 0.040 && longer > 0.040,
+          "40 ms a token: batch %lld steps %.4f s, one more %.4f s", (long long)batch, step, longer);
+
+    /* Measurements made from known efficiencies, one group each on H800 (DeepSeek-V3, decode
+     * over 2 nodes and prefill) and H200 (Llama 2 70B, offline and at 40 ms a token), with the
+     * network at its priors: the fit must find estimates within 2% of every one. */
+    struct measurement m[6];
+    m[0] = (struct measurement){.id = "dsv3-decode", .model = &dsv3, .topology = &h800, .racks = 2,
+                                .workload = {.context = 4096, .weights = PREC_FP8, .expert_weights = PREC_FP8,
+                                             .kv = PREC_BF16, .reserve_fraction = 0.1, .reserve_bytes = -1,
+                                             .tp = 1},
+                                .batch = 512};
+    m[1] = m[0];
+    m[1].id = "dsv3-prefill";
+    m[1].prefill = true;
+    m[1].batch = 32;
+    m[2] = llama2_h200(&llama, &h200);
+    m[2].id = "llama2-offline";
+    m[2].batch = 0;
+    m[3] = llama2_h200(&llama, &h200);
+    m[3].id = "llama2-40ms";
+    m[3].batch = 0;
+    m[3].tpot_s = 0.040;
+    m[4] = llama2_h200(&llama, &b200);
+    m[4].id = "llama2-b200";
+    m[4].workload.weights = m[4].workload.expert_weights = PREC_FP4;
+    m[4].batch = 0;
+    m[5] = m[4];
+    m[5].id = "llama2-b200-40ms";
+    m[5].tpot_s = 0.040;
+    laid = calibrate_prepare(m, 6, why, sizeof why);
+    CHECK(laid, "six synthetic measurements lay out %s", laid ? "" : why);
+    CHECK(m[0].group == m[1].group && m[2].group == m[3].group && m[4].group == m[5].group &&
+              m[0].group != m[2].group && m[2].group != m[4].group,
+          "grouped by accelerator and weight precision: H800 fp8, H200 fp8, B200 fp4");
+    const struct efficiency truth[3] = {{0.35, 0.45, 0.775, 1, 0}, {0.7, 0.55, 0.775, 1, 0}, {0.6, 0.3, 0.775, 1, 0}};
+    for (int i = 0; i < 6; i++)
+        m[i].measured = calibrate_predict(&m[i], &truth[m[i].group], true, NULL);
+    struct calibration_fit fit;
+    calibrate_fit(m, 6, NULL, NULL, &fit);
+    double worst = 0;
+    for (int i = 0; i < 6; i++) {
+        struct efficiency e = calibration_efficiency(&fit, m[i].group);
+        double error = fabs(calibrate_predict(&m[i], &e, true, NULL) / m[i].measured - 1);
+        worst = error > worst ? error : worst;
+    }
+    /* the shrinkage toward the pooled factors costs the truth its deviations, so the fit may
+     * trade a little error for less of them, and must do no worse than the truth itself */
+    struct calibration_fit truth_fit = fit;
+    for (int g = 0; g < 3; g++) {
+        truth_fit.groups[g].compute = truth[g].compute;
+        truth_fit.groups[g].memory = truth[g].memory;
+    }
+    truth_fit.scale_up = 0.775;
+    truth_fit.scale_out = 1;
+    truth_fit.step_overhead_s = 0;
+    double at_truth = calibrate_objective(m, 6, NULL, &truth_fit);
+    CHECK(fit.objective <= at_truth * (1 + 1e-9), "the fit's objective %.6f is no worse than the truth's %.6f",
+          fit.objective, at_truth);
+    CHECK(worst < 0.03, "and reproduces measurements made from known efficiencies within %.2f%% (3%%)", worst * 100);
+    struct calibration_fit again;
+    calibrate_fit(m, 6, NULL, NULL, &again);
+    CHECK(memcmp(&fit, &again, sizeof fit) == 0, "the fit is deterministic: the same factors twice");
+    bool use[6] = {true, true, false, false, true, true};
+    struct calibration_fit without;
+    calibrate_fit(m, 6, use, &fit, &without);
+    CHECK(without.groups[m[2].group].measurements == 0 &&
+              fabs(without.groups[m[2].group].compute / without.compute - 1) < 0.01,
+          "a group left without measurements takes the pooled factors (%.3f vs %.3f)",
+          without.groups[m[2].group].compute, without.compute);
+    return tap_done();
+}
