@@ -22,6 +22,11 @@ bool calibrate_prepare(struct measurement *m, int count, char *why, size_t size)
 {
     for (int i = 0; i < count; i++) {
         struct measurement *x = &m[i];
+        if (x->devices > x->topology->domain_devices) {
+            snprintf(why, size, "%s: %lld devices are more than a scale-up domain of %s (%lld): give racks",
+                     x->id, (long long)x->devices, x->topology->name, (long long)x->topology->domain_devices);
+            return false;
+        }
         int64_t devices = x->devices > 0 ? x->devices : x->racks * x->topology->domain_devices;
         struct workload w = x->workload;
         w.batch = 1;

@@ -689,9 +689,8 @@ void cli_json_header(struct json *j, const struct model *m, const struct topolog
     json_int(j, devices);
 }
 
-void cli_json_efficiency(struct json *j, const struct efficiency *e, const struct calibration *row)
+void cli_json_efficiency_fields(struct json *j, const struct efficiency *e)
 {
-    json_begin_object(j);
     json_key(j, "compute");
     json_number(j, e->compute);
     json_key(j, "memory");
@@ -702,6 +701,12 @@ void cli_json_efficiency(struct json *j, const struct efficiency *e, const struc
     json_number(j, e->scale_out);
     json_key(j, "step_overhead_s");
     json_number(j, e->step_overhead_s);
+}
+
+void cli_json_efficiency(struct json *j, const struct efficiency *e, const struct calibration *row)
+{
+    json_begin_object(j);
+    cli_json_efficiency_fields(j, e);
     if (row) {
         json_key(j, "fitted_to");
         json_string(j, row->fitted_to);

@@ -168,6 +168,8 @@ void cli_json_header(struct json *j, const struct model *m, const struct topolog
 struct layout;
 /* An object {tp, ep, pp, dp} of a layout (the value of "parallel" or "layout"). */
 void cli_json_parallel(struct json *j, const struct layout *l);
+/* The efficiency's keys, into the open object. */
+void cli_json_efficiency_fields(struct json *j, const struct efficiency *e);
 /* The efficiency as an object, with the calibrated row's fitted_to and pooled when there is one. */
 void cli_json_efficiency(struct json *j, const struct efficiency *e, const struct calibration *row);
 /* "  estimate: compute 0.41, memory 0.62, ... of peak, 2.1 ms a step; fitted to ..." */

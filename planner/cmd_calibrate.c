@@ -157,10 +157,12 @@ static void read_measurement(struct reader *r, const struct doc_node *item, stru
     *m = (struct measurement){.id = e->id, .racks = 1};
     struct workload *w = &m->workload;
     *w = (struct workload){.reserve_fraction = PLAN_DEFAULT_RESERVE_FRACTION, .reserve_bytes = -1};
-    bool racks = read_count(r, item, "racks", false, 1000000, &m->racks);
-    bool devices = read_count(r, item, "devices", false, 1000000, &m->devices);
-    if (racks == devices && (doc_get(item, "racks") != NULL) == (doc_get(item, "devices") != NULL))
+    if ((doc_get(item, "racks") != NULL) == (doc_get(item, "devices") != NULL))
         error_at(r, item, "give racks (whole scale-up domains) or devices (part of one), one of them");
+    else if (doc_get(item, "racks"))
+        read_count(r, item, "racks", true, 1000000, &m->racks);
+    else
+        read_count(r, item, "devices", true, 1000000, &m->devices);
     read_count(r, item, "tp", false, 1000000, &w->tp);
     read_count(r, item, "pp", false, 1000000, &w->pp);
     if (read_precision(r, item, "weights", &w->weights))
@@ -187,10 +189,12 @@ static void read_measurement(struct reader *r, const struct doc_node *item, stru
         read_count(r, item, "max_batch", false, (int64_t)1 << 40, &m->batch_limit);
     if (m->prefill && m->batch < 1 && (batch || tpot))
         error_at(r, batch ? batch : item, "a prefill measurement needs its batch of prompts as a number");
-    bool prompt = read_number(r, item, "prompt", false, 1, 1073741824, &m->prompt);
-    bool output = read_number(r, item, "output", false, 1, 1073741824, &m->output);
-    if (prompt != output && (doc_get(item, "prompt") != NULL) != (doc_get(item, "output") != NULL))
+    if ((doc_get(item, "prompt") != NULL) != (doc_get(item, "output") != NULL)) {
         error_at(r, item, "give prompt and output together (the requests' mean tokens), or neither");
+    } else {
+        read_number(r, item, "prompt", false, 1, 1073741824, &m->prompt);
+        read_number(r, item, "output", false, 1, 1073741824, &m->output);
+    }
     read_number(r, item, "measured", true, 1e-6, 1e12, &m->measured);
 }
 
@@ -362,20 +366,6 @@ static void write_text(FILE *out, const struct measurement *m, const struct entr
     write_row(out, NULL, &pooled, all, true);
 }
 
-static void json_efficiency_row(struct json *j, const struct efficiency *e)
-{
-    json_key(j, "compute");
-    json_number(j, e->compute);
-    json_key(j, "memory");
-    json_number(j, e->memory);
-    json_key(j, "scale_up");
-    json_number(j, e->scale_up);
-    json_key(j, "scale_out");
-    json_number(j, e->scale_out);
-    json_key(j, "step_overhead_s");
-    json_number(j, e->step_overhead_s);
-}
-
 static void write_tree(FILE *out, enum json_syntax syntax, const struct measurement *m, const struct entry *entries,
                        int count, const struct calibration_fit *f, const struct result *r)
 {
@@ -422,7 +412,7 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct measurem
         json_key(&j, "weights");
         json_string(&j, precision_name(f->groups[g].weights));
         struct efficiency e = calibration_efficiency(f, g);
-        json_efficiency_row(&j, &e);
+        cli_json_efficiency_fields(&j, &e);
         char ids[1024];
         fitted_ids(m, count, g, ids, sizeof ids);
         json_key(&j, "fitted_to");
@@ -433,7 +423,7 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct measurem
     json_key(&j, "pooled");
     json_begin_object(&j);
     struct efficiency pooled = calibration_efficiency(f, -1);
-    json_efficiency_row(&j, &pooled);
+    cli_json_efficiency_fields(&j, &pooled);
     char all[4096];
     fitted_ids(m, count, -1, all, sizeof all);
     json_key(&j, "fitted_to");

@@ -455,8 +455,10 @@ static bool write_report(const char *path, const struct report *r, const struct 
         document_paragraph(&d, "Target: time per output token <= %.4g ms.", r->options->tpot_s * 1e3);
     static const char *const headers[] = {"topology", "racks", "devices", "domain", "fits", "floor ms",
                                           "batch", "tok/s/dev", "tok/s/rack", "$/Mtok", "J/tok",
-                                          "all-to-all leaving the domain"};
-    document_table_begin(&d, 12, headers, "lrrrlrrrrrrr");
+                                          "all-to-all leaving the domain", "bound floor ms", "bound tok/s/dev"};
+    bool estimates = any_estimate(r);
+    int columns = estimates ? 14 : 12;
+    document_table_begin(&d, columns, headers, "lrrrlrrrrrrrrr");
     for (int64_t rank = 0; rank < r->count; rank++) {
         struct cells cell;
         row_cells(r, rank, &cell);
@@ -464,7 +466,8 @@ static bool write_report(const char *path, const struct report *r, const struct 
         snprintf(name, sizeof name, "%.159s%s", is_best(r, rank) ? cell.name + 2 : cell.name,
                  is_best(r, rank) ? " (best)" : "");
         const char *row[] = {name, cell.racks, cell.devices, cell.domain, cell.fits, cell.floor, cell.batch,
-                             cell.per_device, cell.per_rack, cell.cost, cell.energy, cell.outside};
+                             cell.per_device, cell.per_rack, cell.cost, cell.energy, cell.outside,
+                             cell.bound_floor, cell.bound_per_device};
         document_table_row(&d, row);
     }
     document_table_end(&d);
@@ -472,9 +475,10 @@ static bool write_report(const char *path, const struct report *r, const struct 
                            "Best: the cheapest per token among the rows that fit%s. %s",
                        r->options->tpot_s > 0 ? "meets the target" : "fits in HBM",
                        r->options->tpot_s > 0 ? " and meet the target" : "",
-                       any_estimate(r) ? "Rows are calibrated estimates (rackplan calibrate); their "
-                                         "roofline bounds are in the JSON and CSV."
-                                       : "Every number is a roofline bound (efficiency 1).");
+                       estimates ? "Rows are calibrated estimates (each topology's efficiency fitted by "
+                                   "rackplan calibrate to published measurements); the bound columns are the "
+                                   "roofline at efficiency 1, at the bound's own batch."
+                                 : "Every number is a roofline bound (efficiency 1).");
     if (r->by_domain_size)
         document_figure(&d, "domain-sizes", "Latency floor, throughput and cost against scale-up domain size",
                         draw_domain_sizes, r);
