@@ -445,8 +445,10 @@ static bool write_report(const char *path, const struct report *r, const struct 
     char title[200];
     snprintf(title, sizeof title, "Which hardware for %s", r->model->name);
     struct document d;
-    if (!document_open(&d, path, title))
-        return outputs->failed = true, false;
+    if (!document_open(&d, path, title)) {
+        outputs->failed = true;
+        return false;
+    }
     char heading[300], context[32];
     format_count((double)r->workload->context, context, sizeof context);
     snprintf(heading, sizeof heading, "%s at %s tokens of context", r->model->name, context);

@@ -600,8 +600,10 @@ static bool write_report(const char *path, const struct model *m, const struct t
     char title[300];
     snprintf(title, sizeof title, "%s on %s", m->name, t->name);
     struct document d;
-    if (!document_open(&d, path, title))
-        return outputs->failed = true, false;
+    if (!document_open(&d, path, title)) {
+        outputs->failed = true;
+        return false;
+    }
     char batch[32], context[32];
     format_count((double)p->batch, batch, sizeof batch);
     format_count((double)w->context, context, sizeof context);

@@ -152,9 +152,11 @@ bool sink_batch_write(struct sink_batch *b, const char *path, void (*write)(FILE
 
 void sink_batch_adopt(struct sink_batch *into, struct sink_batch *from)
 {
-    into->held = xrealloc(into->held, (size_t)(into->count + from->count) * sizeof *into->held);
-    memcpy(into->held + into->count, from->held, (size_t)from->count * sizeof *from->held);
-    into->count += from->count;
+    if (from->count > 0) {
+        into->held = xrealloc(into->held, (size_t)(into->count + from->count) * sizeof *into->held);
+        memcpy(into->held + into->count, from->held, (size_t)from->count * sizeof *from->held);
+        into->count += from->count;
+    }
     into->failed |= from->failed;
     free(from->held);
     sink_batch_init(from);
