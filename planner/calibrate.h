@@ -12,14 +12,16 @@
  * deployment can beat it. The estimate uses the fitted efficiency.
  *
  * The fit: one compute and one memory efficiency per group (an accelerator at a weight
- * precision), shared scale-up and scale-out efficiencies and a fixed time per step, minimising
+ * precision), shared scale-up and scale-out efficiencies, a shared further efficiency of the
+ * routed experts' matmuls and weight reads (grouped GEMMs of a few tokens each, scattered
+ * reads), and a fixed time per step, minimising
  * sum (ln estimate - ln measured)^2 + SHRINK x sum over groups of (ln eta_g - ln pooled eta)^2
  * + NETWORK_PRIOR x ((ln scale_up / 0.775)^2 + (ln scale_out / 1)^2), where the pooled eta is
  * the groups' geometric mean (a group's factor leaves it only as far as its own measurements
  * pull, and a group left without measurements takes it) and the network's priors are DeepEP's
  * measured fractions (calibrate.c). Coordinate descent (each factor, each group's two together,
  * all together, the overhead), a grid then golden section along each, until a sweep gains
- * nothing, from three starting points: deterministic. */
+ * next to nothing, from four starting points: deterministic. */
 #ifndef RACKPLAN_CALIBRATE_H
 #define RACKPLAN_CALIBRATE_H
 
@@ -70,6 +72,7 @@ struct calibration_fit {
     struct calibration_group groups[CALIBRATE_MAX_GROUPS];
     double compute, memory; /* pooled: the groups' geometric mean */
     double scale_up, scale_out, step_overhead_s;
+    double experts;
     double objective;
     int sweeps;
 };
@@ -84,7 +87,7 @@ double calibrate_predict(const struct measurement *m, const struct efficiency *e
                          int64_t *batch_out);
 
 /* Fits to the measurements with use[i] (NULL: all; at most CALIBRATE_MAX_MEASUREMENTS): the
- * best of descents from three starting points, or one from the factors of `from` (a fit to
+ * best of descents from four starting points, or one from the factors of `from` (a fit to
  * all of them, to refit without one). */
 void calibrate_fit(const struct measurement *m, int count, const bool *use, const struct calibration_fit *from,
                    struct calibration_fit *out);

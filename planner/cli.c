@@ -699,6 +699,8 @@ void cli_json_efficiency_fields(struct json *j, const struct efficiency *e)
     json_number(j, e->scale_up);
     json_key(j, "scale_out");
     json_number(j, e->scale_out);
+    json_key(j, "experts");
+    json_number(j, e->experts);
     json_key(j, "step_overhead_s");
     json_number(j, e->step_overhead_s);
 }
@@ -718,8 +720,9 @@ void cli_json_efficiency(struct json *j, const struct efficiency *e, const struc
 
 void cli_text_efficiency(FILE *out, const struct efficiency *e, const struct calibration *row)
 {
-    fprintf(out, "  estimate: compute %.3g, memory %.3g, scale-up %.3g, scale-out %.3g of peak, %.3g ms a step",
-            e->compute, e->memory, e->scale_up, e->scale_out, e->step_overhead_s * 1e3);
+    fprintf(out, "  estimate: compute %.3g, memory %.3g, scale-up %.3g, scale-out %.3g of peak, routed experts "
+                 "%.3g of those, %.3g ms a step",
+            e->compute, e->memory, e->scale_up, e->scale_out, e->experts, e->step_overhead_s * 1e3);
     if (row)
         fprintf(out, "; fitted to %s%s", row->fitted_to,
                 row->pooled ? " (other hardware: none measured on this)" : "");

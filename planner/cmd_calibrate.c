@@ -265,6 +265,7 @@ static void round_fit(struct calibration_fit *f)
     f->memory = three_digits(f->memory);
     f->scale_up = three_digits(f->scale_up);
     f->scale_out = three_digits(f->scale_out);
+    f->experts = three_digits(f->experts);
     f->step_overhead_s = three_digits(f->step_overhead_s);
 }
 
@@ -291,9 +292,9 @@ static void fitted_ids(const struct measurement *m, int count, int group, char *
 static void write_row(FILE *out, const char *precision, const struct efficiency *e, const char *ids, bool pooled)
 {
     fprintf(out, "<efficiency%s%s%s compute=\"%.3g\" memory=\"%.3g\" scale_up=\"%.3g\" scale_out=\"%.3g\" "
-                 "step_overhead_s=\"%.3g\" fitted_to=\"%s\"%s/>\n",
+                 "experts=\"%.3g\" step_overhead_s=\"%.3g\" fitted_to=\"%s\"%s/>\n",
             precision ? " precision=\"" : "", precision ? precision : "", precision ? "\"" : "", e->compute,
-            e->memory, e->scale_up, e->scale_out, e->step_overhead_s, ids, pooled ? " pooled=\"true\"" : "");
+            e->memory, e->scale_up, e->scale_out, e->experts, e->step_overhead_s, ids, pooled ? " pooled=\"true\"" : "");
 }
 
 static void write_text(FILE *out, const struct measurement *m, const struct entry *entries, int count,
@@ -337,8 +338,9 @@ static void write_text(FILE *out, const struct measurement *m, const struct entr
     }
     fprintf(out, "%-44s %8.3g %8.3g  every group (geometric mean)\n", "pooled, for other hardware", f->compute,
             f->memory);
-    fprintf(out, "scale-up %.3g and scale-out %.3g of peak; %.3g ms fixed per step (every group)\n", f->scale_up,
-            f->scale_out, f->step_overhead_s * 1e3);
+    fprintf(out, "scale-up %.3g and scale-out %.3g of peak; routed experts %.3g of compute and memory's; %.3g ms "
+                 "fixed per step (every group)\n",
+            f->scale_up, f->scale_out, f->experts, f->step_overhead_s * 1e3);
     fprintf(out, "\n<efficiency> rows for the topology files:\n");
     char all[4096];
     fitted_ids(m, count, -1, all, sizeof all);

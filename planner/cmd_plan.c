@@ -536,11 +536,12 @@ static void write_report_step(struct document *d, const struct model *m, const s
         char rate[32];
         format_count(p->bound_step.tokens_per_s, rate, sizeof rate);
         document_paragraph(d, "Calibrated estimate: compute at %.3g, HBM at %.3g, scale-up at %.3g and scale-out "
-                              "at %.3g of peak, plus %.3g ms a step, fitted by rackplan calibrate to %s%s. The "
+                              "at %.3g of peak, routed experts at %.3g of those, plus %.3g ms a step, fitted by "
+                              "rackplan calibrate to %s%s. The "
                               "roofline bound at the same batch: a step of %.4g ms, %s tokens/s; latency floor "
                               "(batch 1) %.4g ms estimated, %.4g ms bound.",
                            p->efficiency.compute, p->efficiency.memory, p->efficiency.scale_up,
-                           p->efficiency.scale_out, p->efficiency.step_overhead_s * 1e3,
+                           p->efficiency.scale_out, p->efficiency.experts, p->efficiency.step_overhead_s * 1e3,
                            p->calibration ? p->calibration->fitted_to : "the --eta-* given",
                            p->calibration && p->calibration->pooled ? " (other hardware: none measured on this)" : "",
                            p->bound_step.step_s * 1e3, rate, roof_latency_floor_s(setup) * 1e3,

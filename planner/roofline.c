@@ -67,7 +67,7 @@ static void stage_times(const struct roof_setup *s, const struct stage *st, doub
     double k = (double)m->moe.experts_per_token;
     double imbalance = s->expert_imbalance > 1 ? s->expert_imbalance : 1;
     if (st->moe_layers) /* the most loaded device gets imbalance x the mean share */
-        matmul += 2 * p.routed_expert * tokens * k / ep * imbalance * (double)st->moe_layers;
+        matmul += 2 * p.routed_expert * tokens * k / ep * imbalance * (double)st->moe_layers / s->efficiency.experts;
     double attention = model_attention_flops_per_token(m, context) *
                        (double)(st->last - st->first) / (double)m->layers * rank_tokens / tp;
     enum precision used;
@@ -84,7 +84,7 @@ static void stage_times(const struct roof_setup *s, const struct stage *st, doub
     if (st->moe_layers) {
         double hit = 1 - pow(1 - k / (double)m->moe.experts, tokens);
         weight_bytes += (double)st->moe_layers * plan_experts_per_device(m, l) * hit *
-                        p.routed_expert * precision_bytes(w->expert_weights);
+                        p.routed_expert * precision_bytes(w->expert_weights) / s->efficiency.experts;
     }
     out->weights = weight_bytes / bandwidth;
     double kv_bytes = rank_sequences *

@@ -244,7 +244,7 @@ static void read_tree(struct collector *c, const xmlNode *root, struct topology 
         row->present = true;
         row->efficiency = (struct efficiency){number(c, n, "compute", true), number(c, n, "memory", true),
                                               number(c, n, "scale_up", true), number(c, n, "scale_out", true),
-                                              0};
+                                              0, number(c, n, "experts", true)};
         if (attribute(n, "step_overhead_s", text, sizeof text))
             row->efficiency.step_overhead_s = strtod(text, NULL);
         attribute(n, "fitted_to", row->fitted_to, sizeof row->fitted_to);
@@ -415,7 +415,8 @@ bool topology_with_domain_size(const struct topology *t, int64_t devices, struct
 
 bool efficiency_is_bound(const struct efficiency *e)
 {
-    return e->compute >= 1 && e->memory >= 1 && e->scale_up >= 1 && e->scale_out >= 1 && e->step_overhead_s <= 0;
+    return e->compute >= 1 && e->memory >= 1 && e->scale_up >= 1 && e->scale_out >= 1 && e->step_overhead_s <= 0 &&
+           e->experts >= 1;
 }
 
 const struct calibration *topology_calibration(const struct topology *t, enum precision weights)

@@ -29,9 +29,11 @@ struct efficiency {
     double scale_up;  /* scale-up links: EP inside a domain, TP, pipeline sends inside a domain */
     double scale_out; /* NICs: EP across domains, pipeline sends across */
     double step_overhead_s;
+    double experts;   /* routed experts' matmuls and weight reads, on top of compute and memory:
+                       * grouped GEMMs of a few tokens each and scattered reads run slower */
 };
 
-#define EFFICIENCY_BOUND ((struct efficiency){1, 1, 1, 1, 0})
+#define EFFICIENCY_BOUND ((struct efficiency){1, 1, 1, 1, 0, 1})
 
 bool efficiency_is_bound(const struct efficiency *e);
 

@@ -90,7 +90,7 @@ int main(int argc, char **argv)
     CHECK(m[0].group == m[1].group && m[2].group == m[3].group && m[4].group == m[5].group &&
               m[0].group != m[2].group && m[2].group != m[4].group,
           "grouped by accelerator and weight precision: H800 fp8, H200 fp8, B200 fp4");
-    const struct efficiency truth[3] = {{0.35, 0.45, 0.775, 1, 0}, {0.7, 0.55, 0.775, 1, 0}, {0.6, 0.3, 0.775, 1, 0}};
+    const struct efficiency truth[3] = {{0.35, 0.45, 0.775, 1, 0, 0.8}, {0.7, 0.55, 0.775, 1, 0, 0.8}, {0.6, 0.3, 0.775, 1, 0, 0.8}};
     for (int i = 0; i < 6; i++)
         m[i].measured = calibrate_predict(&m[i], &truth[m[i].group], true, NULL);
     struct calibration_fit fit;
@@ -111,6 +111,7 @@ int main(int argc, char **argv)
     truth_fit.scale_up = 0.775;
     truth_fit.scale_out = 1;
     truth_fit.step_overhead_s = 0;
+    truth_fit.experts = 0.8;
     double at_truth = calibrate_objective(m, 6, NULL, &truth_fit);
     CHECK(fit.objective <= at_truth * (1 + 1e-9), "the fit's objective %.6f is no worse than the truth's %.6f",
           fit.objective, at_truth);

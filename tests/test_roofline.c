@@ -149,7 +149,7 @@ static void network(void)
     CHECK_REL(roof_remote_domains_per_token(&m, 18), 6.309239455852574, 1e-12, "18 domains: 6.309 remote domains a token");
     CHECK_EQ(roof_remote_domains_per_token(&m, 1), 0, "one domain: none remote");
 
-    s.efficiency = (struct efficiency){0.5, 0.5, 0.5, 0.5, 0};
+    s.efficiency = (struct efficiency){0.5, 0.5, 0.5, 0.5, 0, 1};
     struct roof_point slow;
     roof_decode(&s, 144 * 64, &slow);
     CHECK_REL(slow.step_s, 2 * r.step_s, 1e-12, "efficiency 0.5 everywhere doubles the step");

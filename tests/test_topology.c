@@ -92,9 +92,9 @@ static void hostile(void)
 
     char with_efficiency[4096];
     snprintf(with_efficiency, sizeof with_efficiency,
-             "%.*s<efficiency precision='fp8' compute='0.4' memory='0.92' scale_up='0.8' scale_out='0.7' "
+             "%.*s<efficiency precision='fp8' compute='0.4' memory='0.92' scale_up='0.8' scale_out='0.7' experts='0.9' "
              "step_overhead_s='0.002' fitted_to='a b'/>\n"
-             "<efficiency compute='0.3' memory='0.5' scale_up='0.6' scale_out='0.5' step_overhead_s='0' "
+             "<efficiency compute='0.3' memory='0.5' scale_up='0.6' scale_out='0.5' experts='1' step_overhead_s='0' "
              "fitted_to='c' pooled='true'/>\n</topology>\n",
              (int)(strstr(xml, "</topology>") - xml), xml);
     struct topology measured;
@@ -104,7 +104,7 @@ static void hostile(void)
     const struct calibration *fp8 = loaded ? topology_calibration(&measured, PREC_FP8) : NULL;
     const struct calibration *bf16 = loaded ? topology_calibration(&measured, PREC_BF16) : NULL;
     CHECK(fp8 && fp8->efficiency.compute == 0.4 && fp8->efficiency.memory == 0.92 && fp8->efficiency.scale_up == 0.8 &&
-              fp8->efficiency.scale_out == 0.7 && fp8->efficiency.step_overhead_s == 0.002 &&
+              fp8->efficiency.scale_out == 0.7 && fp8->efficiency.experts == 0.9 && fp8->efficiency.step_overhead_s == 0.002 &&
               strcmp(fp8->fitted_to, "a b") == 0 && !fp8->pooled,
           "<efficiency precision='fp8'> is the row for FP8 weights, every field read");
     CHECK(bf16 && bf16->efficiency.compute == 0.3 && bf16->pooled && strcmp(bf16->fitted_to, "c") == 0,
@@ -114,14 +114,14 @@ static void hostile(void)
     diags_release(&none);
     CHECK(bare, "without <efficiency> rows there is no calibration (the bound alone)");
     snprintf(with_efficiency, sizeof with_efficiency,
-             "%.*s<efficiency compute='0.4' memory='1.2' scale_up='1' scale_out='1' step_overhead_s='0' "
+             "%.*s<efficiency compute='0.4' memory='1.2' scale_up='1' scale_out='1' experts='1' step_overhead_s='0' "
              "fitted_to='x'/>\n</topology>\n",
              (int)(strstr(xml, "</topology>") - xml), xml);
     CHECK(load_text(with_efficiency, message, sizeof message) == TOPOLOGY_INVALID, "an efficiency above 1 is refused");
     snprintf(with_efficiency, sizeof with_efficiency,
              "%.*s<efficiency precision='fp8' compute='0.4' memory='0.5' scale_up='1' scale_out='1' "
-             "step_overhead_s='0' fitted_to='x'/>\n<efficiency precision='fp8' compute='0.4' memory='0.5' "
-             "scale_up='1' scale_out='1' step_overhead_s='0' fitted_to='x'/>\n</topology>\n",
+             "experts='1' step_overhead_s='0' fitted_to='x'/>\n<efficiency precision='fp8' compute='0.4' memory='0.5' "
+             "scale_up='1' scale_out='1' experts='1' step_overhead_s='0' fitted_to='x'/>\n</topology>\n",
              (int)(strstr(xml, "</topology>") - xml), xml);
     CHECK(load_text(with_efficiency, message, sizeof message) == TOPOLOGY_INVALID &&
               strstr(message, "a second <efficiency> row for fp8 weights"),

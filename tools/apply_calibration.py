@@ -19,11 +19,11 @@ fit = json.loads(subprocess.run([rackplan, "calibrate", data, "--format", "json"
 def row(fields, precision=None, pooled=False):
     def g(v):  # as rackplan prints %.3g
         return "%.3g" % v
-    return ('  <efficiency%s compute="%s" memory="%s" scale_up="%s" scale_out="%s" step_overhead_s="%s"'
-            ' fitted_to="%s"%s/>\n' % (' precision="%s"' % precision if precision else "", g(fields["compute"]),
-                                       g(fields["memory"]), g(fields["scale_up"]), g(fields["scale_out"]),
-                                       g(fields["step_overhead_s"]), fields["fitted_to"],
-                                       ' pooled="true"' if pooled else ""))
+    return ('  <efficiency%s compute="%s" memory="%s" scale_up="%s" scale_out="%s" experts="%s"'
+            ' step_overhead_s="%s" fitted_to="%s"%s/>\n'
+            % (' precision="%s"' % precision if precision else "", g(fields["compute"]), g(fields["memory"]),
+               g(fields["scale_up"]), g(fields["scale_out"]), g(fields["experts"]), g(fields["step_overhead_s"]),
+               fields["fitted_to"], ' pooled="true"' if pooled else ""))
 
 
 COMMENT = ("  <!-- calibrated: fitted by `rackplan calibrate calibration/measurements.yaml` (written by\n"
