@@ -119,7 +119,6 @@ void sink_abort(struct sink *s)
     forget(s);
 }
 
-
 void sink_batch_init(struct sink_batch *b)
 {
     memset(b, 0, sizeof *b);
@@ -137,7 +136,7 @@ bool sink_batch_add(struct sink_batch *b, struct sink *s, bool opened)
     }
     b->held = xrealloc(b->held, (size_t)(b->count + 1) * sizeof *b->held);
     b->held[b->count++] = *s;
-    return !b->failed;
+    return true;
 }
 
 bool sink_batch_write(struct sink_batch *b, const char *path, void (*write)(FILE *out, const void *data),
