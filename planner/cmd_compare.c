@@ -439,6 +439,21 @@ static void draw_domain_sizes(FILE *out, const void *data)
     free(values);
 }
 
+/* The table in the format asked for (-o or standard output). */
+static void write_output(FILE *out, const void *data)
+{
+    const struct report *r = data;
+    enum json_syntax syntax;
+    if (cli_tree_format(r->options->format, &syntax))
+        write_tree(out, syntax, r);
+    else if (r->options->format == FORMAT_CSV)
+        write_csv(out, r);
+    else if (r->options->format == FORMAT_MD)
+        write_markdown(out, r);
+    else
+        write_text(out, r);
+}
+
 static bool write_report(const char *path, const struct report *r, const struct curves *c,
                          struct sink_batch *outputs)
 {
@@ -635,20 +650,7 @@ int cmd_compare(int argc, char **argv)
     }
     struct sink_batch outputs;
     sink_batch_init(&outputs);
-    struct sink sink;
-    bool opened = sink_open(&sink, o.output);
-    if (opened) {
-        enum json_syntax syntax;
-        if (cli_tree_format(o.format, &syntax))
-            write_tree(sink.out, syntax, &r);
-        else if (o.format == FORMAT_CSV)
-            write_csv(sink.out, &r);
-        else if (o.format == FORMAT_MD)
-            write_markdown(sink.out, &r);
-        else
-            write_text(sink.out, &r);
-    }
-    bool whole = sink_batch_add(&outputs, &sink, opened) &&
+    bool whole = sink_batch_write(&outputs, o.output, write_output, &r) &&
                  (!o.plot || (by_domain_size ? sink_batch_write(&outputs, o.plot, draw_domain_sizes, &r)
                                              : sink_batch_write(&outputs, o.plot, draw_batch_curves, &curves))) &&
                  (!o.report || write_report(o.report, &r, &curves, &outputs));

@@ -195,6 +195,19 @@ static void write_text(FILE *out, const struct report *r)
                 l->pp > 1 ? ", summed over the pipeline's micro-batches" : "");
 }
 
+/* The points in the format asked for (-o or standard output). */
+static void write_output(FILE *out, const void *data)
+{
+    const struct report *r = data;
+    enum json_syntax syntax;
+    if (cli_tree_format(r->options->format, &syntax))
+        write_tree(out, syntax, r);
+    else if (r->options->format == FORMAT_CSV)
+        write_csv(out, r);
+    else
+        write_text(out, r);
+}
+
 int cmd_roofline(int argc, char **argv)
 {
     struct options o;
@@ -257,20 +270,9 @@ int cmd_roofline(int argc, char **argv)
     status = EXIT_OK;
     struct sink_batch outputs;
     sink_batch_init(&outputs);
-    struct sink sink;
-    bool opened = sink_open(&sink, o.output);
-    if (opened) {
-        enum json_syntax syntax;
-        if (cli_tree_format(o.format, &syntax))
-            write_tree(sink.out, syntax, &r);
-        else if (o.format == FORMAT_CSV)
-            write_csv(sink.out, &r);
-        else
-            write_text(sink.out, &r);
-    }
-    if (sink_batch_add(&outputs, &sink, opened) && o.plot) {
+    if (sink_batch_write(&outputs, o.output, write_output, &r) && o.plot) {
         struct sink svg;
-        opened = sink_open(&svg, o.plot);
+        bool opened = sink_open(&svg, o.plot);
         if (opened)
             plot_roofline(svg.out, &r.setup->layout, m.name, t.name, points, count, r.floor_s,
                           r.crossover, estimate, o.prefill);
