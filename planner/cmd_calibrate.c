@@ -448,6 +448,26 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct measurem
     json_finish(&j);
 }
 
+/* What the output is written from. */
+struct calibration_output {
+    const struct measurement *measurements;
+    const struct entry *entries;
+    int count;
+    const struct calibration_fit *fit;
+    const struct result *results;
+    enum output_format format;
+};
+
+static void write_output(FILE *out, const void *data)
+{
+    const struct calibration_output *o = data;
+    enum json_syntax syntax;
+    if (cli_tree_format(o->format, &syntax))
+        write_tree(out, syntax, o->measurements, o->entries, o->count, o->fit, o->results);
+    else
+        write_text(out, o->measurements, o->entries, o->count, o->fit, o->results);
+}
+
 int cmd_calibrate(int argc, char **argv)
 {
     struct options o;
@@ -489,18 +509,11 @@ int cmd_calibrate(int argc, char **argv)
         r[i].left_out = calibrate_predict(&m[i], &e, true, NULL);
         below += r[i].bound < m[i].measured;
     }
-    struct sink sink;
-    bool opened = sink_open(&sink, o.output);
-    if (opened) {
-        enum json_syntax syntax;
-        if (cli_tree_format(o.format, &syntax))
-            write_tree(sink.out, syntax, m, entries, count, &fit, r);
-        else
-            write_text(sink.out, m, entries, count, &fit, r);
-    }
+    struct calibration_output output = {.measurements = m, .entries = entries, .count = count, .fit = &fit,
+                                        .results = r, .format = o.format};
     struct sink_batch outputs;
     sink_batch_init(&outputs);
-    sink_batch_add(&outputs, &sink, opened);
+    sink_batch_write(&outputs, o.output, write_output, &output);
     status = !sink_batch_finish(&outputs, true) ? EXIT_IO : below ? EXIT_NO_FIT : EXIT_OK;
     if (below && status == EXIT_NO_FIT)
         fprintf(stderr, "rackplan calibrate: %d bound%s below the measured throughput: the model misses "

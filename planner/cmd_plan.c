@@ -401,30 +401,54 @@ static void write_text(FILE *out, const struct model *m, const struct topology *
     }
 }
 
-static bool write_expert_map(const char *path, const struct model *m, const struct planned *p,
-                             struct sink_batch *outputs)
+/* What the main output and the expert map are written from. */
+struct plan_output {
+    const struct model *model;
+    const struct topology *topology;
+    const struct workload *workload;
+    const struct planned *planned;
+    enum output_format format;
+};
+
+static void write_output(FILE *out, const void *data)
 {
-    struct sink sink;
-    if (!sink_open(&sink, path))
-        return sink_batch_add(outputs, &sink, false);
-    int64_t moe = model_moe_layers(m);
+    const struct plan_output *o = data;
+    enum json_syntax syntax;
+    if (cli_tree_format(o->format, &syntax))
+        write_tree(out, syntax, o->model, o->topology, o->workload, o->planned);
+    else
+        write_text(out, o->model, o->topology, o->workload, o->planned);
+}
+
+static void write_expert_map(FILE *out, bool json_format, const struct plan_output *o)
+{
+    const struct planned *p = o->planned;
+    int64_t moe = model_moe_layers(o->model);
     int64_t width = p->ep_domains * p->ep_devices * p->slots;
-    bool json_format = path_ends_with(path, ".json");
     if (json_format)
-        fprintf(sink.out, "{\"physical_to_logical_map\": [\n");
+        fprintf(out, "{\"physical_to_logical_map\": [\n");
     for (int64_t layer = 0; layer < moe; layer++) {
         if (json_format)
-            fprintf(sink.out, "  [");
+            fprintf(out, "  [");
         for (int64_t k = 0; k < width; k++)
-            fprintf(sink.out, "%s%d", k ? (json_format ? ", " : ",") : "", p->experts.expert[layer * width + k]);
+            fprintf(out, "%s%d", k ? (json_format ? ", " : ",") : "", p->experts.expert[layer * width + k]);
         if (json_format)
-            fprintf(sink.out, "]%s\n", layer + 1 < moe ? "," : "");
+            fprintf(out, "]%s\n", layer + 1 < moe ? "," : "");
         else
-            fprintf(sink.out, "\n");
+            fprintf(out, "\n");
     }
     if (json_format)
-        fprintf(sink.out, "]}\n");
-    return sink_batch_add(outputs, &sink, true);
+        fprintf(out, "]}\n");
+}
+
+static void write_expert_map_csv(FILE *out, const void *data)
+{
+    write_expert_map(out, false, data);
+}
+
+static void write_expert_map_json(FILE *out, const void *data)
+{
+    write_expert_map(out, true, data);
 }
 
 /* The figures of a plan report, each drawn by one callback. */
@@ -784,19 +808,15 @@ int cmd_plan(int argc, char **argv)
     roof_decode(&setup, p.batch, &p.step);
 
     status = p.memory.free_bytes >= 0 ? EXIT_OK : EXIT_NO_FIT;
+    struct plan_output output = {.model = &m, .topology = &t, .workload = &w, .planned = &p, .format = o.format};
     struct sink_batch outputs;
     sink_batch_init(&outputs);
-    struct sink sink;
-    bool opened = sink_open(&sink, o.output);
-    if (opened) {
-        enum json_syntax syntax;
-        if (cli_tree_format(o.format, &syntax))
-            write_tree(sink.out, syntax, &m, &t, &w, &p);
-        else
-            write_text(sink.out, &m, &t, &w, &p);
-    }
-    bool whole = sink_batch_add(&outputs, &sink, opened) &&
-                 (!o.expert_map || !p.moe || write_expert_map(o.expert_map, &m, &p, &outputs)) &&
+    bool whole = sink_batch_write(&outputs, o.output, write_output, &output) &&
+                 (!o.expert_map || !p.moe ||
+                  sink_batch_write(&outputs, o.expert_map,
+                                   path_ends_with(o.expert_map, ".json") ? write_expert_map_json
+                                                                         : write_expert_map_csv,
+                                   &output)) &&
                  (!o.report || write_report(o.report, &m, &t, &w, &setup, &p, &outputs));
     if (!sink_batch_finish(&outputs, whole))
         status = EXIT_IO;

@@ -208,6 +208,13 @@ static void write_output(FILE *out, const void *data)
         write_text(out, r);
 }
 
+static void write_plot(FILE *out, const void *data)
+{
+    const struct report *r = data;
+    plot_roofline(out, &r->setup->layout, r->model->name, r->topology->name, r->points, r->count, r->floor_s,
+                  r->crossover, !efficiency_is_bound(&r->setup->efficiency), r->options->prefill);
+}
+
 int cmd_roofline(int argc, char **argv)
 {
     struct options o;
@@ -270,14 +277,8 @@ int cmd_roofline(int argc, char **argv)
     status = EXIT_OK;
     struct sink_batch outputs;
     sink_batch_init(&outputs);
-    if (sink_batch_write(&outputs, o.output, write_output, &r) && o.plot) {
-        struct sink svg;
-        bool opened = sink_open(&svg, o.plot);
-        if (opened)
-            plot_roofline(svg.out, &r.setup->layout, m.name, t.name, points, count, r.floor_s,
-                          r.crossover, estimate, o.prefill);
-        sink_batch_add(&outputs, &svg, opened);
-    }
+    if (sink_batch_write(&outputs, o.output, write_output, &r) && o.plot)
+        sink_batch_write(&outputs, o.plot, write_plot, &r);
     if (!sink_batch_finish(&outputs, true))
         status = EXIT_IO;
     free(points);
