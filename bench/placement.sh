@@ -45,6 +45,13 @@ for tl in 0 10; do
     case_row "c tl=$tl" 72 1 loads/kimik2_load.csv "" $kimi topologies/gb200-nvl72.xml --redundant 48 \
         --loads loads/kimik2_load.csv --time-limit $tl
 done
+# greedy and local search alone (no GLPK), balance only: issue #5's --time-limit 0 bar
+case_row "a2 tl=0" 32 4 loads/dsv3_load.csv $trace $dsv3 topologies/hgx-h800.xml --racks 4 --redundant 32 \
+    --loads loads/dsv3_load.csv --time-limit 0
+case_row "b tl=0" 64 8 loads/dsv3_load.csv $trace $dsv3 topologies/hgx-h800.xml --racks 8 --ep 64 \
+    --loads loads/dsv3_load.csv --time-limit 0
+case_row "d tl=0" 144 18 loads/dsv3_load.csv $trace $dsv3 topologies/hgx-h800.xml --racks 18 --ep 144 \
+    --redundant 32 --loads loads/dsv3_load.csv --time-limit 0
 for w in $weights; do
     case_row "a2 W=$w" 32 4 loads/dsv3_load.csv $trace $dsv3 topologies/hgx-h800.xml --racks 4 --redundant 32 \
         --loads loads/dsv3_load.csv --trace $trace --traffic-weight "$w"
