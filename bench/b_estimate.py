@@ -14,7 +14,7 @@ GPU imbalance down to 1.15 (issue #5 asks for both at once). A first-order estim
    is at least about rho x dispatches moved / tokens, if every dispatch moved at that rate.
 
 Usage: bench/b_estimate.py [LOADS.csv TRACE.csv.gz] (defaults: loads/dsv3_load.csv and
-loads/dsv3_topk.csv.gz, run from the source root). Takes about a minute.
+loads/dsv3_topk.csv.gz, run from the source root). Takes about 35 s.
 """
 import gzip
 import sys
