@@ -218,6 +218,10 @@ int main(int argc, char **argv)
     }
     s.tokens = trace.tokens;
     s.k = trace.k;
+    if (s.k > UINT8_MAX) {
+        fprintf(stderr, "anneal: %lld experts a token; at most %d\n", (long long)s.k, UINT8_MAX);
+        return 2;
+    }
     s.load = malloc((size_t)s.experts * sizeof *s.load);
     s.first = malloc((size_t)(s.experts + 1) * sizeof *s.first);
     s.user = malloc((size_t)(s.tokens * s.k) * sizeof *s.user);
