@@ -212,7 +212,7 @@ static void write_plot(FILE *out, const void *data)
 {
     const struct report *r = data;
     plot_roofline(out, &r->setup->layout, r->model->name, r->topology->name, r->points, r->count, r->floor_s,
-                  r->crossover, !efficiency_is_bound(&r->setup->efficiency), r->options->prefill);
+                  r->crossover, r->bound_points != NULL, r->options->prefill);
 }
 
 int cmd_roofline(int argc, char **argv)
@@ -257,20 +257,24 @@ int cmd_roofline(int argc, char **argv)
     memmove(batches, batches + first, (size_t)(end - first) * sizeof *batches);
     count = end - first;
     struct roof_point *points = xcalloc((size_t)(count > 0 ? count : 1), sizeof *points);
-    struct roof_point *bound_points = xcalloc((size_t)(count > 0 ? count : 1), sizeof *bound_points);
+    /* the bound beside an estimate; without --estimate the points are the bound */
+    struct roof_point *bound_points =
+        estimate ? xcalloc((size_t)(count > 0 ? count : 1), sizeof *bound_points) : NULL;
     struct roof_setup bound = s;
     bound.efficiency = EFFICIENCY_BOUND;
     for (int64_t i = 0; i < count; i++) {
         if (o.prefill) {
             roof_prefill(&s, batches[i], o.context, &points[i]);
-            roof_prefill(&bound, batches[i], o.context, &bound_points[i]);
+            if (estimate)
+                roof_prefill(&bound, batches[i], o.context, &bound_points[i]);
         } else {
             roof_decode(&s, batches[i], &points[i]);
-            roof_decode(&bound, batches[i], &bound_points[i]);
+            if (estimate)
+                roof_decode(&bound, batches[i], &bound_points[i]);
         }
     }
     struct report r = {.model = &m, .topology = &t, .options = &o, .setup = &s, .points = points,
-                       .bound_points = estimate ? bound_points : NULL, .calibration = calibration,
+                       .bound_points = bound_points, .calibration = calibration,
                        .count = count, .floor_s = roof_latency_floor_s(&s),
                        .bound_floor_s = roof_latency_floor_s(&bound), .ideal_floor_s = roof_ideal_floor_s(&s),
                        .crossover = o.prefill ? 0 : roof_crossover_batch(&s)};
