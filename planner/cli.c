@@ -6,6 +6,7 @@
 #include "../reports/json.h"
 #include "model.h"
 #include "plan.h"
+#include "serve.h"
 #include "topology.h"
 
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -100,7 +102,8 @@ static void print_help(const struct command *c)
         printf("  --racks N[,N...] cluster sizes in scale-up domains, one row each per topology;\n"
                "                   default: each topology's <cluster domains>\n"
                "  --tpot-ms X      time per output token target: the largest batch whose decode\n"
-               "                   step is within X ms; default: the largest batch that fits\n"
+               "                   step (with --isl/--osl: the serving step) is within X ms;\n"
+               "                   default: the largest batch that fits\n"
                "  --price D=USD    price per device-hour for topology D (its file name without\n"
                "                   .xml, or its name); default: the topology's <price>\n"
                "  --domain-sizes N[,N...]  one row per scale-up domain size of the one TOPOLOGY's\n"
@@ -112,9 +115,40 @@ static void print_help(const struct command *c)
                "                   --domain-sizes: latency floor, throughput and cost against size\n"
                "  --shard I/N      only the I-th of N equal parts of the rows (topologies x sizes,\n"
                "                   in the order given), for rackplan merge to join\n");
-    if (c->options & OPTS_RACKS)
+    if (c->options & OPTS_SERVE)
+        printf("  --racks N        the cluster: at most N scale-up domains for an instance and for\n"
+               "                   the deployment --rate sizes; default: instances within a domain,\n"
+               "                   or the fewest domains that hold the model (at most %d devices)\n"
+               "  --rate R         requests per second to serve: the fewest devices (whole\n"
+               "                   instances) that serve R within the targets\n"
+               "  --prefill-topology FILE  disaggregated serving with prefill on this hardware and\n"
+               "                   decode on TOPOLOGY, the KV crossing the scale-out network\n"
+               "  --price D=USD    price per device-hour for topology D (its file name without\n"
+               "                   .xml, or its name); default: the topology's <price>\n"
+               "  --plot FILE.svg  the frontier: tokens/s per device against tokens/s per user, a\n"
+               "                   line per mode, the chosen point marked\n",
+               SERVE_MAX_SPAN_DEVICES);
+    else if (c->options & OPTS_RACKS)
         printf("  --racks N        scale-up domains (racks, nodes, pods) in the cluster;\n"
                "                   default: the topology's <cluster domains>\n");
+    if (c->options & OPTS_WORKLOAD)
+        printf("  --isl N, --osl N mean prompt (input) and output tokens a request: every figure is\n"
+               "                   then output tokens/s with prefill included, the KV of a sequence\n"
+               "                   read at isl + osl/2 and held at isl + osl\n"
+               "  --ttft-ms X      time-to-first-token target; default: none\n"
+               "%s"
+               "  --prefix-hit F   share of prompt tokens found in a prefix cache (not computed);\n"
+               "                   default 0\n"
+               "  --mtp K --mtp-accept P  multi-token prediction: K draft tokens a step, each\n"
+               "                   accepted with probability P; a step verifies K + 1 tokens a\n"
+               "                   sequence and yields 1 + P + ... + P^K\n"
+               "  --mode M         aggregated, disaggregated (prefill and decode pools) or best\n"
+               "                   (default)\n"
+               "  --chunk N        aggregated: prefill tokens a data-parallel rank's step may carry\n"
+               "                   (chunked prefill); default %d (TensorRT-LLM's max_num_tokens)\n",
+               c->options & OPTS_COMPARE ? ""
+                                         : "  --tpot-ms Y      time-per-output-token target; default: none (most throughput)\n",
+               SERVE_DEFAULT_CHUNK_TOKENS);
     if (c->options & OPTS_PRECISION)
         printf("  --weights PREC   weight precision for every weight (fp4, fp8, bf16, fp16, fp32);\n"
                "                   default: the model's (precision.weights / expert_weights)\n"
@@ -134,7 +168,7 @@ static void print_help(const struct command *c)
                "  --eta-compute X, --eta-memory X, --eta-network X\n"
                "                   achieved fraction of peak (0.01 <= X <= 1; network: scale-up and\n"
                "                   scale-out), over --estimate's or 1 (a pure bound): an estimate\n");
-    if (c->options & (OPTS_ROOFLINE | OPTS_PLAN | OPTS_COMPARE))
+    if (c->options & (OPTS_ROOFLINE | OPTS_PLAN | OPTS_COMPARE | OPTS_SERVE))
         printf("  --estimate       a calibrated estimate beside the bound: the topology's <efficiency>\n"
                "                   for the weights' precision (fitted by rackplan calibrate to\n"
                "                   published measurements); default: the bound alone\n");
@@ -154,7 +188,7 @@ static void print_help(const struct command *c)
                "                   (default 60); work limits decide the result, and a plan the cap cut\n"
                "                   says so (0: no ILP, the DP and the searches run to the end)\n"
                "  --expert-map F   write the placement as a physical-to-logical map (.csv or .json)\n");
-    if (c->options & (OPTS_PLAN | OPTS_COMPARE))
+    if (c->options & (OPTS_PLAN | OPTS_COMPARE | OPTS_SERVE))
         printf("  --report FILE    a report to read: FILE.md with its SVG plots beside it\n"
                "                   (FILE-NAME.svg), or FILE.html, one page with the plots inline\n");
     if (c->options & OPTS_FIT)
@@ -188,7 +222,9 @@ static void print_help(const struct command *c)
 enum { OPT_RACKS = 256, OPT_WEIGHTS, OPT_KV, OPT_CONTEXT, OPT_BATCH, OPT_FORMAT, OPT_RESERVE,
        OPT_TP, OPT_PP, OPT_SWEEP, OPT_PHASE, OPT_PLOT, OPT_ETA_COMPUTE, OPT_ETA_MEMORY,
        OPT_ETA_NETWORK, OPT_LOADS, OPT_REDUNDANT, OPT_EP, OPT_TIME_LIMIT, OPT_EXPERT_MAP, OPT_REPORT, OPT_TRACE,
-       OPT_TRAFFIC_WEIGHT, OPT_TPOT_MS, OPT_PRICE, OPT_DOMAIN_SIZES, OPT_DEVICES, OPT_SHARD, OPT_ESTIMATE };
+       OPT_TRAFFIC_WEIGHT, OPT_TPOT_MS, OPT_PRICE, OPT_DOMAIN_SIZES, OPT_DEVICES, OPT_SHARD, OPT_ESTIMATE,
+       OPT_ISL, OPT_OSL, OPT_TTFT_MS, OPT_PREFIX_HIT, OPT_MTP, OPT_MTP_ACCEPT, OPT_MODE, OPT_CHUNK, OPT_RATE,
+       OPT_PREFILL_TOPOLOGY };
 
 /* "A:B" or "A:B:N": N batches spaced evenly in log from A to B (default 50). */
 static bool parse_sweep(const char *text, struct options *o)
@@ -286,6 +322,21 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         {{"plot", required_argument, NULL, OPT_PLOT}, OPTS_COMPARE},
         {{"shard", required_argument, NULL, OPT_SHARD}, OPTS_COMPARE},
         {{"shard", required_argument, NULL, OPT_SHARD}, OPTS_ROOFLINE},
+        {{"isl", required_argument, NULL, OPT_ISL}, OPTS_WORKLOAD},
+        {{"osl", required_argument, NULL, OPT_OSL}, OPTS_WORKLOAD},
+        {{"ttft-ms", required_argument, NULL, OPT_TTFT_MS}, OPTS_WORKLOAD},
+        {{"tpot-ms", required_argument, NULL, OPT_TPOT_MS}, OPTS_WORKLOAD},
+        {{"prefix-hit", required_argument, NULL, OPT_PREFIX_HIT}, OPTS_WORKLOAD},
+        {{"mtp", required_argument, NULL, OPT_MTP}, OPTS_WORKLOAD},
+        {{"mtp-accept", required_argument, NULL, OPT_MTP_ACCEPT}, OPTS_WORKLOAD},
+        {{"mode", required_argument, NULL, OPT_MODE}, OPTS_WORKLOAD},
+        {{"chunk", required_argument, NULL, OPT_CHUNK}, OPTS_WORKLOAD},
+        {{"rate", required_argument, NULL, OPT_RATE}, OPTS_SERVE},
+        {{"prefill-topology", required_argument, NULL, OPT_PREFILL_TOPOLOGY}, OPTS_SERVE},
+        {{"price", required_argument, NULL, OPT_PRICE}, OPTS_SERVE},
+        {{"plot", required_argument, NULL, OPT_PLOT}, OPTS_SERVE},
+        {{"report", required_argument, NULL, OPT_REPORT}, OPTS_SERVE},
+        {{"estimate", no_argument, NULL, OPT_ESTIMATE}, OPTS_SERVE},
     };
     struct option longopts[sizeof table / sizeof table[0] + 1];
     int n = 0;
@@ -357,6 +408,65 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
             o->tpot_s = ms / 1e3;
             break;
         }
+        case OPT_ISL:
+        case OPT_OSL:
+            if (!parse_count(arg, 1, 1073741824, ch == OPT_ISL ? &o->isl : &o->osl))
+                return cli_usage_error(c, "--%s takes a whole number of tokens from 1 to 1073741824, not '%s'",
+                                       ch == OPT_ISL ? "isl" : "osl", arg);
+            break;
+        case OPT_TTFT_MS: {
+            char *end;
+            errno = 0;
+            double ms = strtod(arg, &end);
+            if (errno || end == arg || *end || !(ms > 0 && ms <= 1e7))
+                return cli_usage_error(c, "--ttft-ms takes milliseconds above 0, not '%s'", arg);
+            o->ttft_s = ms / 1e3;
+            break;
+        }
+        case OPT_PREFIX_HIT:
+        case OPT_MTP_ACCEPT: {
+            char *end;
+            errno = 0;
+            double share = strtod(arg, &end);
+            bool hit = ch == OPT_PREFIX_HIT;
+            if (errno || end == arg || *end || !(hit ? share >= 0 && share < 1 : share > 0 && share <= 1))
+                return cli_usage_error(c, hit ? "--prefix-hit takes a share of prompt tokens from 0 to below 1, not '%s'"
+                                              : "--mtp-accept takes a probability above 0 and at most 1, not '%s'",
+                                       arg);
+            *(hit ? &o->prefix_hit : &o->mtp_accept) = share;
+            break;
+        }
+        case OPT_MTP:
+            if (!parse_count(arg, 0, 16, &o->mtp))
+                return cli_usage_error(c, "--mtp takes a number of draft tokens from 0 to 16, not '%s'", arg);
+            break;
+        case OPT_CHUNK:
+            if (!parse_count(arg, 1, 1073741824, &o->chunk_tokens))
+                return cli_usage_error(c, "--chunk takes a whole number of tokens from 1 to 1073741824, not '%s'", arg);
+            break;
+        case OPT_MODE:
+            o->mode_set = true;
+            if (strcmp(arg, "aggregated") == 0)
+                o->mode = SERVE_AGGREGATED;
+            else if (strcmp(arg, "disaggregated") == 0)
+                o->mode = SERVE_DISAGGREGATED;
+            else if (strcmp(arg, "best") == 0)
+                o->mode = SERVE_BEST;
+            else
+                return cli_usage_error(c, "--mode takes aggregated, disaggregated or best, not '%s'", arg);
+            break;
+        case OPT_RATE: {
+            char *end;
+            errno = 0;
+            double rate = strtod(arg, &end);
+            if (errno || end == arg || *end || !(rate > 0 && rate <= 1e9))
+                return cli_usage_error(c, "--rate takes requests per second above 0, not '%s'", arg);
+            o->rate = rate;
+            break;
+        }
+        case OPT_PREFILL_TOPOLOGY:
+            o->prefill_topology = arg;
+            break;
         case OPT_PRICE: {
             const char *equals = strrchr(arg, '=');
             char *end;
@@ -523,6 +633,31 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
                                c->positionals == 1 ? "" : "s", positionals);
     if (!o->format_set && o->output)
         o->format = format_of_path(c, o->output);
+    if (c->options & OPTS_WORKLOAD) {
+        bool workload = o->isl || o->osl;
+        if (workload && !(o->isl && o->osl))
+            return cli_usage_error(c, "--isl and --osl go together: mean prompt and output tokens a request");
+        if (!workload && strcmp(c->name, "serve") == 0)
+            return cli_usage_error(c, "give the workload: --isl N --osl N (mean prompt and output tokens a request)");
+        if (!workload && (o->ttft_s > 0 || o->prefix_hit > 0 || o->mtp || o->mtp_accept > 0 || o->mode_set ||
+                          o->chunk_tokens || (o->tpot_s > 0 && !(c->options & OPTS_COMPARE))))
+            return cli_usage_error(c, "--ttft-ms, --prefix-hit, --mtp, --mode and --chunk describe a workload: "
+                                      "give --isl N --osl N too");
+        if (o->mtp > 0 && o->mtp_accept <= 0)
+            return cli_usage_error(c, "--mtp %lld needs --mtp-accept P, the probability a draft token is accepted "
+                                      "(DeepSeek reports 0.8 to 0.9 for its one MTP module)",
+                                   (long long)o->mtp);
+        if (o->mtp_accept > 0 && o->mtp == 0)
+            return cli_usage_error(c, "--mtp-accept goes with --mtp K, the draft tokens a step");
+        if (workload && o->context_set)
+            return cli_usage_error(c, "--context and --isl/--osl both set the KV a sequence holds: give one");
+        if (workload && o->batch_set && strcmp(c->name, "roofline") != 0)
+            return cli_usage_error(c, "with --isl/--osl the batch is searched: drop --batch");
+        if (!o->mode_set)
+            o->mode = SERVE_BEST;
+        if (!o->chunk_tokens)
+            o->chunk_tokens = SERVE_DEFAULT_CHUNK_TOKENS;
+    }
     return -1;
 }
 
@@ -666,6 +801,63 @@ void cli_workload(const struct options *o, struct workload *out)
         .tp = o->tp,
         .pp = o->pp,
     };
+}
+
+/* The file name without directories and without ".xml". */
+static void file_stem(const char *path, char *out, size_t size)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    snprintf(out, size, "%s", base);
+    size_t n = strlen(out);
+    if (n > 4 && strcasecmp(out + n - 4, ".xml") == 0)
+        out[n - 4] = 0;
+}
+
+bool cli_price_names(const struct price *p, const char *path, const struct topology *t)
+{
+    size_t length = (size_t)(strrchr(p->device, '=') - p->device);
+    char stem[256];
+    file_stem(path, stem, sizeof stem);
+    return (strlen(stem) == length && strncasecmp(stem, p->device, length) == 0) ||
+           (strlen(t->name) == length && strncasecmp(t->name, p->device, length) == 0);
+}
+
+double cli_price(const struct options *o, const char *path, const struct topology *t)
+{
+    double price = 0;
+    for (int p = 0; p < o->price_count; p++)
+        if (cli_price_names(&o->prices[p], path, t))
+            price = o->prices[p].usd_per_hour;
+    return price;
+}
+
+void cli_serve_workload(const struct options *o, struct serve_workload *out)
+{
+    *out = (struct serve_workload){.isl = o->isl, .osl = o->osl, .ttft_s = o->ttft_s, .tpot_s = o->tpot_s,
+                                   .prefix_hit = o->prefix_hit, .mtp = o->mtp, .mtp_accept = o->mtp_accept,
+                                   .chunk_tokens = o->chunk_tokens, .mode = (enum serve_mode)o->mode,
+                                   .rate = o->rate};
+}
+
+void cli_json_serve_workload(struct json *j, const struct serve_workload *w)
+{
+    json_key(j, "isl");
+    json_int(j, w->isl);
+    json_key(j, "osl");
+    json_int(j, w->osl);
+    json_key(j, "ttft_target_s");
+    json_positive_or_null(j, w->ttft_s);
+    json_key(j, "tpot_target_s");
+    json_positive_or_null(j, w->tpot_s);
+    json_key(j, "prefix_hit");
+    json_number(j, w->prefix_hit);
+    json_key(j, "mtp");
+    json_int(j, w->mtp);
+    json_key(j, "mtp_accept");
+    json_number(j, w->mtp > 0 ? w->mtp_accept : 0);
+    json_key(j, "chunk_tokens");
+    json_int(j, w->chunk_tokens);
 }
 
 bool cli_tree_format(enum output_format format, enum json_syntax *syntax)

@@ -50,6 +50,9 @@ enum {
     OPTS_PLAN = 1 << 8,      /* --loads, --redundant, --ep, --time-limit, --expert-map */
     OPTS_COMPARE = 1 << 9,   /* --racks N[,N...], --tpot-ms, --price, --format csv|md */
     OPTS_MERGE = 1 << 10,    /* --format csv only */
+    OPTS_WORKLOAD = 1 << 11, /* --isl, --osl, --ttft-ms, --tpot-ms, --prefix-hit, --mtp, --mtp-accept,
+                              * --mode, --chunk */
+    OPTS_SERVE = 1 << 12,    /* --rate, --prefill-topology, --price, --plot, --report, --estimate */
 };
 
 #define CLI_MAX_POSITIONALS 64
@@ -117,6 +120,17 @@ struct options {
     const char *expert_map; /* .csv or .json, or NULL */
     const char *report;     /* .md or .html, or NULL */
     bool batch_set;
+    /* the workload (OPTS_WORKLOAD); isl 0: none given */
+    int64_t isl, osl;
+    double ttft_s;
+    double prefix_hit;
+    int64_t mtp;
+    double mtp_accept; /* 0: not given */
+    int64_t chunk_tokens;
+    int mode;          /* enum serve_mode */
+    bool mode_set;
+    double rate;       /* requests/s; 0: none */
+    const char *prefill_topology;
 };
 
 /* Parses argv for `command`. Returns -1 to go on, or an exit code to return at once (help
@@ -158,6 +172,18 @@ int cli_prepare(const struct command *command, int argc, char **argv, struct opt
 struct workload;
 /* The workload the options describe (batch, context, precisions, reserve, pinned TP/PP). */
 void cli_workload(const struct options *o, struct workload *out);
+
+/* Whether --price `p` names the topology read from `path` (its file name without .xml, or its
+ * name; any case). */
+bool cli_price_names(const struct price *p, const char *path, const struct topology *t);
+/* The --price given for that topology (the last that names it); 0: none. */
+double cli_price(const struct options *o, const char *path, const struct topology *t);
+
+struct serve_workload;
+/* The serving workload the options describe (--isl, --osl and the rest). */
+void cli_serve_workload(const struct options *o, struct serve_workload *out);
+/* The workload's keys (isl, osl, targets, prefix hit, MTP), into the open object. */
+void cli_json_serve_workload(struct json *j, const struct serve_workload *w);
 
 /* Whether `format` writes the JSON tree (json or yaml), and in which syntax. */
 bool cli_tree_format(enum output_format format, enum json_syntax *syntax);

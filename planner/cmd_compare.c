@@ -28,26 +28,6 @@ struct report {
     bool by_domain_size; /* rows in --domain-sizes order, one topology's domain varied */
 };
 
-/* The file name without directories and without ".xml". */
-static void file_stem(const char *path, char *out, size_t size)
-{
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    snprintf(out, size, "%s", base);
-    size_t n = strlen(out);
-    if (n > 4 && strcasecmp(out + n - 4, ".xml") == 0)
-        out[n - 4] = 0;
-}
-
-static bool price_names(const struct price *p, const char *path, const struct topology *t)
-{
-    size_t length = (size_t)(strrchr(p->device, '=') - p->device);
-    char stem[256];
-    file_stem(path, stem, sizeof stem);
-    return (strlen(stem) == length && strncasecmp(stem, p->device, length) == 0) ||
-           (strlen(t->name) == length && strncasecmp(t->name, p->device, length) == 0);
-}
-
 static bool is_best(const struct report *r, int64_t rank)
 {
     return r->order[rank] == r->best;
@@ -580,7 +560,7 @@ int cmd_compare(int argc, char **argv)
     for (int p = 0; p < o.price_count; p++) {
         bool named = false;
         for (int i = 0; i < topologies; i++)
-            named |= price_names(&o.prices[p], o.positional[i + 1], &loaded[i]);
+            named |= cli_price_names(&o.prices[p], o.positional[i + 1], &loaded[i]);
         if (!named) {
             status = cli_usage_error(o.command, "--price '%s' names none of the topologies given",
                                      o.prices[p].device);
@@ -600,10 +580,7 @@ int cmd_compare(int argc, char **argv)
     cli_workload(&o, &w);
     status = EXIT_OK;
     for (int i = 0; i < topologies && status == EXIT_OK; i++) {
-        double price = 0;
-        for (int p = 0; p < o.price_count; p++)
-            if (price_names(&o.prices[p], o.positional[i + 1], &loaded[i]))
-                price = o.prices[p].usd_per_hour;
+        double price = cli_price(&o, o.positional[i + 1], &loaded[i]);
         for (int k = 0; k < sizes; k++) {
             int64_t place = i * sizes + k, row = place - first;
             const struct topology *t = by_domain_size ? &variants[k] : &loaded[i];

@@ -12,6 +12,7 @@ extern const struct command command_plan;
 extern const struct command command_compare;
 extern const struct command command_merge;
 extern const struct command command_calibrate;
+extern const struct command command_serve;
 
 int cmd_model(int argc, char **argv);
 int cmd_topo(int argc, char **argv);
@@ -21,5 +22,6 @@ int cmd_plan(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 #endif

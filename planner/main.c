@@ -67,7 +67,7 @@ const struct command command_roofline = {
             "reaches memory (none when the KV read per sequence outgrows compute).\n"
             "With efficiency 1 (the default) every time is a lower bound; below 1, an estimate.\n",
     .options = OPTS_FORMAT | OPTS_PRECISION | OPTS_CONTEXT | OPTS_RACKS | OPTS_BATCH | OPTS_FIT |
-               OPTS_ROOFLINE,
+               OPTS_ROOFLINE | OPTS_WORKLOAD,
     .positionals = 2,
 };
 
@@ -85,7 +85,7 @@ const struct command command_plan = {
             "from the roofline with the placement's load imbalance. The batch defaults to the largest\n"
             "that fits. Exit 0 when the plan fits, 1 when it does not.\n",
     .options = OPTS_FORMAT | OPTS_PRECISION | OPTS_CONTEXT | OPTS_RACKS | OPTS_BATCH | OPTS_FIT |
-               OPTS_PLAN,
+               OPTS_PLAN | OPTS_WORKLOAD,
     .positionals = 2,
 };
 
@@ -108,7 +108,7 @@ const struct command command_compare = {
             "--domain-sizes asks what a bigger scale-up domain buys: one topology's accelerator\n"
             "in domains of each size, on the same devices, rows in size order.\n"
             "Exit 0 when some row fits (and meets the target), 1 when none does.\n",
-    .options = OPTS_FORMAT | OPTS_PRECISION | OPTS_CONTEXT | OPTS_COMPARE,
+    .options = OPTS_FORMAT | OPTS_PRECISION | OPTS_CONTEXT | OPTS_COMPARE | OPTS_WORKLOAD,
     .positionals = 2,
     .more = true,
 };
@@ -148,9 +148,34 @@ const struct command command_calibrate = {
     .positionals = 1,
 };
 
+const struct command command_serve = {
+    .name = "serve",
+    .run = cmd_serve,
+    .summary = "serve a workload: the best deployment under TTFT/TPOT targets, its frontier, sizing",
+    .usage = "rackplan serve MODEL TOPOLOGY --isl N --osl N [--ttft-ms X] [--tpot-ms Y] [--rate R]\n"
+             "                      [--mode aggregated|disaggregated|best] [--prefix-hit F]\n"
+             "                      [--mtp K --mtp-accept P] [--chunk N] [--racks N] [--estimate]\n"
+             "                      [--prefill-topology FILE] [--price DEVICE=USD_PER_HOUR]...\n"
+             "                      [--weights PREC] [--kv PREC] [--tp N] [--pp N] [--reserve R]\n"
+             "                      [--plot FILE.svg] [--report FILE.md|FILE.html] [--format text|json|yaml] [-o FILE]",
+    .help = "What a deployment serves for requests of --isl prompt and --osl output tokens: output\n"
+            "tokens/s per device with prefill included, on the best layout (instance size, TP or\n"
+            "data-parallel attention, EP, PP) and batch, served aggregated (one pool, continuous\n"
+            "batching with chunked prefill) or disaggregated (a prefill and a decode pool in the\n"
+            "ratio that balances them, the KV crossing between them), within the time-to-first-token\n"
+            "and time-per-output-token targets. Prints the chosen deployment, its TTFT, TPOT,\n"
+            "tokens/s per device and per user, cost and energy per token, and the frontier of\n"
+            "tokens/s per device against tokens/s per user. --rate R sizes it: the fewest devices\n"
+            "that serve R requests/s. Every figure is a roofline bound, or with --estimate the\n"
+            "topology's calibrated estimate beside the bound. Exit 0 when some deployment meets the\n"
+            "targets (and serves --rate within --racks), 1 when none does.\n",
+    .options = OPTS_FORMAT | OPTS_PRECISION | OPTS_RACKS | OPTS_FIT | OPTS_WORKLOAD | OPTS_SERVE,
+    .positionals = 2,
+};
+
 static const struct command *const commands[] = {&command_calibrate, &command_compare, &command_fit, &command_merge,
                                                  &command_model, &command_plan, &command_roofline,
-                                                 &command_topo};
+                                                 &command_serve, &command_topo};
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])
 
 static void print_usage(FILE *out)

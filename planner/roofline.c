@@ -40,13 +40,16 @@ double roof_remote_domains_per_token(const struct model *m, double domains)
 
 /* One pipeline stage's times for a micro-batch. Data-parallel ranks hold whole sequences:
  * a rank gets ceil(sequences / dp) of them, each bringing `tokens_per_sequence` new tokens that
- * attend to `context` cached ones. */
+ * attend to `context` cached ones. Prefill chunks riding in the same step are spread evenly over
+ * the ranks (each rank's scheduler fills its own token budget): prompts / dp of them, each
+ * bringing `prefill_tokens_per_prompt` tokens that attend to `prefill_context` on average and
+ * reading that prompt's cached KV once. */
 struct stage_times {
     double compute, weights, kv, ep_up, ep_out, tp;
 };
 
-static void stage_times(const struct roof_setup *s, const struct stage *st, double sequences,
-                        double tokens_per_sequence, int64_t context, struct stage_times *out)
+static void stage_times(const struct roof_setup *s, const struct stage *st, const struct roof_step *load,
+                        struct stage_times *out)
 {
     const struct model *m = s->model;
     const struct topology *t = s->topology;
@@ -56,9 +59,14 @@ static void stage_times(const struct roof_setup *s, const struct stage *st, doub
     model_params(m, &p);
     double d = (double)m->hidden_size;
     double tp = (double)l->tp, ep = (double)l->ep;
-    double rank_sequences = ceil(sequences / (double)l->dp);
-    double rank_tokens = rank_sequences * tokens_per_sequence;
-    double tokens = sequences * tokens_per_sequence;
+    double rank_sequences = ceil(load->sequences / (double)l->dp);
+    double rank_prompts = load->prefill_prompts / (double)l->dp;
+    double rank_decode_tokens = rank_sequences * load->tokens_per_sequence;
+    double rank_prefill_tokens = rank_prompts * load->prefill_tokens_per_prompt;
+    double rank_tokens = rank_decode_tokens + rank_prefill_tokens;
+    double tokens = load->sequences * load->tokens_per_sequence +
+                    load->prefill_prompts * load->prefill_tokens_per_prompt;
+    double layer_share = (double)(st->last - st->first) / (double)m->layers;
 
     /* compute: non-expert matmuls on the rank's tokens, split by TP; routed experts get
      * tokens x k / ep on average; attention over the cached tokens, split by TP */
@@ -68,8 +76,9 @@ static void stage_times(const struct roof_setup *s, const struct stage *st, doub
     double imbalance = s->expert_imbalance > 1 ? s->expert_imbalance : 1;
     if (st->moe_layers) /* the most loaded device gets imbalance x the mean share */
         matmul += 2 * p.routed_expert * tokens * k / ep * imbalance * (double)st->moe_layers / s->efficiency.experts;
-    double attention = model_attention_flops_per_token(m, context) *
-                       (double)(st->last - st->first) / (double)m->layers * rank_tokens / tp;
+    double attention = model_attention_flops_per_token(m, load->context) * layer_share * rank_decode_tokens / tp;
+    if (rank_prefill_tokens > 0)
+        attention += model_attention_flops_per_token(m, load->prefill_context) * layer_share * rank_prefill_tokens / tp;
     enum precision used;
     double peak_weights = topology_peak_flops_per_s(t, w->weights, &used);
     double peak_kv = topology_peak_flops_per_s(t, w->kv, &used);
@@ -88,9 +97,11 @@ static void stage_times(const struct roof_setup *s, const struct stage *st, doub
     }
     out->weights = weight_bytes / bandwidth;
     double kv_bytes = rank_sequences *
-                      model_kv_bytes_per_sequence_layers(m, w->kv, context, st->first, st->last) /
-                      plan_kv_split(m, l);
-    out->kv = kv_bytes / bandwidth;
+                      model_kv_bytes_per_sequence_layers(m, w->kv, load->context, st->first, st->last);
+    if (rank_prompts > 0)
+        kv_bytes += rank_prompts *
+                    model_kv_bytes_per_sequence_layers(m, w->kv, load->prefill_context, st->first, st->last);
+    out->kv = kv_bytes / plan_kv_split(m, l) / bandwidth;
 
     /* network */
     out->ep_up = out->ep_out = out->tp = 0;
@@ -114,21 +125,23 @@ static void stage_times(const struct roof_setup *s, const struct stage *st, doub
     }
 }
 
-/* Runs the pipeline: the sequences go through as pp micro-batches; the heaviest stage sets
+/* Runs the pipeline: the step's load goes through as pp micro-batches; the heaviest stage sets
  * the pace. `produced` tokens come out of the step. */
-static void run(const struct roof_setup *s, int64_t batch, double tokens_per_sequence,
-                int64_t context, double produced, struct roof_point *out)
+static void run(const struct roof_setup *s, const struct roof_step *step, double produced,
+                struct roof_point *out)
 {
     const struct layout *l = &s->layout;
     double pp = (double)l->pp;
-    double micro_sequences = ceil((double)batch / pp);
-    struct roof_point r = {.batch = batch};
+    struct roof_step micro = *step;
+    micro.sequences = ceil(step->sequences / pp);
+    micro.prefill_prompts = step->prefill_prompts / pp;
+    struct roof_point r = {.batch = (int64_t)step->sequences};
     double worst = -1;
     for (int64_t index = 0; index < l->pp; index++) {
         struct stage st;
         plan_stage(s->model, l, index, &st);
         struct stage_times times;
-        stage_times(s, &st, micro_sequences, tokens_per_sequence, context, &times);
+        stage_times(s, &st, &micro, &times);
         double network = fmax(times.ep_up, times.ep_out) + times.tp;
         double stage = fmax(fmax(times.compute, times.weights + times.kv), network);
         if (stage > worst) {
@@ -142,7 +155,8 @@ static void run(const struct roof_setup *s, int64_t batch, double tokens_per_seq
         }
     }
     if (l->pp > 1) {
-        double rank_tokens = ceil(micro_sequences / (double)l->dp) * tokens_per_sequence;
+        double rank_tokens = ceil(micro.sequences / (double)l->dp) * micro.tokens_per_sequence +
+                             micro.prefill_prompts / (double)l->dp * micro.prefill_tokens_per_prompt;
         double bytes = rank_tokens * (double)s->model->hidden_size * activation_bytes;
         double link = l->racks > 1 ? topology_scale_out_bytes_per_s(s->topology) * s->efficiency.scale_out
                                    : topology_scale_up_bytes_per_s(s->topology) * s->efficiency.scale_up;
@@ -168,9 +182,16 @@ static void run(const struct roof_setup *s, int64_t batch, double tokens_per_seq
     *out = r;
 }
 
+void roof_step(const struct roof_setup *s, const struct roof_step *step, struct roof_point *out)
+{
+    run(s, step, step->sequences, out);
+}
+
 void roof_decode(const struct roof_setup *s, int64_t batch, struct roof_point *out)
 {
-    run(s, batch, 1, s->workload.context, (double)batch, out);
+    struct roof_step step = {.sequences = (double)batch, .tokens_per_sequence = 1,
+                             .context = s->workload.context};
+    run(s, &step, (double)batch, out);
     struct workload w = s->workload;
     w.batch = batch;
     struct device_memory mem;
@@ -184,7 +205,8 @@ void roof_prefill(const struct roof_setup *s, int64_t batch, int64_t prompt,
     /* causal attention: the i-th prompt token attends to i tokens, prompt / 2 on average,
      * taken as `prompt` tokens attending to a context of prompt / 2 */
     int64_t half = prompt / 2 > 0 ? prompt / 2 : 1;
-    run(s, batch, (double)prompt, half, (double)batch * (double)prompt, out);
+    struct roof_step step = {.sequences = (double)batch, .tokens_per_sequence = (double)prompt, .context = half};
+    run(s, &step, (double)batch * (double)prompt, out);
     struct workload w = s->workload;
     w.batch = batch;
     w.context = prompt;
@@ -198,7 +220,8 @@ double roof_latency_floor_s(const struct roof_setup *s)
     struct roof_setup bare = *s;
     bare.workload.context = 0;
     struct roof_point r;
-    run(&bare, 1, 1, 0, 1, &r);
+    struct roof_step one = {.sequences = 1, .tokens_per_sequence = 1, .context = 0};
+    run(&bare, &one, 1, &r);
     return r.step_s;
 }
 
@@ -214,7 +237,8 @@ double roof_ideal_floor_s(const struct roof_setup *s)
 static double compute_minus_memory(const struct roof_setup *s, int64_t batch)
 {
     struct roof_point r; /* the time terms only: whether the batch fits does not matter here */
-    run(s, batch, 1, s->workload.context, (double)batch, &r);
+    struct roof_step step = {.sequences = (double)batch, .tokens_per_sequence = 1, .context = s->workload.context};
+    run(s, &step, (double)batch, &r);
     return r.compute_s - (r.weights_s + r.kv_s);
 }
 

@@ -63,6 +63,24 @@ const char *roof_term_name(enum roof_term term);
  * units of one token's hidden state (DeepEP sends a token to a remote domain once). */
 double roof_remote_domains_per_token(const struct model *m, double domains);
 
+/* What one step carries: decode sequences, each with `tokens_per_sequence` new tokens (1, or
+ * 1 + the draft tokens verified with multi-token prediction) attending to `context` cached
+ * tokens; and, in a serving engine's mixed step, chunks of `prefill_prompts` prompts (a mean:
+ * may be fractional) of `prefill_tokens_per_prompt` tokens each, attending to `prefill_context`
+ * tokens on average. The step reads the weights once for all of them. */
+struct roof_step {
+    double sequences;
+    double tokens_per_sequence;
+    int64_t context;
+    double prefill_prompts;
+    double prefill_tokens_per_prompt;
+    int64_t prefill_context;
+};
+
+/* The step's times; tokens_per_s counts one token per decode sequence, and `fits` is not set
+ * (the caller knows what the step holds in memory). */
+void roof_step(const struct roof_setup *s, const struct roof_step *step, struct roof_point *out);
+
 /* A decode step of `batch` sequences, one new token each, at the setup's context. */
 void roof_decode(const struct roof_setup *s, int64_t batch, struct roof_point *out);
 

@@ -425,3 +425,72 @@ const struct calibration *topology_calibration(const struct topology *t, enum pr
         return &t->calibrated[weights];
     return t->calibrated_any.present ? &t->calibrated_any : NULL;
 }
+
+/* The sub-box of a torus with `devices` chips: each side a power of two no longer than the
+ * torus's side, or the whole side; among those the one with the shortest longest side (the
+ * most links per chip across its middle), then the first found. False when none has that many. */
+static bool torus_sub_box(const struct topology *t, int64_t devices, int64_t *sides)
+{
+    int64_t choice[TOPOLOGY_MAX_DIMS], best_longest = INT64_MAX;
+    bool found = false;
+    int64_t options[TOPOLOGY_MAX_DIMS][64];
+    int counts[TOPOLOGY_MAX_DIMS];
+    for (int d = 0; d < t->dims; d++) {
+        counts[d] = 0;
+        for (int64_t side = 1; side < t->dim_size[d] && counts[d] < 63; side *= 2)
+            options[d][counts[d]++] = side;
+        options[d][counts[d]++] = t->dim_size[d];
+    }
+    int index[TOPOLOGY_MAX_DIMS] = {0};
+    for (;;) {
+        int64_t product = 1, longest = 0;
+        for (int d = 0; d < t->dims; d++) {
+            choice[d] = options[d][index[d]];
+            product *= choice[d];
+            longest = choice[d] > longest ? choice[d] : longest;
+        }
+        if (product == devices && longest < best_longest) {
+            best_longest = longest;
+            for (int d = 0; d < t->dims; d++)
+                sides[d] = choice[d];
+            found = true;
+        }
+        int d = 0;
+        while (d < t->dims && ++index[d] == counts[d])
+            index[d++] = 0;
+        if (d == t->dims)
+            break;
+    }
+    return found;
+}
+
+bool topology_slice(const struct topology *t, int64_t devices, struct topology *out)
+{
+    if (devices < 1 || devices > t->domain_devices)
+        return false;
+    struct topology s = *t;
+    s.default_domains = 1;
+    if (devices == t->domain_devices) {
+        *out = s;
+        return true;
+    }
+    s.domain_devices = devices;
+    if (t->kind == DOMAIN_SWITCHED) {
+        int64_t switches = (t->switches * devices + t->domain_devices - 1) / t->domain_devices;
+        s.switches = switches > 0 ? switches : 1;
+    } else if (t->kind == DOMAIN_TORUS) {
+        int64_t sides[TOPOLOGY_MAX_DIMS];
+        if (!torus_sub_box(t, devices, sides))
+            return false;
+        for (int d = 0; d < t->dims; d++) {
+            /* Optical circuit switches close a 3D slice's side into a ring when it is a
+             * multiple of 4 chips (whole cubes; jax-ml.github.io/scaling-book/tpus); a 2D pod's
+             * sub-slice has no wrap-around. */
+            s.dim_wrap[d] = t->dim_wrap[d] && (sides[d] == t->dim_size[d] || (t->dims == 3 && sides[d] % 4 == 0));
+            s.dim_size[d] = sides[d];
+        }
+    }
+    snprintf(s.name, sizeof s.name, "%.90s, slice of %lld", t->name, (long long)devices);
+    *out = s;
+    return true;
+}

@@ -103,6 +103,13 @@ double topology_scale_out_bytes_per_s(const struct topology *t);
  * (its shape, not only its size, sets its bandwidth). The name says the size. */
 bool topology_with_domain_size(const struct topology *t, int64_t devices, struct topology *out);
 
+/* `devices` devices of one domain of `t` as a domain of their own, what an instance on part of a
+ * domain talks over: a switched domain keeps each device's links (and its share of the switch
+ * chips), a mesh its links to the devices in the slice, a torus becomes the sub-box of that many
+ * chips with the shortest longest side. False when devices is not in [1, domain size] or no
+ * sub-box of a torus has that many chips. */
+bool topology_slice(const struct topology *t, int64_t devices, struct topology *out);
+
 /* "switched", "mesh", "torus". */
 const char *topology_kind_name(enum domain_kind kind);
 

@@ -1,0 +1,560 @@
+/* cmd_serve.c: `rackplan serve MODEL TOPOLOGY --isl N --osl N`: the best deployment for a
+ * workload, its frontier, and with --rate the fewest devices that serve it (serve.h). */
+#include "cli.h"
+#include "commands.h"
+#include "model.h"
+#include "serve.h"
+#include "topology.h"
+
+#include "../reports/document.h"
+#include "../reports/json.h"
+#include "../reports/plot.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What the run found, for every writer. */
+struct answer {
+    const struct model *model;
+    const struct topology *topology;         /* decode (and aggregated) */
+    const struct topology *prefill_topology; /* NULL: the same */
+    const struct options *options;
+    const struct workload *precisions;
+    const struct serve_workload *workload;
+    const struct serve_result *result;       /* the estimate with --estimate, else the bound */
+    const struct serve_result *bound;        /* with --estimate: the bound's search; else NULL */
+    struct efficiency efficiency;
+    const struct calibration *calibration;
+    double seconds;
+};
+
+static void layout_text(const struct layout *l, char *out, size_t size)
+{
+    snprintf(out, size, "TP %lld x DP %lld x PP %lld, EP %lld", (long long)l->tp, (long long)l->dp,
+             (long long)l->pp, (long long)l->ep);
+}
+
+static void json_instance(struct json *j, const struct serve_instance *x, int64_t instances)
+{
+    json_begin_object(j);
+    json_key(j, "layout");
+    cli_json_parallel(j, &x->layout);
+    json_key(j, "instances");
+    json_int(j, instances);
+    json_key(j, "instance_devices");
+    json_int(j, x->layout.devices);
+    json_key(j, "batch");
+    json_int(j, x->batch);
+    json_key(j, "devices");
+    json_int(j, instances * x->layout.devices);
+    json_key(j, "step_s");
+    json_number(j, x->step_s);
+    json_key(j, "bound_by");
+    json_string(j, roof_term_name(x->point.bound));
+    json_key(j, "requests_per_s_per_instance");
+    json_number(j, x->requests_per_s);
+    json_end_object(j);
+}
+
+/* The keys of a deployment, into the open object. */
+static void json_point_fields(struct json *j, const struct serve_point *p)
+{
+    json_key(j, "mode");
+    json_string(j, serve_mode_name(p->mode));
+    json_key(j, "devices");
+    json_int(j, p->devices);
+    json_key(j, "ttft_s");
+    json_number(j, p->ttft_s);
+    json_key(j, "tpot_s");
+    json_number(j, p->tpot_s);
+    json_key(j, "tokens_per_s_per_device");
+    json_number(j, p->tokens_per_s_per_device);
+    json_key(j, "tokens_per_s_per_user");
+    json_number(j, p->tokens_per_s_per_user);
+    json_key(j, "cost_per_mtok");
+    json_positive_or_null(j, p->cost_per_mtok);
+    json_key(j, "joules_per_token");
+    json_positive_or_null(j, p->joules_per_token);
+    json_key(j, "layout");
+    if (p->mode == SERVE_AGGREGATED) {
+        cli_json_parallel(j, &p->decode.layout);
+        json_key(j, "instances");
+        json_int(j, p->decode_instances);
+        json_key(j, "instance_devices");
+        json_int(j, p->decode.layout.devices);
+        json_key(j, "batch");
+        json_int(j, p->decode.batch);
+        json_key(j, "step_s");
+        json_number(j, p->decode.step_s);
+        json_key(j, "bound_by");
+        json_string(j, roof_term_name(p->decode.point.bound));
+        json_key(j, "prefill_chunk_use");
+        json_number(j, p->prefill_use);
+    } else {
+        json_begin_object(j);
+        json_key(j, "prefill");
+        json_instance(j, &p->prefill, p->prefill_instances);
+        json_key(j, "decode");
+        json_instance(j, &p->decode, p->decode_instances);
+        json_end_object(j);
+        json_key(j, "prefill_devices");
+        json_int(j, p->prefill_instances * p->prefill.layout.devices);
+        json_key(j, "decode_devices");
+        json_int(j, p->decode_instances * p->decode.layout.devices);
+        json_key(j, "decode_tokens_per_s_per_device");
+        json_number(j, p->decode_tokens_per_s_per_device);
+        json_key(j, "kv_transfer_s");
+        json_number(j, p->kv_transfer_s);
+        json_key(j, "kv_transfer_over");
+        json_string(j, p->kv_over_scale_up ? "scale-up" : "scale-out");
+        json_key(j, "prefill_pool_use");
+        json_number(j, p->prefill_use);
+    }
+}
+
+static void json_frontier_point(struct json *j, const struct serve_point *p)
+{
+    json_begin_object(j);
+    json_key(j, "mode");
+    json_string(j, serve_mode_name(p->mode));
+    json_key(j, "tokens_per_s_per_device");
+    json_number(j, p->tokens_per_s_per_device);
+    json_key(j, "tokens_per_s_per_user");
+    json_number(j, p->tokens_per_s_per_user);
+    json_key(j, "ttft_s");
+    json_number(j, p->ttft_s);
+    json_key(j, "tpot_s");
+    json_number(j, p->tpot_s);
+    json_key(j, "instance_devices");
+    json_int(j, p->decode.layout.devices);
+    json_key(j, "layout");
+    cli_json_parallel(j, &p->decode.layout);
+    json_key(j, "batch");
+    json_int(j, p->decode.batch);
+    if (p->mode == SERVE_DISAGGREGATED) {
+        json_key(j, "prefill_instance_devices");
+        json_int(j, p->prefill.layout.devices);
+        json_key(j, "prefill_layout");
+        cli_json_parallel(j, &p->prefill.layout);
+        json_key(j, "prefill_batch");
+        json_int(j, p->prefill.batch);
+        json_key(j, "prefill_instances");
+        json_int(j, p->prefill_instances);
+        json_key(j, "decode_instances");
+        json_int(j, p->decode_instances);
+    }
+    json_key(j, "cost_per_mtok");
+    json_positive_or_null(j, p->cost_per_mtok);
+    json_key(j, "meets_targets");
+    json_bool(j, p->meets);
+    json_end_object(j);
+}
+
+static void write_tree(FILE *out, enum json_syntax syntax, const struct answer *a)
+{
+    const struct serve_result *r = a->result;
+    struct json j;
+    json_init(&j, out, syntax);
+    json_begin_object(&j);
+    json_key(&j, "model");
+    json_string(&j, a->model->name);
+    json_key(&j, "topology");
+    json_string(&j, a->topology->name);
+    json_key(&j, "announced");
+    json_bool(&j, a->topology->announced);
+    json_key(&j, "prefill_topology");
+    if (a->prefill_topology)
+        json_string(&j, a->prefill_topology->name);
+    else
+        json_null(&j);
+    json_key(&j, "workload");
+    json_begin_object(&j);
+    cli_json_serve_workload(&j, a->workload);
+    json_key(&j, "rate");
+    json_positive_or_null(&j, a->workload->rate);
+    json_key(&j, "mode");
+    json_string(&j, serve_mode_name(a->workload->mode));
+    json_end_object(&j);
+    cli_json_precision(&j, a->precisions);
+    json_key(&j, "estimate");
+    json_bool(&j, a->bound != NULL);
+    json_key(&j, "efficiency");
+    cli_json_efficiency(&j, &a->efficiency, a->calibration);
+    json_key(&j, "found");
+    json_bool(&j, r->found);
+    if (r->found) {
+        json_point_fields(&j, &r->best);
+    } else {
+        json_key(&j, "mode");
+        json_null(&j);
+    }
+    if (a->workload->rate > 0) {
+        json_key(&j, "min_devices");
+        if (r->sized)
+            json_int(&j, r->sized_point.devices);
+        else
+            json_null(&j);
+        json_key(&j, "sized");
+        if (r->sized) {
+            json_begin_object(&j);
+            json_point_fields(&j, &r->sized_point);
+            json_end_object(&j);
+        } else {
+            json_null(&j);
+        }
+    }
+    if (a->bound) {
+        json_key(&j, "roofline_bound");
+        json_begin_object(&j);
+        json_key(&j, "found");
+        json_bool(&j, a->bound->found);
+        if (a->bound->found) {
+            const struct serve_point *b = &a->bound->best;
+            json_key(&j, "mode");
+            json_string(&j, serve_mode_name(b->mode));
+            json_key(&j, "tokens_per_s_per_device");
+            json_number(&j, b->tokens_per_s_per_device);
+            json_key(&j, "tokens_per_s_per_user");
+            json_number(&j, b->tokens_per_s_per_user);
+            json_key(&j, "ttft_s");
+            json_number(&j, b->ttft_s);
+            json_key(&j, "tpot_s");
+            json_number(&j, b->tpot_s);
+            json_key(&j, "instance_devices");
+            json_int(&j, b->decode.layout.devices);
+        }
+        json_end_object(&j);
+    }
+    json_key(&j, "layouts_searched");
+    json_int(&j, r->layouts);
+    json_key(&j, "points_evaluated");
+    json_int(&j, r->points);
+    json_key(&j, "frontier");
+    json_begin_array(&j);
+    for (int64_t i = 0; i < r->frontier_count; i++)
+        json_frontier_point(&j, &r->frontier[i]);
+    json_end_array(&j);
+    json_end_object(&j);
+    json_finish(&j);
+}
+
+static void text_point(FILE *out, const struct answer *a, const struct serve_point *p)
+{
+    char layout[96], prefill_layout[96], count[32];
+    layout_text(&p->decode.layout, layout, sizeof layout);
+    if (p->mode == SERVE_AGGREGATED) {
+        format_count((double)p->decode.batch, count, sizeof count);
+        fprintf(out, "  aggregated: %lld instance%s of %lld devices, %s, batch %s sequences each\n",
+                (long long)p->decode_instances, p->decode_instances == 1 ? "" : "s",
+                (long long)p->decode.layout.devices, layout, count);
+        fprintf(out, "    a step of %.3f ms carries the decode batch and %.0f%% of the prefill chunk budget; bound by %s\n",
+                p->decode.step_s * 1e3, p->prefill_use * 100, roof_term_name(p->decode.point.bound));
+    } else {
+        layout_text(&p->prefill.layout, prefill_layout, sizeof prefill_layout);
+        fprintf(out, "  disaggregated %lldP%lldD: %lld devices\n", (long long)p->prefill_instances,
+                (long long)p->decode_instances, (long long)p->devices);
+        format_count((double)p->prefill.batch, count, sizeof count);
+        fprintf(out, "    prefill: %lld x %lld devices%s, %s, %s prompts a batch of %.3f ms (pool %.0f%% busy)\n",
+                (long long)p->prefill_instances, (long long)p->prefill.layout.devices,
+                a->prefill_topology ? " on the prefill topology" : "", prefill_layout, count, p->prefill.step_s * 1e3,
+                p->prefill_use * 100);
+        format_count((double)p->decode.batch, count, sizeof count);
+        fprintf(out, "    decode:  %lld x %lld devices, %s, batch %s sequences, a step of %.3f ms; bound by %s\n",
+                (long long)p->decode_instances, (long long)p->decode.layout.devices, layout, count,
+                p->decode.step_s * 1e3, roof_term_name(p->decode.point.bound));
+        fprintf(out, "    KV of a prompt moves in %.3f ms over %s\n", p->kv_transfer_s * 1e3,
+                p->kv_over_scale_up ? "the scale-up domain" : "the NICs");
+    }
+    char rate[32];
+    format_count(p->tokens_per_s_per_device, rate, sizeof rate);
+    fprintf(out, "  TTFT %.1f ms, TPOT %.2f ms (%.1f tokens/s per user), %s output tokens/s per device",
+            p->ttft_s * 1e3, p->tpot_s * 1e3, p->tokens_per_s_per_user, rate);
+    if (p->mode == SERVE_DISAGGREGATED) {
+        format_count(p->decode_tokens_per_s_per_device, rate, sizeof rate);
+        fprintf(out, " (%s per decode device)", rate);
+    }
+    fprintf(out, "\n");
+    if (p->cost_per_mtok > 0)
+        fprintf(out, "  $%.3f per million output tokens", p->cost_per_mtok);
+    else
+        fprintf(out, "  cost unknown (no price)");
+    if (p->joules_per_token > 0)
+        fprintf(out, ", %.3f J per output token\n", p->joules_per_token);
+    else
+        fprintf(out, ", energy unknown (no power)\n");
+}
+
+static void write_text(FILE *out, const struct answer *a)
+{
+    const struct serve_workload *w = a->workload;
+    const struct serve_result *r = a->result;
+    char isl[32], osl[32];
+    format_count((double)w->isl, isl, sizeof isl);
+    format_count((double)w->osl, osl, sizeof osl);
+    fprintf(out, "%s on %s%s%s\n", a->model->name, a->topology->name,
+            a->prefill_topology ? ", prefill on " : "", a->prefill_topology ? a->prefill_topology->name : "");
+    fprintf(out, "  workload: %s prompt and %s output tokens a request", isl, osl);
+    if (w->prefix_hit > 0)
+        fprintf(out, ", %.0f%% of the prompt from a prefix cache", w->prefix_hit * 100);
+    if (w->mtp > 0)
+        fprintf(out, ", MTP %lld draft%s accepted at %.2f (%.3f tokens a step)", (long long)w->mtp,
+                w->mtp == 1 ? "" : "s", w->mtp_accept, serve_tokens_per_step(w));
+    fprintf(out, "\n  targets: TTFT ");
+    if (w->ttft_s > 0)
+        fprintf(out, "<= %.4g ms", w->ttft_s * 1e3);
+    else
+        fprintf(out, "none");
+    fprintf(out, ", TPOT ");
+    if (w->tpot_s > 0)
+        fprintf(out, "<= %.4g ms", w->tpot_s * 1e3);
+    else
+        fprintf(out, "none");
+    fprintf(out, "; mode %s; weights %s, KV %s\n", serve_mode_name(w->mode), precision_name(a->precisions->weights),
+            precision_name(a->precisions->kv));
+    if (a->bound)
+        cli_text_efficiency(out, &a->efficiency, a->calibration);
+    fprintf(out, "  searched %lld layouts, %lld points\n\n", (long long)r->layouts, (long long)r->points);
+    if (r->found) {
+        fprintf(out, "best deployment (%s)\n", a->bound ? "calibrated estimate" : "roofline bound");
+        text_point(out, a, &r->best);
+        if (a->bound && a->bound->found) {
+            char rate[32];
+            format_count(a->bound->best.tokens_per_s_per_device, rate, sizeof rate);
+            fprintf(out, "  bound: %s output tokens/s per device (%s, %lld-device instances, TPOT %.2f ms)\n",
+                    rate, serve_mode_name(a->bound->best.mode), (long long)a->bound->best.decode.layout.devices,
+                    a->bound->best.tpot_s * 1e3);
+        }
+    } else {
+        fprintf(out, "no deployment meets the targets\n");
+    }
+    if (w->rate > 0) {
+        fprintf(out, "\nfor %.4g requests/s\n", w->rate);
+        if (r->sized) {
+            fprintf(out, "  fewest devices: %lld\n", (long long)r->sized_point.devices);
+            text_point(out, a, &r->sized_point);
+        } else {
+            fprintf(out, "  no deployment serves it within the targets%s\n",
+                    a->options->racks ? " and --racks" : "");
+        }
+    }
+    fprintf(out, "\nfrontier (output tokens/s per device against per user; Pareto points, most per device first)\n");
+    fprintf(out, "  %-13s %-32s %9s %10s %10s %12s %12s %9s\n", "mode", "instance (decode)", "batch", "TTFT ms", "TPOT ms",
+            "tok/s/user", "tok/s/dev", "$/Mtok");
+    for (int64_t i = 0; i < r->frontier_count; i++) {
+        const struct serve_point *p = &r->frontier[i];
+        char instance[128], batch[32], per_device[32], cost[32];
+        if (p->mode == SERVE_DISAGGREGATED)
+            snprintf(instance, sizeof instance, "%lldP%lldD, %lld+%lld dev", (long long)p->prefill_instances,
+                     (long long)p->decode_instances, (long long)p->prefill.layout.devices,
+                     (long long)p->decode.layout.devices);
+        else
+            snprintf(instance, sizeof instance, "%lld dev, TP %lld DP %lld PP %lld", (long long)p->decode.layout.devices,
+                     (long long)p->decode.layout.tp, (long long)p->decode.layout.dp, (long long)p->decode.layout.pp);
+        format_count((double)p->decode.batch, batch, sizeof batch);
+        format_count(p->tokens_per_s_per_device, per_device, sizeof per_device);
+        if (p->cost_per_mtok > 0)
+            snprintf(cost, sizeof cost, "%.3f", p->cost_per_mtok);
+        else
+            snprintf(cost, sizeof cost, "-");
+        fprintf(out, "  %-13s %-32.32s %9s %10.1f %10.2f %12.1f %12s %9s%s\n", serve_mode_name(p->mode), instance,
+                batch, p->ttft_s * 1e3, p->tpot_s * 1e3, p->tokens_per_s_per_user, per_device, cost,
+                p->meets ? "" : "  (misses TPOT)");
+    }
+    fprintf(out, "\n%s\n", a->bound ? "Estimates use the topology's efficiency fitted to published measurements "
+                                      "(rackplan calibrate); the bound line is the roofline at efficiency 1."
+                                    : "Every number is a roofline bound (efficiency 1): no engine serves more.");
+}
+
+static void write_output(FILE *out, const void *data)
+{
+    const struct answer *a = data;
+    enum json_syntax syntax;
+    if (cli_tree_format(a->options->format, &syntax))
+        write_tree(out, syntax, a);
+    else
+        write_text(out, a);
+}
+
+static void draw_frontier(FILE *out, const void *data)
+{
+    const struct answer *a = data;
+    const struct serve_result *r = a->result;
+    int64_t total = r->mode_frontier_count[0] + r->mode_frontier_count[1] + 1;
+    double *values = xcalloc((size_t)(2 * total), sizeof *values);
+    struct plot_series series[3];
+    int lines = 0;
+    double *at = values;
+    static const char *const names[2] = {"aggregated", "disaggregated"};
+    for (int mode = 0; mode < 2; mode++) {
+        int64_t n = r->mode_frontier_count[mode];
+        if (n == 0)
+            continue;
+        double *x = at, *y = at + n;
+        for (int64_t i = 0; i < n; i++) {
+            x[i] = r->mode_frontier[mode][i].tokens_per_s_per_user;
+            y[i] = r->mode_frontier[mode][i].tokens_per_s_per_device;
+        }
+        series[lines++] = (struct plot_series){names[mode], x, y, n};
+        at += 2 * n;
+    }
+    if (r->found) {
+        at[0] = r->best.tokens_per_s_per_user;
+        at[1] = r->best.tokens_per_s_per_device;
+        series[lines++] = (struct plot_series){"chosen", &at[0], &at[1], 1};
+    }
+    struct plot_panel panel = {"Throughput against interactivity", "output tokens/s per user (1 / TPOT)",
+                               "output tokens/s per device", series, lines};
+    char title[300], subtitle[200];
+    snprintf(title, sizeof title, "%s on %s", a->model->name, a->topology->name);
+    snprintf(subtitle, sizeof subtitle, "%lld prompt and %lld output tokens a request; %s; Pareto points of each mode",
+             (long long)a->workload->isl, (long long)a->workload->osl,
+             a->bound ? "calibrated estimate" : "roofline bound");
+    plot_panels(out, title, subtitle, &panel, 1);
+    free(values);
+}
+
+static bool write_report(const char *path, const struct answer *a, struct sink_batch *outputs)
+{
+    char title[300];
+    snprintf(title, sizeof title, "Serving %s on %s", a->model->name, a->topology->name);
+    struct document d;
+    if (!document_open(&d, path, title)) {
+        outputs->failed = true;
+        return false;
+    }
+    const struct serve_workload *w = a->workload;
+    const struct serve_result *r = a->result;
+    document_heading(&d, "Workload");
+    document_paragraph(&d, "%lld prompt and %lld output tokens a request; TTFT target %s%.4g ms, TPOT target %s%.4g ms; "
+                           "prefix cache hits %.0f%%; MTP %lld draft tokens.",
+                       (long long)w->isl, (long long)w->osl, w->ttft_s > 0 ? "" : "none ", w->ttft_s * 1e3,
+                       w->tpot_s > 0 ? "" : "none ", w->tpot_s * 1e3, w->prefix_hit * 100, (long long)w->mtp);
+    document_heading(&d, "Best deployment");
+    if (r->found) {
+        const struct serve_point *p = &r->best;
+        char layout[96];
+        layout_text(&p->decode.layout, layout, sizeof layout);
+        document_paragraph(&d, "%s serving: %lld devices; decode instances of %lld devices (%s), batch %lld; "
+                               "TTFT %.1f ms, TPOT %.2f ms, %.1f output tokens/s per device, %.1f per user; %s.",
+                           serve_mode_name(p->mode), (long long)p->devices, (long long)p->decode.layout.devices, layout,
+                           (long long)p->decode.batch, p->ttft_s * 1e3, p->tpot_s * 1e3, p->tokens_per_s_per_device,
+                           p->tokens_per_s_per_user, a->bound ? "a calibrated estimate" : "a roofline bound");
+    } else {
+        document_paragraph(&d, "No deployment meets the targets.");
+    }
+    document_heading(&d, "Frontier");
+    static const char *const headers[] = {"mode", "instance devices", "batch", "TTFT ms", "TPOT ms", "tok/s/user",
+                                          "tok/s/dev", "$/Mtok"};
+    document_table_begin(&d, 8, headers, "lrrrrrrr");
+    for (int64_t i = 0; i < r->frontier_count; i++) {
+        const struct serve_point *p = &r->frontier[i];
+        char devices[32], batch[32], ttft[32], tpot[32], user[32], device[32], cost[32];
+        snprintf(devices, sizeof devices, "%lld", (long long)p->decode.layout.devices);
+        snprintf(batch, sizeof batch, "%lld", (long long)p->decode.batch);
+        snprintf(ttft, sizeof ttft, "%.1f", p->ttft_s * 1e3);
+        snprintf(tpot, sizeof tpot, "%.2f", p->tpot_s * 1e3);
+        snprintf(user, sizeof user, "%.1f", p->tokens_per_s_per_user);
+        snprintf(device, sizeof device, "%.1f", p->tokens_per_s_per_device);
+        if (p->cost_per_mtok > 0)
+            snprintf(cost, sizeof cost, "%.3f", p->cost_per_mtok);
+        else
+            snprintf(cost, sizeof cost, "-");
+        const char *row[] = {serve_mode_name(p->mode), devices, batch, ttft, tpot, user, device, cost};
+        document_table_row(&d, row);
+    }
+    document_table_end(&d);
+    document_figure(&d, "frontier", "Output tokens/s per device against per user, a line per mode", draw_frontier, a);
+    document_hold(&d, outputs);
+    return !outputs->failed;
+}
+
+/* A pool on `t` as the options describe it. */
+static int pool_of(const struct options *o, const struct model *m, const struct topology *t, const char *path,
+                   int64_t racks, const struct workload *precisions, bool bound, struct serve_pool *out,
+                   const struct calibration **row)
+{
+    *out = (struct serve_pool){.model = m, .topology = t, .precisions = *precisions, .max_racks = racks};
+    out->price_usd_per_hour = cli_price(o, path, t);
+    if (out->price_usd_per_hour <= 0)
+        out->price_usd_per_hour = t->price_usd_per_hour;
+    if (bound) {
+        out->efficiency = EFFICIENCY_BOUND;
+        return EXIT_OK;
+    }
+    return cli_efficiency(o, t, path, precisions->weights, &out->efficiency, row) ? EXIT_OK : EXIT_USAGE;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    struct options o;
+    struct model m;
+    struct topology t, prefill_topology;
+    int status = cli_parse(&command_serve, argc, argv, &o);
+    if (status >= 0)
+        return status;
+    int64_t racks = o.racks; /* 0: not given, no cap */
+    if ((status = cli_load_model(o.positional[0], &m)) != EXIT_OK ||
+        (status = cli_load_topology(o.positional[1], &t)) != EXIT_OK)
+        return status;
+    if (o.prefill_topology && (status = cli_load_topology(o.prefill_topology, &prefill_topology)) != EXIT_OK)
+        return status;
+    if ((status = cli_resolve(&o, &m, &t)) != EXIT_OK)
+        return status;
+    if (m.max_context > 0 && o.isl + o.osl > m.max_context)
+        return cli_usage_error(o.command, "--isl %lld plus --osl %lld is longer than %s's maximum of %lld tokens",
+                               (long long)o.isl, (long long)o.osl, m.name, (long long)m.max_context);
+    if (o.prefill_topology && o.mode_set && o.mode == SERVE_AGGREGATED)
+        return cli_usage_error(o.command, "--prefill-topology is disaggregated serving; drop --mode aggregated");
+    for (int p = 0; p < o.price_count; p++)
+        if (!cli_price_names(&o.prices[p], o.positional[1], &t) &&
+            !(o.prefill_topology && cli_price_names(&o.prices[p], o.prefill_topology, &prefill_topology)))
+            return cli_usage_error(o.command, "--price '%s' names neither topology given", o.prices[p].device);
+    struct workload precisions;
+    cli_workload(&o, &precisions);
+    struct serve_workload w;
+    cli_serve_workload(&o, &w);
+    if (o.prefill_topology)
+        w.mode = SERVE_DISAGGREGATED;
+
+    struct serve_pool decode, prefill, decode_bound, prefill_bound;
+    const struct calibration *row = NULL, *prefill_row = NULL;
+    if ((status = pool_of(&o, &m, &t, o.positional[1], racks, &precisions, false, &decode, &row)) != EXIT_OK ||
+        (status = pool_of(&o, &m, &t, o.positional[1], racks, &precisions, true, &decode_bound, NULL)) != EXIT_OK)
+        return status;
+    if (o.prefill_topology &&
+        ((status = pool_of(&o, &m, &prefill_topology, o.prefill_topology, 0, &precisions, false, &prefill,
+                           &prefill_row)) != EXIT_OK ||
+         (status = pool_of(&o, &m, &prefill_topology, o.prefill_topology, 0, &precisions, true, &prefill_bound,
+                           NULL)) != EXIT_OK))
+        return status;
+    bool estimate = !efficiency_is_bound(&decode.efficiency) ||
+                    (o.prefill_topology && !efficiency_is_bound(&prefill.efficiency));
+
+    struct serve_result result = {0}, bound = {0};
+    bool ok = serve_search(&decode, o.prefill_topology ? &prefill : NULL, &w, &result) &&
+              (!estimate || serve_search(&decode_bound, o.prefill_topology ? &prefill_bound : NULL, &w, &bound));
+    if (!ok) {
+        fprintf(stderr, "rackplan serve: out of memory in the search\n");
+        serve_result_release(&result);
+        serve_result_release(&bound);
+        return EXIT_IO;
+    }
+    struct answer a = {.model = &m, .topology = &t, .prefill_topology = o.prefill_topology ? &prefill_topology : NULL,
+                       .options = &o, .precisions = &precisions, .workload = &w, .result = &result,
+                       .bound = estimate ? &bound : NULL, .efficiency = decode.efficiency, .calibration = row};
+    struct sink_batch outputs;
+    sink_batch_init(&outputs);
+    bool whole = sink_batch_write(&outputs, o.output, write_output, &a) &&
+                 (!o.plot || sink_batch_write(&outputs, o.plot, draw_frontier, &a)) &&
+                 (!o.report || write_report(o.report, &a, &outputs));
+    if (!sink_batch_finish(&outputs, whole))
+        status = EXIT_IO;
+    else if (!result.found || (w.rate > 0 && !result.sized))
+        status = EXIT_NO_FIT;
+    else
+        status = EXIT_OK;
+    serve_result_release(&result);
+    serve_result_release(&bound);
+    return status;
+}

@@ -1,0 +1,179 @@
+/* serve.h: what a deployment serves for a workload: output tokens/s per device for a prompt and
+ * output length, under time-to-first-token and time-per-output-token targets, on the best
+ * layout, aggregated or with prefill and decode disaggregated; the throughput-interactivity
+ * frontier; and the fewest devices for a request rate.
+ *
+ * Every time is a roofline step (roofline.h, roof_step) at the pool's efficiency, so a search at
+ * EFFICIENCY_BOUND bounds what any engine can serve and one at calibrated factors estimates it.
+ *
+ * Workload: isl prompt and osl output tokens a request (means); a share `prefix_hit` of the
+ * prompt is found in a prefix cache and not computed, so isl_eff = isl (1 - prefix_hit) tokens
+ * are prefilled. A sequence's KV grows from isl to isl + osl: decode reads it at the mean,
+ * S = isl + osl / 2, and HBM must hold it at isl + osl. With multi-token prediction (K draft
+ * tokens, each accepted with probability P in turn) a decode step verifies K + 1 tokens a
+ * sequence and yields y = 1 + P + ... + P^K = (1 - P^(K+1)) / (1 - P) of them (Leviathan et al.,
+ * 2023); without it y = 1.
+ *
+ * Aggregated (one pool, continuous batching with chunked prefill), an instance of n devices, dp
+ * data-parallel ranks, B sequences:
+ *   each step y B / osl requests end and as many prompts start, so a step carries B decode
+ *   sequences (K + 1 tokens each, context S) and P = y B isl_eff / osl prefill tokens (context
+ *   isl - isl_eff / 2 on average), P / dp a rank; a rank's scheduler fills at most C tokens of
+ *   prefill a step (the chunk budget), so P / dp <= C, and rho = P / (dp C) is its use.
+ *   T = roof_step(B, K + 1, S; P)            one step, prefill included
+ *   TPOT = T / y                             tokens/s per user = 1 / TPOT
+ *   TTFT = (1 / 2 + ceil(isl_eff / C)) T     the step in progress (half of one on average), then
+ *                                            the chunks of the prompt
+ *   tokens/s per device = y B / T / n
+ * Disaggregated (a prefill pool and a decode pool, each its own layout and batch):
+ *   prefill instance: b prompts a batch, S_p = roof_step(b, isl_eff, isl - isl_eff / 2), at most
+ *   SERVE_PREFILL_TOKENS_PER_RANK tokens a DP rank; it serves r_p = b / S_p requests/s.
+ *   decode instance: T_d = roof_step(B, K + 1, S), r_d = y B / (T_d osl) requests/s,
+ *   TPOT = T_d / y.
+ *   KV transfer: the prompt's KV (isl tokens) from the devices that hold one sequence's KV on
+ *   the prefill side to those on the decode side, over scale-up when a prefill and a decode
+ *   instance fit in one domain of the same topology, else over the NICs:
+ *   t_kv = bytes / min(senders x link, receivers x link) + the link's latency.
+ *   x prefill and y decode instances (xPyD) with x r_p >= y r_d: the prefill pool's use is
+ *   rho = y r_d / (x r_p), and TTFT = S_p (1 + rho / 2) + t_kv (the batch in progress, then its
+ *   own). A TTFT target caps rho; for each y up to SERVE_MAX_DECODE_INSTANCES the fewest x is
+ *   taken and the (x, y) with the most tokens/s per device kept:
+ *   tokens/s per device = y r_d osl / (x n_p + y n_d).
+ * Queueing beyond the batch in progress is not modelled: the pools are sized so that requests
+ * do not arrive faster than they are served.
+ *
+ * The search (exact over what it enumerates, deterministic): per topology, instance shapes of n
+ * devices (powers of two within a domain and the whole domain, those that hold the weights; then
+ * with a cluster of R domains 2, 4, 8 ... and R whole domains, and without one the fewest whole
+ * domains that hold the model when one domain does not), every
+ * TP degree that divides n and the attention heads within a domain (TP 1 is data-parallel
+ * attention), PP over whole domains; per layout the batches of a log grid up to what HBM holds
+ * at isl + osl, plus the largest batch within the targets (bisection: step time, TPOT and TTFT
+ * never fall as the batch grows) and the largest multiple of dp x pp below it (a rank's load
+ * steps at those). The best point under the targets has the most tokens/s per device; ties
+ * (within a part in a million) go to more tokens/s per user, fewer devices, aggregated serving,
+ * then enumeration order.
+ */
+#ifndef RACKPLAN_SERVE_H
+#define RACKPLAN_SERVE_H
+
+#include "model.h"
+#include "plan.h"
+#include "roofline.h"
+#include "topology.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* TensorRT-LLM's default max_num_tokens (its LLM API reference, nvidia.github.io/TensorRT-LLM):
+ * the tokens one scheduler puts in a step. */
+#define SERVE_DEFAULT_CHUNK_TOKENS 8192
+/* DeepSeek's prefill profile runs 16,384 tokens a GPU (github.com/deepseek-ai/profile-data);
+ * a prefill batch holds at most that many prompt tokens a DP rank (one prompt if longer). */
+#define SERVE_PREFILL_TOKENS_PER_RANK 16384
+#define SERVE_MAX_DECODE_INSTANCES 8
+#define SERVE_MAX_SPAN_DEVICES 65536
+#define SERVE_BATCH_POINTS 32
+#define SERVE_PREFILL_POINTS 12
+
+enum serve_mode { SERVE_AGGREGATED, SERVE_DISAGGREGATED, SERVE_BEST };
+
+struct serve_workload {
+    int64_t isl, osl;   /* mean prompt and output tokens a request */
+    double ttft_s;      /* 0: no target */
+    double tpot_s;      /* 0: no target */
+    double prefix_hit;  /* share of prompt tokens found in a prefix cache, [0, 1) */
+    int64_t mtp;        /* draft tokens a step; 0: none */
+    double mtp_accept;  /* probability each draft token is accepted, (0, 1] */
+    int64_t chunk_tokens; /* aggregated: prefill tokens a DP rank's step may carry */
+    enum serve_mode mode;
+    double rate;        /* requests/s to size for; 0: no sizing */
+};
+
+/* The hardware one pool runs on. */
+struct serve_pool {
+    const struct model *model;
+    const struct topology *topology;
+    struct workload precisions; /* weights, expert_weights, kv, reserve; tp and pp pinned or 0 */
+    struct efficiency efficiency;
+    int64_t max_racks;          /* the cluster: most domains an instance or a sized deployment may
+                                 * span; 0: no cluster given (instances span the fewest domains that
+                                 * hold the model, deployments are not capped) */
+    double price_usd_per_hour;  /* per device; 0: unknown */
+};
+
+struct serve_instance {
+    struct layout layout;
+    int64_t batch;         /* sequences (decode, aggregated) or prompts a batch (prefill) */
+    double step_s;         /* a step, or a prefill batch */
+    double requests_per_s; /* one instance */
+    struct roof_point point; /* the step's terms */
+};
+
+struct serve_point {
+    enum serve_mode mode;            /* aggregated or disaggregated */
+    struct serve_instance decode;    /* aggregated: the one pool */
+    struct serve_instance prefill;   /* disaggregated */
+    int64_t decode_instances, prefill_instances; /* aggregated: prefill_instances 0 */
+    int64_t devices;                 /* of those instances */
+    double ttft_s, tpot_s;
+    double kv_transfer_s;            /* disaggregated */
+    bool kv_over_scale_up;
+    double prefill_use;              /* rho of the prefill budget or pool */
+    double tokens_per_s_per_device;  /* output tokens, over every device of the deployment */
+    double tokens_per_s_per_user;
+    double decode_tokens_per_s_per_device;
+    double cost_per_mtok;            /* USD per million output tokens; 0: a price unknown */
+    double joules_per_token;         /* 0: a power unknown */
+    bool meets;                      /* within both targets */
+};
+
+struct serve_result {
+    bool found;              /* some point meets the targets */
+    struct serve_point best;
+    struct serve_point *frontier; /* Pareto points over both modes, most tokens/s per device first */
+    int64_t frontier_count;
+    struct serve_point *mode_frontier[2]; /* the same for each mode alone */
+    int64_t mode_frontier_count[2];
+    int64_t layouts, points; /* layouts tried, points evaluated */
+    bool sized;              /* a rate was given and some deployment serves it */
+    struct serve_point sized_point; /* the fewest devices for the rate */
+};
+
+/* The expected tokens a decode step yields a sequence: 1 + P + ... + P^K. */
+double serve_tokens_per_step(const struct serve_workload *w);
+
+/* One aggregated instance of layout `l` (graph `g`) with `batch` sequences. False when the batch
+ * does not fit in HBM at isl + osl or its prefill exceeds the chunk budget. */
+bool serve_aggregated(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
+                      const struct serve_workload *w, int64_t batch, struct serve_point *out);
+
+/* One decode instance (no prefill) and one prefill instance of a disaggregated deployment. False
+ * when the batch does not fit. */
+bool serve_decode_instance(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
+                           const struct serve_workload *w, int64_t batch, struct serve_instance *out);
+bool serve_prefill_instance(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
+                            const struct serve_workload *w, int64_t prompts, struct serve_instance *out);
+
+/* Seconds to move one request's KV from a prefill to a decode instance (see the header). */
+double serve_kv_transfer_s(const struct serve_pool *prefill, const struct layout *pl, const struct serve_pool *decode,
+                           const struct layout *dl, const struct serve_workload *w, bool *over_scale_up);
+
+/* A disaggregated point from a prefill and a decode instance: with rate 0 the best xPyD for
+ * tokens/s per device within the TTFT target, else the fewest instances that serve `rate`.
+ * False when the TTFT target cannot be met. */
+bool serve_disaggregated(const struct serve_pool *prefill_pool, const struct serve_instance *prefill,
+                         const struct serve_pool *decode_pool, const struct serve_instance *decode,
+                         const struct serve_workload *w, double rate, struct serve_point *out);
+
+/* The search. `prefill_pool` NULL: prefill runs on the decode pool's hardware. False when out of
+ * memory (the interconnect graph or the frontier); otherwise `out` is filled (found false when
+ * nothing meets the targets) and must be released. */
+bool serve_search(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
+                  const struct serve_workload *w, struct serve_result *out);
+
+void serve_result_release(struct serve_result *r);
+
+const char *serve_mode_name(enum serve_mode mode);
+
+#endif
