@@ -4,27 +4,37 @@
 # It needs nothing from the bash-completion package, so that it also works where that is not
 # installed (and tests/doc_test.sh can run it in a bare bash).
 
-_rackplan_commands="calibrate compare fit model plan roofline topo merge"
+_rackplan_commands="calibrate compare fit model plan roofline serve topo merge"
 
 # What each command takes, as its --help lists it; tests/doc_test.sh checks these against
 # `rackplan CMD --help`.
 _rackplan_options() {
     local shared="-o --output -h --help"
+    # the workload; targets where a batch is chosen (plan, compare, serve; compare has its own
+    # --tpot-ms), a mode where one is (compare, serve)
+    local workload="--isl --osl --prefix-hit --mtp --mtp-accept --chunk"
     case $1 in
     model) echo "--weights --kv --context --format $shared" ;;
     topo) echo "--racks --format $shared" ;;
     fit) echo "--racks --weights --kv --context --batch --reserve --tp --pp --format $shared" ;;
     roofline)
         echo "--racks --weights --kv --context --batch --reserve --tp --pp --format $shared" \
-            "--sweep --phase --plot --eta-compute --eta-memory --eta-network --estimate --shard"
+            "--sweep --phase --plot --eta-compute --eta-memory --eta-network --estimate --shard" \
+            "$workload"
         ;;
     plan)
         echo "--racks --weights --kv --context --batch --reserve --tp --pp --format $shared" \
-            "--loads --trace --traffic-weight --redundant --ep --time-limit --expert-map --report --estimate"
+            "--loads --trace --traffic-weight --redundant --ep --time-limit --expert-map --report --estimate" \
+            "$workload --ttft-ms --tpot-ms"
         ;;
     compare)
         echo "--racks --weights --kv --context --format $shared" \
-            "--tpot-ms --price --domain-sizes --devices --plot --report --shard --estimate"
+            "--tpot-ms --price --domain-sizes --devices --plot --report --shard --estimate $workload" \
+            "--ttft-ms --mode"
+        ;;
+    serve)
+        echo "--racks --weights --kv --reserve --tp --pp --format $shared $workload --ttft-ms --tpot-ms --mode" \
+            "--rate --prefill-topology --price --plot --report --estimate"
         ;;
     merge) echo "--format $shared" ;;
     calibrate) echo "--format $shared" ;;
@@ -107,6 +117,10 @@ _rackplan() {
         mapfile -t COMPREPLY < <(compgen -W "decode prefill" -- "$cur")
         return 0
         ;;
+    --mode)
+        mapfile -t COMPREPLY < <(compgen -W "aggregated disaggregated best" -- "$cur")
+        return 0
+        ;;
     --weights | --kv)
         mapfile -t COMPREPLY < <(compgen -W "fp4 fp8 bf16 fp16 fp32" -- "$cur")
         return 0
@@ -123,6 +137,10 @@ _rackplan() {
         _rackplan_files .csv .csv.gz .gz
         return 0
         ;;
+    --prefill-topology)
+        _rackplan_files .xml
+        return 0
+        ;;
     -o | --output | --report | --plot | --expert-map)
         _rackplan_files
         return 0
@@ -130,7 +148,8 @@ _rackplan() {
     --price) ;; # DEVICE= from the topologies named so far, below
     --racks | --context | --batch | --reserve | --tp | --pp | --sweep | --eta-compute | \
         --eta-memory | --eta-network | --traffic-weight | --ep | --time-limit | --tpot-ms | \
-        --domain-sizes | --devices | --shard)
+        --domain-sizes | --devices | --shard | --isl | --osl | --ttft-ms | --prefix-hit | --mtp | \
+        --mtp-accept | --chunk | --rate)
         return 0 # a number: nothing to offer
         ;;
     esac
@@ -154,6 +173,10 @@ _rackplan() {
             else
                 ((i++))
             fi
+            # serve's prefill topology is a topology --price may name
+            [[ $word == --prefill-topology ]] && topologies+=("${COMP_WORDS[i]:-}")
+        elif [[ $word == --prefill-topology=* ]]; then
+            topologies+=("${word#*=}")
         elif [[ $word == -* || $word == = ]]; then
             :
         else
@@ -181,7 +204,7 @@ _rackplan() {
     case $command in
     model) ((positionals == 0)) && _rackplan_files .yaml .yml .json ;;
     topo) ((positionals == 0)) && _rackplan_files .xml ;;
-    fit | roofline | plan)
+    fit | roofline | plan | serve)
         if ((positionals == 0)); then
             _rackplan_files .yaml .yml .json
         elif ((positionals == 1)); then

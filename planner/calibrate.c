@@ -26,6 +26,8 @@ bool calibrate_prepare(struct measurement *m, int count, char *why, size_t size)
             return false;
         }
         int64_t devices = x->devices > 0 ? x->devices : x->racks * x->topology->domain_devices;
+        if (x->isl > 0) /* HBM holds a sequence at its longest */
+            x->workload.context = x->isl + x->osl;
         struct workload w = x->workload;
         w.batch = 1;
         if (!plan_choose_layout(x->model, x->topology, x->racks, devices, &w, &x->layout)) {
@@ -66,46 +68,50 @@ bool calibrate_prepare(struct measurement *m, int count, char *why, size_t size)
     return true;
 }
 
-static struct roof_setup setup_of(const struct measurement *m, const struct efficiency *e)
+/* The measurement as the serving engine sees it: its pool and its workload. A decode measurement
+ * without isl and osl (a disaggregated decode pool) reads its KV at `context`; a prefill one
+ * prefills prompts of `context` tokens. */
+static struct serve_pool pool_of(const struct measurement *m, const struct efficiency *e)
 {
-    return (struct roof_setup){.model = m->model, .topology = m->topology, .graph = &m->graph,
-                               .layout = m->layout, .workload = m->workload, .efficiency = *e};
+    return (struct serve_pool){.model = m->model, .topology = m->topology, .precisions = m->workload,
+                               .efficiency = *e};
 }
 
-/* Seconds of prefill per prompt token, cluster-wide, at 16,384 prompt tokens a device a step;
- * 0 when the devices do not prefill. */
-static double prefill_s_per_token(const struct measurement *m, const struct roof_setup *s)
+static struct serve_workload workload_of(const struct measurement *m)
 {
-    if (m->prompt <= 0 || m->output <= 0)
-        return 0;
-    int64_t prompt = (int64_t)llround(m->prompt);
-    double prompts = fmax(1, round((double)CALIBRATE_PREFILL_TOKENS_PER_DEVICE * (double)m->layout.devices / m->prompt));
-    struct roof_point fill;
-    roof_prefill(s, (int64_t)prompts, prompt, &fill);
-    return fill.step_s / (prompts * (double)prompt);
+    if (m->isl > 0)
+        return (struct serve_workload){.isl = m->isl, .osl = m->osl, .ttft_s = m->ttft_s, .tpot_s = m->tpot_s,
+                                       .chunk_tokens = SERVE_DEFAULT_CHUNK_TOKENS, .mode = SERVE_AGGREGATED};
+    /* osl 0: a decode step reads the KV at isl + 0 = context */
+    return (struct serve_workload){.isl = m->workload.context, .osl = 0, .tpot_s = m->tpot_s,
+                                   .chunk_tokens = SERVE_DEFAULT_CHUNK_TOKENS, .mode = SERVE_DISAGGREGATED};
 }
 
-/* A decode step of `batch` sequences with the prefill that keeps the batch full: each step
- * batch / output requests end and as many prompts are prefilled (chunked, within the step). */
-static double step_with_prefill(const struct measurement *m, const struct roof_setup *s, int64_t batch,
-                                double per_token_s)
+/* Tokens/s per device at `batch`: aggregated serving's output tokens (prefill included), a
+ * decode pool's, or a prefill's prompt tokens. */
+static double rate_at(const struct measurement *m, const struct serve_pool *pool, const struct serve_workload *w,
+                      int64_t batch)
 {
     struct roof_point p;
-    roof_decode(s, batch, &p);
-    return p.step_s + (per_token_s > 0 ? (double)batch / m->output * m->prompt * per_token_s : 0);
+    if (m->prefill)
+        serve_prefill_step(pool, &m->graph, &m->layout, w, batch, &p);
+    else if (m->isl > 0)
+        serve_aggregated_step(pool, &m->graph, &m->layout, w, batch, &p);
+    else
+        serve_decode_step(pool, &m->graph, &m->layout, w, batch, &p);
+    return p.tokens_per_s_per_device;
 }
 
-/* The largest batch in [1, most] whose step is within tpot_s (it never falls as the batch
- * grows); 0: none. */
-static int64_t batch_within(const struct measurement *m, const struct roof_setup *s, int64_t most,
-                            double per_token_s)
+/* The largest batch in [1, most] whose decode step (no prefill) is within the TPOT target. */
+static int64_t decode_batch_within(const struct measurement *m, const struct serve_pool *pool,
+                                   const struct serve_workload *w, int64_t most)
 {
-    if (step_with_prefill(m, s, 1, per_token_s) > m->tpot_s)
-        return 0;
-    int64_t low = 1, high = most;
+    int64_t low = 0, high = most;
     while (low < high) {
         int64_t mid = low + (high - low + 1) / 2;
-        if (step_with_prefill(m, s, mid, per_token_s) <= m->tpot_s)
+        struct roof_point p;
+        serve_decode_step(pool, &m->graph, &m->layout, w, mid, &p);
+        if (p.step_s <= w->tpot_s)
             low = mid;
         else
             high = mid - 1;
@@ -113,26 +119,19 @@ static int64_t batch_within(const struct measurement *m, const struct roof_setup
     return low;
 }
 
-double calibrate_predict(const struct measurement *m, const struct efficiency *e, bool with_prefill,
-                         int64_t *batch_out)
+double calibrate_predict(const struct measurement *m, const struct efficiency *e, int64_t *batch_out)
 {
-    struct roof_setup s = setup_of(m, e);
-    if (m->prefill) {
-        struct roof_point p;
-        if (batch_out)
-            *batch_out = m->batch;
-        roof_prefill(&s, m->batch, m->workload.context, &p);
-        return p.tokens_per_s_per_device;
-    }
-    double per_token_s = with_prefill ? prefill_s_per_token(m, &s) : 0;
-    int64_t batch = m->batch > 0   ? m->batch
-                    : m->tpot_s > 0 ? batch_within(m, &s, m->max_batch, per_token_s)
-                                    : m->max_batch;
+    struct serve_pool pool = pool_of(m, e);
+    struct serve_workload w = workload_of(m);
+    int64_t batch = m->batch;
+    if (batch < 1 && m->tpot_s > 0)
+        batch = m->isl > 0 ? serve_largest_batch(&pool, &m->graph, &m->layout, &w, m->max_batch)
+                           : decode_batch_within(m, &pool, &w, m->max_batch);
+    else if (batch < 1)
+        batch = m->max_batch;
     if (batch_out)
         *batch_out = batch;
-    if (batch < 1)
-        return 0;
-    return (double)batch / step_with_prefill(m, &s, batch, per_token_s) / (double)m->layout.devices;
+    return batch < 1 ? 0 : rate_at(m, &pool, &w, batch);
 }
 
 struct efficiency calibration_efficiency(const struct calibration_fit *f, int group)
@@ -154,7 +153,7 @@ struct state {
 static double squared_log_error(const struct state *s, int i)
 {
     struct efficiency e = calibration_efficiency(&s->fit, s->m[i].group);
-    double predicted = calibrate_predict(&s->m[i], &e, true, NULL);
+    double predicted = calibrate_predict(&s->m[i], &e, NULL);
     double error = log(fmax(predicted, 1e-9) / s->m[i].measured);
     return error * error;
 }

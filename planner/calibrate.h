@@ -1,15 +1,16 @@
 /* calibrate.h: efficiency factors fitted to published measurements of real deployments.
  *
- * Each measurement is modelled as published (model, hardware, layout, precisions, context, the
- * batch or the time-per-token target it ran at) and predicted by the roofline (roofline.h):
- * - decode: tokens/s per device at the batch; with `prompt` and `output` the same devices also
- *   prefill (chunked, at the rate of 16,384 prompt tokens a device a step): each step batch /
- *   output requests end and as many prompts are prefilled, so a step takes the decode step plus
- *   batch x prompt / output x the prefill time per prompt token, and a time-per-token target
- *   holds for that whole step;
- * - prefill: prompt tokens/s per device.
- * The bound is the prediction at efficiency 1 with decode alone (prefill taken as free): no
- * deployment can beat it. The estimate uses the fitted efficiency.
+ * Each measurement is modelled as published (model, hardware, layout, precisions, the workload,
+ * the batch or the time-per-token target it ran at) and predicted by the serving engine
+ * (serve.h), the same code serve and compare predict with:
+ * - aggregated serving (isl and osl given: the same devices prefill and decode, as MLPerf and
+ *   TensorRT-LLM's offline runs do): output tokens/s per device of serve_aggregated_step at the
+ *   batch, the largest that fits at isl + osl, or the largest whose step meets the TPOT and TTFT
+ *   targets (serve_largest_batch);
+ * - a disaggregated decode pool (no isl and osl): serve_decode_step at `context`;
+ * - prefill: prompt tokens/s per device of serve_prefill_step for prompts of `context` tokens.
+ * The bound is the same prediction at efficiency 1: no deployment can beat it. The estimate uses
+ * the fitted efficiency.
  *
  * The fit: one compute and one memory efficiency per group (an accelerator at a weight
  * precision), shared scale-up and scale-out efficiencies, a shared further efficiency of the
@@ -29,6 +30,7 @@
 #include "model.h"
 #include "plan.h"
 #include "roofline.h"
+#include "serve.h"
 #include "topology.h"
 
 #include <stdbool.h>
@@ -36,7 +38,6 @@
 
 #define CALIBRATE_SHRINK 0.01
 #define CALIBRATE_NETWORK_PRIOR 1.0
-#define CALIBRATE_PREFILL_TOKENS_PER_DEVICE 16384
 #define CALIBRATE_MAX_GROUPS 32
 #define CALIBRATE_MAX_MEASUREMENTS 256
 
@@ -46,12 +47,13 @@ struct measurement {
     const struct topology *topology;
     int64_t racks;
     int64_t devices;          /* with racks 1, part of one domain; 0: every device of the racks */
-    struct workload workload; /* precisions, context, tp, pp, reserve */
+    struct workload workload; /* precisions, context (set from isl + osl when given), tp, pp, reserve */
     bool prefill;
     int64_t batch;    /* > 0: given */
     double tpot_s;    /* > 0: the largest batch whose step is within it; else with batch 0: max */
+    double ttft_s;    /* > 0: with isl and osl, a time-to-first-token target too */
     int64_t batch_limit; /* > 0: the serving engine's most sequences, a cap on max and tpot_s */
-    double prompt, output; /* decode on devices that also prefill; 0: disaggregated */
+    int64_t isl, osl; /* mean prompt and output tokens: aggregated serving; 0: a decode pool alone */
     double measured;  /* tokens/s per device */
     /* set by calibrate_prepare */
     struct layout layout;
@@ -81,10 +83,9 @@ struct calibration_fit {
  * `why`, when one has no valid layout, does not fit, or there are too many groups. */
 bool calibrate_prepare(struct measurement *m, int count, char *why, size_t size);
 
-/* Tokens/s per device under `e`; with_prefill false: decode alone. *batch_out (may be NULL) gets
- * the batch used; 0 when none meets the target. */
-double calibrate_predict(const struct measurement *m, const struct efficiency *e, bool with_prefill,
-                         int64_t *batch_out);
+/* Tokens/s per device under `e` (EFFICIENCY_BOUND: the bound). *batch_out (may be NULL) gets the
+ * batch used; 0 when none meets the target. */
+double calibrate_predict(const struct measurement *m, const struct efficiency *e, int64_t *batch_out);
 
 /* Fits to the measurements with use[i] (NULL: all; at most CALIBRATE_MAX_MEASUREMENTS): the
  * best of descents from four starting points, or one from the factors of `from` (a fit to

@@ -135,19 +135,24 @@ static void print_help(const struct command *c)
         printf("  --isl N, --osl N mean prompt (input) and output tokens a request: every figure is\n"
                "                   then output tokens/s with prefill included, the KV of a sequence\n"
                "                   read at isl + osl/2 and held at isl + osl\n"
-               "  --ttft-ms X      time-to-first-token target; default: none\n"
+               "%s"
                "%s"
                "  --prefix-hit F   share of prompt tokens found in a prefix cache (not computed);\n"
                "                   default 0\n"
                "  --mtp K --mtp-accept P  multi-token prediction: K draft tokens a step, each\n"
                "                   accepted with probability P; a step verifies K + 1 tokens a\n"
                "                   sequence and yields 1 + P + ... + P^K\n"
-               "  --mode M         aggregated, disaggregated (prefill and decode pools) or best\n"
-               "                   (default)\n"
+               "%s"
                "  --chunk N        aggregated: prefill tokens a data-parallel rank's step may carry\n"
                "                   (chunked prefill); default %d (TensorRT-LLM's max_num_tokens)\n",
-               c->options & OPTS_COMPARE ? ""
-                                         : "  --tpot-ms Y      time-per-output-token target; default: none (most throughput)\n",
+               c->options & OPTS_TARGETS ? "  --ttft-ms X      time-to-first-token target; default: none\n" : "",
+               (c->options & OPTS_TARGETS) && !(c->options & OPTS_COMPARE)
+                   ? "  --tpot-ms Y      time-per-output-token target; default: none (most throughput)\n"
+                   : "",
+               (c->options & OPTS_TARGETS) && (c->options & (OPTS_SERVE | OPTS_COMPARE))
+                   ? "  --mode M         aggregated, disaggregated (prefill and decode pools) or best\n"
+                     "                   (default)\n"
+                   : "",
                SERVE_DEFAULT_CHUNK_TOKENS);
     if (c->options & OPTS_PRECISION)
         printf("  --weights PREC   weight precision for every weight (fp4, fp8, bf16, fp16, fp32);\n"
@@ -214,6 +219,7 @@ static void print_help(const struct command *c)
     const char *verdict = strcmp(c->name, "fit") == 0    ? "0 fits, 1 does not fit"
                           : strcmp(c->name, "plan") == 0 ? "0 the plan fits, 1 it does not"
                           : c->options & OPTS_COMPARE    ? "0 some row fits, 1 none does"
+                          : c->options & OPTS_SERVE      ? "0 some deployment meets the targets (and --rate), 1 none does"
                           : c->options & OPTS_MERGE      ? "0 ok, 1 no merged compare row fits"
                                                          : "0 ok";
     printf("\nexit codes: %s, 2 usage error, 3 invalid input, 5 I/O or internal error\n", verdict);
@@ -324,12 +330,13 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         {{"shard", required_argument, NULL, OPT_SHARD}, OPTS_ROOFLINE},
         {{"isl", required_argument, NULL, OPT_ISL}, OPTS_WORKLOAD},
         {{"osl", required_argument, NULL, OPT_OSL}, OPTS_WORKLOAD},
-        {{"ttft-ms", required_argument, NULL, OPT_TTFT_MS}, OPTS_WORKLOAD},
-        {{"tpot-ms", required_argument, NULL, OPT_TPOT_MS}, OPTS_WORKLOAD},
+        {{"ttft-ms", required_argument, NULL, OPT_TTFT_MS}, OPTS_TARGETS},
+        {{"tpot-ms", required_argument, NULL, OPT_TPOT_MS}, OPTS_TARGETS},
         {{"prefix-hit", required_argument, NULL, OPT_PREFIX_HIT}, OPTS_WORKLOAD},
         {{"mtp", required_argument, NULL, OPT_MTP}, OPTS_WORKLOAD},
         {{"mtp-accept", required_argument, NULL, OPT_MTP_ACCEPT}, OPTS_WORKLOAD},
-        {{"mode", required_argument, NULL, OPT_MODE}, OPTS_WORKLOAD},
+        {{"mode", required_argument, NULL, OPT_MODE}, OPTS_TARGETS | OPTS_SERVE},
+        {{"mode", required_argument, NULL, OPT_MODE}, OPTS_TARGETS | OPTS_COMPARE},
         {{"chunk", required_argument, NULL, OPT_CHUNK}, OPTS_WORKLOAD},
         {{"rate", required_argument, NULL, OPT_RATE}, OPTS_SERVE},
         {{"prefill-topology", required_argument, NULL, OPT_PREFILL_TOPOLOGY}, OPTS_SERVE},
@@ -639,10 +646,16 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
             return cli_usage_error(c, "--isl and --osl go together: mean prompt and output tokens a request");
         if (!workload && strcmp(c->name, "serve") == 0)
             return cli_usage_error(c, "give the workload: --isl N --osl N (mean prompt and output tokens a request)");
-        if (!workload && (o->ttft_s > 0 || o->prefix_hit > 0 || o->mtp || o->mtp_accept > 0 || o->mode_set ||
-                          o->chunk_tokens || (o->tpot_s > 0 && !(c->options & OPTS_COMPARE))))
-            return cli_usage_error(c, "--ttft-ms, --prefix-hit, --mtp, --mode and --chunk describe a workload: "
-                                      "give --isl N --osl N too");
+        const char *needs_workload = o->ttft_s > 0                                        ? "--ttft-ms"
+                                     : o->tpot_s > 0 && !(c->options & OPTS_COMPARE) ? "--tpot-ms"
+                                     : o->prefix_hit > 0                             ? "--prefix-hit"
+                                     : o->mtp                                        ? "--mtp"
+                                     : o->mtp_accept > 0                             ? "--mtp-accept"
+                                     : o->mode_set                                   ? "--mode"
+                                     : o->chunk_tokens                               ? "--chunk"
+                                                                                     : NULL;
+        if (!workload && needs_workload)
+            return cli_usage_error(c, "%s describes a workload: give --isl N --osl N too", needs_workload);
         if (o->mtp > 0 && o->mtp_accept <= 0)
             return cli_usage_error(c, "--mtp %lld needs --mtp-accept P, the probability a draft token is accepted "
                                       "(DeepSeek reports 0.8 to 0.9 for its one MTP module)",

@@ -50,8 +50,9 @@ enum {
     OPTS_PLAN = 1 << 8,      /* --loads, --redundant, --ep, --time-limit, --expert-map */
     OPTS_COMPARE = 1 << 9,   /* --racks N[,N...], --tpot-ms, --price, --format csv|md */
     OPTS_MERGE = 1 << 10,    /* --format csv only */
-    OPTS_WORKLOAD = 1 << 11, /* --isl, --osl, --ttft-ms, --tpot-ms, --prefix-hit, --mtp, --mtp-accept,
-                              * --mode, --chunk */
+    OPTS_WORKLOAD = 1 << 11, /* --isl, --osl, --prefix-hit, --mtp, --mtp-accept, --chunk */
+    OPTS_TARGETS = 1 << 13,  /* with a workload: --ttft-ms, --tpot-ms; --mode where a mode is chosen
+                              * (OPTS_SERVE, OPTS_COMPARE) */
     OPTS_SERVE = 1 << 12,    /* --rate, --prefill-topology, --price, --plot, --report, --estimate */
 };
 

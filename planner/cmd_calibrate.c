@@ -131,7 +131,7 @@ static void relative_to(const char *data_path, const char *path, char *out, size
 
 static const char *const known_keys[] = {"id", "source", "note", "assumed", "model", "topology", "racks",
                                          "devices", "tp", "pp", "weights", "kv", "phase", "context",
-                                         "batch", "max_batch", "tpot_ms", "prompt", "output", "measured"};
+                                         "batch", "max_batch", "tpot_ms", "ttft_ms", "isl", "osl", "measured"};
 
 static void read_measurement(struct reader *r, const struct doc_node *item, struct entry *e, struct measurement *m)
 {
@@ -172,7 +172,12 @@ static void read_measurement(struct reader *r, const struct doc_node *item, stru
     if (phase && strcmp(phase->text, "decode") != 0 && strcmp(phase->text, "prefill") != 0)
         error_at(r, phase, "field 'phase' must be decode or prefill, not '%s'", phase->text);
     m->prefill = phase && strcmp(phase->text, "prefill") == 0;
-    read_count(r, item, "context", true, 1073741824, &w->context);
+    bool serving = doc_get(item, "isl") || doc_get(item, "osl");
+    if (serving && doc_get(item, "context"))
+        error_at(r, doc_get(item, "context"), "with isl and osl the KV a sequence holds follows from them "
+                                              "(read at isl + osl/2, held at isl + osl): drop context");
+    else if (!serving)
+        read_count(r, item, "context", true, 1073741824, &w->context);
     const struct doc_node *batch = doc_get(item, "batch");
     bool tpot = doc_get(item, "tpot_ms") != NULL;
     if (batch && tpot)
@@ -189,12 +194,19 @@ static void read_measurement(struct reader *r, const struct doc_node *item, stru
         read_count(r, item, "max_batch", false, (int64_t)1 << 40, &m->batch_limit);
     if (m->prefill && m->batch < 1 && (batch || tpot))
         error_at(r, batch ? batch : item, "a prefill measurement needs its batch of prompts as a number");
-    if ((doc_get(item, "prompt") != NULL) != (doc_get(item, "output") != NULL)) {
-        error_at(r, item, "give prompt and output together (the requests' mean tokens), or neither");
+    if ((doc_get(item, "isl") != NULL) != (doc_get(item, "osl") != NULL)) {
+        error_at(r, item, "give isl and osl together (the requests' mean prompt and output tokens), or neither");
     } else {
-        read_number(r, item, "prompt", false, 1, 1073741824, &m->prompt);
-        read_number(r, item, "output", false, 1, 1073741824, &m->output);
+        read_count(r, item, "isl", false, 1073741824, &m->isl);
+        read_count(r, item, "osl", false, 1073741824, &m->osl);
     }
+    if (serving && m->prefill)
+        error_at(r, doc_get(item, "isl"), "isl and osl describe aggregated serving; a prefill measurement "
+                                          "gives its prompt length as context");
+    if (doc_get(item, "ttft_ms") && !serving)
+        error_at(r, doc_get(item, "ttft_ms"), "ttft_ms is a serving target: give isl and osl too");
+    else if (read_number(r, item, "ttft_ms", false, 0.001, 1e7, &m->ttft_s))
+        m->ttft_s /= 1e3;
     read_number(r, item, "measured", true, 1e-6, 1e12, &m->measured);
 }
 
@@ -497,16 +509,16 @@ int cmd_calibrate(int argc, char **argv)
     struct efficiency bound = EFFICIENCY_BOUND;
     int below = 0;
     for (int i = 0; i < count; i++) {
-        r[i].bound = calibrate_predict(&m[i], &bound, false, &r[i].bound_batch);
+        r[i].bound = calibrate_predict(&m[i], &bound, &r[i].bound_batch);
         struct efficiency e = calibration_efficiency(&fit, m[i].group);
-        r[i].estimate = calibrate_predict(&m[i], &e, true, &r[i].batch);
+        r[i].estimate = calibrate_predict(&m[i], &e, &r[i].batch);
         for (int k = 0; k < count; k++)
             use[k] = k != i;
         struct calibration_fit without;
         calibrate_fit(m, count, use, &unrounded, &without);
         round_fit(&without);
         e = calibration_efficiency(&without, without.groups[m[i].group].measurements > 0 ? m[i].group : -1);
-        r[i].left_out = calibrate_predict(&m[i], &e, true, NULL);
+        r[i].left_out = calibrate_predict(&m[i], &e, NULL);
         below += r[i].bound < m[i].measured;
     }
     struct calibration_output output = {.measurements = m, .entries = entries, .count = count, .fit = &fit,

@@ -26,6 +26,7 @@ struct report {
     int64_t count;
     int64_t best;        /* the row marked best; -1: none fits (and meets the target) */
     bool by_domain_size; /* rows in --domain-sizes order, one topology's domain varied */
+    const struct serve_workload *serving; /* --isl/--osl: rows are deployments; NULL: decode steps */
 };
 
 static bool is_best(const struct report *r, int64_t rank)
@@ -41,6 +42,83 @@ static bool any_estimate(const struct report *r)
     return false;
 }
 
+/* A serving row's keys after model, topology and announced: the deployment serve finds. */
+static void write_serving_fields(struct json *j, const struct report *r, const struct compare_row *x)
+{
+    const struct serve_point *p = &x->served;
+    bool met = x->tpot_met;
+    json_key(j, "racks");
+    json_int(j, x->racks);
+    json_key(j, "devices");
+    json_int(j, met ? p->devices : 0);
+    json_key(j, "domain_size");
+    json_int(j, x->domain_size);
+    json_key(j, "workload");
+    json_begin_object(j);
+    cli_json_serve_workload(j, r->serving);
+    json_end_object(j);
+    json_key(j, "fits");
+    json_bool(j, x->fits);
+    json_key(j, "min_devices");
+    json_int(j, x->min_devices);
+    json_key(j, "tpot_met");
+    json_bool(j, met);
+    json_key(j, "mode");
+    if (met)
+        json_string(j, serve_mode_name(p->mode));
+    else
+        json_null(j);
+    json_key(j, "parallel");
+    cli_json_parallel(j, &x->layout);
+    json_key(j, "instance_devices");
+    json_int(j, met ? p->decode.layout.devices : 0);
+    json_key(j, "batch");
+    json_int(j, x->batch);
+    json_key(j, "latency_floor_s");
+    json_positive_or_null(j, met ? x->latency_floor_s : 0);
+    json_key(j, "step_s");
+    json_number(j, met ? p->decode.step_s : 0);
+    json_key(j, "bound_by");
+    if (met)
+        json_string(j, roof_term_name(p->decode.point.bound));
+    else
+        json_null(j);
+    json_key(j, "ttft_s");
+    json_positive_or_null(j, met ? p->ttft_s : 0);
+    json_key(j, "tpot_s");
+    json_positive_or_null(j, met ? p->tpot_s : 0);
+    json_key(j, "tokens_per_s_per_user");
+    json_number(j, met ? p->tokens_per_s_per_user : 0);
+    json_key(j, "tokens_per_s");
+    json_number(j, met ? x->point.tokens_per_s : 0);
+    json_key(j, "tokens_per_s_per_device");
+    json_number(j, met ? p->tokens_per_s_per_device : 0);
+    json_key(j, "tokens_per_s_per_rack");
+    json_number(j, met ? x->tokens_per_s_per_rack : 0);
+    if (met && p->mode == SERVE_DISAGGREGATED) {
+        json_key(j, "prefill_devices");
+        json_int(j, p->prefill_instances * p->prefill.layout.devices);
+        json_key(j, "decode_devices");
+        json_int(j, p->decode_instances * p->decode.layout.devices);
+        json_key(j, "decode_tokens_per_s_per_device");
+        json_number(j, p->decode_tokens_per_s_per_device);
+        json_key(j, "prefill_parallel");
+        cli_json_parallel(j, &p->prefill.layout);
+        json_key(j, "prefill_instance_devices");
+        json_int(j, p->prefill.layout.devices);
+        json_key(j, "kv_transfer_s");
+        json_number(j, p->kv_transfer_s);
+    }
+    json_key(j, "price_usd_per_device_hour");
+    json_positive_or_null(j, x->price_usd_per_hour);
+    json_key(j, "cost_per_mtok");
+    json_positive_or_null(j, x->cost_per_mtok);
+    json_key(j, "joules_per_token");
+    json_positive_or_null(j, x->joules_per_token);
+    json_key(j, "all_to_all_outside_domain");
+    json_number(j, x->all_to_all_outside);
+}
+
 static void write_tree(FILE *out, enum json_syntax syntax, const struct report *r)
 {
     struct json j;
@@ -49,6 +127,33 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct report *
     for (int64_t rank = 0; rank < r->count; rank++) {
         const struct topology *t = r->topology_of[r->order[rank]];
         const struct compare_row *x = &r->rows[r->order[rank]];
+        if (x->serving) {
+            json_begin_object(&j);
+            json_key(&j, "best");
+            json_bool(&j, is_best(r, rank));
+            json_key(&j, "model");
+            json_string(&j, r->model->name);
+            json_key(&j, "topology");
+            json_string(&j, t->name);
+            json_key(&j, "announced");
+            json_bool(&j, t->announced);
+            write_serving_fields(&j, r, x);
+            json_key(&j, "kind");
+            json_string(&j, x->estimate ? "estimate" : "bound");
+            if (x->estimate) {
+                json_key(&j, "efficiency");
+                cli_json_efficiency(&j, &x->efficiency, x->calibration);
+                json_key(&j, "roofline_bound");
+                json_begin_object(&j);
+                json_key(&j, "tokens_per_s_per_device");
+                json_number(&j, x->bound_tokens_per_s_per_device);
+                json_end_object(&j);
+            }
+            json_key(&j, "row");
+            json_int(&j, r->row_of[r->order[rank]]);
+            json_end_object(&j);
+            continue;
+        }
         json_begin_object(&j);
         json_key(&j, "best");
         json_bool(&j, is_best(r, rank));
@@ -238,6 +343,163 @@ static void write_heading(FILE *out, const struct report *r)
     fprintf(out, "\n");
 }
 
+static void serving_heading(FILE *out, const struct report *r)
+{
+    const struct serve_workload *w = r->serving;
+    char isl[32], osl[32];
+    format_count((double)w->isl, isl, sizeof isl);
+    format_count((double)w->osl, osl, sizeof osl);
+    fprintf(out, "%s serving %s prompt and %s output tokens a request", r->model->name, isl, osl);
+    if (w->ttft_s > 0)
+        fprintf(out, ", TTFT <= %.4g ms", w->ttft_s * 1e3);
+    if (w->tpot_s > 0)
+        fprintf(out, ", TPOT <= %.4g ms", w->tpot_s * 1e3);
+    if (w->mode != SERVE_BEST)
+        fprintf(out, ", %s only", serve_mode_name(w->mode));
+    fprintf(out, "\n");
+}
+
+/* A serving row's cells: the deployment serve finds. */
+struct serving_cells {
+    char name[160], mode[24], instance[48], devices[32], batch[32], ttft[32], tpot[32], user[32], per_device[32],
+        cost[32], energy[32], bound[32];
+};
+
+static void serving_row_cells(const struct report *r, int64_t rank, struct serving_cells *c)
+{
+    const struct topology *t = r->topology_of[r->order[rank]];
+    const struct compare_row *x = &r->rows[r->order[rank]];
+    const struct serve_point *p = &x->served;
+    snprintf(c->name, sizeof c->name, "%s%s%s", is_best(r, rank) ? "* " : "", t->name,
+             t->announced ? " (announced)" : "");
+    if (!x->tpot_met) {
+        snprintf(c->mode, sizeof c->mode, "%s", x->fits ? "misses targets" : "does not fit");
+        for (char *cell[] = {c->instance, c->devices, c->batch, c->ttft, c->tpot, c->user, c->per_device, c->cost,
+                             c->energy, c->bound},
+                  **at = cell;
+             at < cell + 10; at++)
+            snprintf(*at, 32, "-");
+        return;
+    }
+    snprintf(c->mode, sizeof c->mode, "%s", p->mode == SERVE_AGGREGATED ? "aggregated" : "disagg");
+    if (p->mode == SERVE_DISAGGREGATED)
+        snprintf(c->instance, sizeof c->instance, "%lldP%lldD %lld+%lld", (long long)p->prefill_instances,
+                 (long long)p->decode_instances, (long long)p->prefill.layout.devices,
+                 (long long)p->decode.layout.devices);
+    else
+        snprintf(c->instance, sizeof c->instance, "%lld TP%lld DP%lld PP%lld", (long long)p->decode.layout.devices,
+                 (long long)p->decode.layout.tp, (long long)p->decode.layout.dp, (long long)p->decode.layout.pp);
+    format_count((double)p->devices, c->devices, sizeof c->devices);
+    format_count((double)p->decode.batch, c->batch, sizeof c->batch);
+    snprintf(c->ttft, sizeof c->ttft, "%.1f", p->ttft_s * 1e3);
+    snprintf(c->tpot, sizeof c->tpot, "%.2f", p->tpot_s * 1e3);
+    snprintf(c->user, sizeof c->user, "%.1f", p->tokens_per_s_per_user);
+    format_count(p->tokens_per_s_per_device, c->per_device, sizeof c->per_device);
+    if (x->cost_per_mtok > 0)
+        snprintf(c->cost, sizeof c->cost, "%.4g", x->cost_per_mtok);
+    else
+        snprintf(c->cost, sizeof c->cost, "-");
+    if (x->joules_per_token > 0)
+        snprintf(c->energy, sizeof c->energy, "%.3g", x->joules_per_token);
+    else
+        snprintf(c->energy, sizeof c->energy, "-");
+    if (x->estimate && x->bound_tokens_per_s_per_device > 0)
+        format_count(x->bound_tokens_per_s_per_device, c->bound, sizeof c->bound);
+    else
+        snprintf(c->bound, sizeof c->bound, "-");
+}
+
+static void write_serving_text(FILE *out, const struct report *r)
+{
+    serving_heading(out, r);
+    fprintf(out, "\n");
+    bool estimates = any_estimate(r);
+    fprintf(out, "%-40s %-14s %-22s %8s %8s %9s %8s %10s %10s %8s %7s", "topology", "mode", "instance (decode)",
+            "devices", "batch", "TTFT ms", "TPOT ms", "tok/s/user", "tok/s/dev", "$/Mtok", "J/tok");
+    if (estimates)
+        fprintf(out, " %15s", "bound tok/s/dev");
+    fprintf(out, "\n");
+    for (int64_t rank = 0; rank < r->count; rank++) {
+        struct serving_cells c;
+        serving_row_cells(r, rank, &c);
+        fprintf(out, "%-40s %-14s %-22s %8s %8s %9s %8s %10s %10s %8s %7s", c.name, c.mode, c.instance, c.devices,
+                c.batch, c.ttft, c.tpot, c.user, c.per_device, c.cost, c.energy);
+        if (estimates)
+            fprintf(out, " %15s", c.bound);
+        fprintf(out, "\n");
+    }
+    fprintf(out, "\n* cheapest per token among the rows that meet the targets; sorted by $/Mtok (unpriced rows\n"
+                 "  after, by tok/s/dev). Each row is the best deployment rackplan serve finds: tok/s/dev is\n"
+                 "  output tokens/s over every device, prefill devices included. %s\n",
+            estimates ? "Estimates use each topology's efficiency\n  fitted to published measurements "
+                        "(rackplan calibrate); the bound column is the roofline at efficiency 1."
+                      : "Every number is a\n  roofline bound (efficiency 1).");
+}
+
+static void write_serving_markdown(FILE *out, const struct report *r)
+{
+    fprintf(out, "## ");
+    serving_heading(out, r);
+    bool estimates = any_estimate(r);
+    fprintf(out, "\n| topology | mode | instance (decode) | devices | batch | TTFT ms | TPOT ms | tok/s/user | "
+                 "tok/s/dev | $/Mtok | J/tok |%s\n"
+                 "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |%s\n",
+            estimates ? " bound tok/s/dev |" : "", estimates ? " ---: |" : "");
+    for (int64_t rank = 0; rank < r->count; rank++) {
+        struct serving_cells c;
+        serving_row_cells(r, rank, &c);
+        bool best = is_best(r, rank);
+        fprintf(out, "| %s%s%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", best ? "**" : "",
+                best ? c.name + 2 : c.name, best ? "** (best)" : "", c.mode, c.instance, c.devices, c.batch, c.ttft,
+                c.tpot, c.user, c.per_device, c.cost, c.energy);
+        if (estimates)
+            fprintf(out, " %s |", c.bound);
+        fprintf(out, "\n");
+    }
+    fprintf(out, "\ntok/s/dev: output tokens/s over every device of the deployment, prefill devices included. %s\n",
+            estimates ? "Rows are calibrated estimates; the bound column is the roofline at efficiency 1."
+                      : "Every number is a roofline bound (efficiency 1).");
+}
+
+static void write_serving_csv(FILE *out, const struct report *r)
+{
+    fprintf(out, "best,topology,announced,racks,devices,domain_size,isl,osl,mode,instance_devices,tp,ep,pp,dp,"
+                 "fits,min_devices,tpot_met,batch,ttft_s,tpot_s,tokens_per_s_per_user,tokens_per_s_per_device,"
+                 "prefill_devices,decode_devices,decode_tokens_per_s_per_device,cost_per_mtok,joules_per_token,kind,"
+                 "row%s\n",
+            any_estimate(r) ? ",bound_tokens_per_s_per_device" : "");
+    for (int64_t rank = 0; rank < r->count; rank++) {
+        const struct topology *t = r->topology_of[r->order[rank]];
+        const struct compare_row *x = &r->rows[r->order[rank]];
+        const struct serve_point *p = &x->served;
+        bool met = x->tpot_met, split = met && p->mode == SERVE_DISAGGREGATED;
+        fprintf(out, "%s,", is_best(r, rank) ? "true" : "false");
+        csv_quoted(out, t->name);
+        fprintf(out, ",%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%s,%" PRId64 ",%" PRId64
+                     ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%s,%" PRId64 ",%s,%" PRId64 ",%.9g,%.9g,%.9g,%.9g,",
+                t->announced ? "true" : "false", x->racks, met ? p->devices : 0, x->domain_size, r->serving->isl,
+                r->serving->osl, met ? serve_mode_name(p->mode) : "", met ? p->decode.layout.devices : 0,
+                x->layout.tp, x->layout.ep, x->layout.pp, x->layout.dp, x->fits ? "true" : "false", x->min_devices,
+                met ? "true" : "false", x->batch, met ? p->ttft_s : 0, met ? p->tpot_s : 0,
+                met ? p->tokens_per_s_per_user : 0, met ? p->tokens_per_s_per_device : 0);
+        if (split)
+            fprintf(out, "%" PRId64 ",%" PRId64 ",%.9g", p->prefill_instances * p->prefill.layout.devices,
+                    p->decode_instances * p->decode.layout.devices, p->decode_tokens_per_s_per_device);
+        else
+            fprintf(out, ",,");
+        fprintf(out, ",");
+        if (x->cost_per_mtok > 0)
+            fprintf(out, "%.9g", x->cost_per_mtok);
+        fprintf(out, ",");
+        if (x->joules_per_token > 0)
+            fprintf(out, "%.9g", x->joules_per_token);
+        fprintf(out, ",%s,%" PRId64, x->estimate ? "estimate" : "bound", r->row_of[r->order[rank]]);
+        if (any_estimate(r))
+            fprintf(out, ",%.9g", x->bound_tokens_per_s_per_device);
+        fprintf(out, "\n");
+    }
+}
+
 static void write_text(FILE *out, const struct report *r)
 {
     write_heading(out, r);
@@ -386,6 +648,45 @@ static void draw_batch_curves(FILE *out, const void *data)
     free(time);
 }
 
+/* With a workload: each row's frontier, tokens/s per device against per user. */
+static void draw_frontiers(FILE *out, const void *data)
+{
+    const struct report *r = data;
+    int64_t n = r->count, total = 0;
+    for (int64_t i = 0; i < n; i++)
+        total += r->rows[i].frontier_count;
+    struct plot_series *series = xcalloc((size_t)n, sizeof *series);
+    double *values = xcalloc((size_t)(2 * total + 1), sizeof *values);
+    char (*names)[200] = xcalloc((size_t)n, sizeof *names);
+    int lines = 0;
+    double *at = values;
+    for (int64_t rank = 0; rank < n; rank++) {
+        int64_t i = r->order[rank];
+        const struct compare_row *x = &r->rows[i];
+        if (x->frontier_count == 0)
+            continue;
+        double *users = at, *devices = at + x->frontier_count;
+        for (int64_t k = 0; k < x->frontier_count; k++) {
+            users[k] = x->frontier[k].tokens_per_s_per_user;
+            devices[k] = x->frontier[k].tokens_per_s_per_device;
+        }
+        at += 2 * x->frontier_count;
+        snprintf(names[i], sizeof names[i], "%s", r->topology_of[i]->name);
+        series[lines++] = (struct plot_series){names[i], users, devices, x->frontier_count};
+    }
+    struct plot_panel panel = {"Throughput against interactivity", "output tokens/s per user (1 / TPOT)",
+                               "output tokens/s per device", series, lines};
+    char title[200], subtitle[200];
+    snprintf(title, sizeof title, "%s: what each topology serves", r->model->name);
+    snprintf(subtitle, sizeof subtitle, "%lld prompt and %lld output tokens a request; each row's Pareto points, %s",
+             (long long)r->serving->isl, (long long)r->serving->osl,
+             any_estimate(r) ? "calibrated estimates" : "roofline bounds");
+    plot_panels(out, title, subtitle, &panel, 1);
+    free(names);
+    free(values);
+    free(series);
+}
+
 static void draw_domain_sizes(FILE *out, const void *data)
 {
     const struct report *r = data;
@@ -427,11 +728,45 @@ static void write_output(FILE *out, const void *data)
     if (cli_tree_format(r->options->format, &syntax))
         write_tree(out, syntax, r);
     else if (r->options->format == FORMAT_CSV)
-        write_csv(out, r);
+        (r->serving ? write_serving_csv : write_csv)(out, r);
     else if (r->options->format == FORMAT_MD)
-        write_markdown(out, r);
+        (r->serving ? write_serving_markdown : write_markdown)(out, r);
     else
-        write_text(out, r);
+        (r->serving ? write_serving_text : write_text)(out, r);
+}
+
+static bool write_serving_report(struct document *d, const struct report *r, struct sink_batch *outputs)
+{
+    char heading[300];
+    snprintf(heading, sizeof heading, "%s serving %lld prompt and %lld output tokens a request", r->model->name,
+             (long long)r->serving->isl, (long long)r->serving->osl);
+    document_heading(d, heading);
+    if (r->serving->ttft_s > 0 || r->serving->tpot_s > 0)
+        document_paragraph(d, "Targets: TTFT %s %.4g ms, TPOT %s %.4g ms.", r->serving->ttft_s > 0 ? "<=" : "none,",
+                           r->serving->ttft_s * 1e3, r->serving->tpot_s > 0 ? "<=" : "none,", r->serving->tpot_s * 1e3);
+    static const char *const headers[] = {"topology", "mode", "instance (decode)", "devices", "batch", "TTFT ms",
+                                          "TPOT ms", "tok/s/user", "tok/s/dev", "$/Mtok", "J/tok", "bound tok/s/dev"};
+    bool estimates = any_estimate(r);
+    document_table_begin(d, estimates ? 12 : 11, headers, "lllrrrrrrrrr");
+    for (int64_t rank = 0; rank < r->count; rank++) {
+        struct serving_cells c;
+        serving_row_cells(r, rank, &c);
+        char name[sizeof c.name + 8];
+        snprintf(name, sizeof name, "%.159s%s", is_best(r, rank) ? c.name + 2 : c.name,
+                 is_best(r, rank) ? " (best)" : "");
+        const char *row[] = {name, c.mode, c.instance, c.devices, c.batch, c.ttft, c.tpot, c.user, c.per_device,
+                             c.cost, c.energy, c.bound};
+        document_table_row(d, row);
+    }
+    document_table_end(d);
+    document_paragraph(d, "Each row is the best deployment rackplan serve finds on that hardware (mode, instance, "
+                          "batch) within the targets; tok/s/dev counts output tokens over every device, prefill "
+                          "devices included. %s",
+                       estimates ? "Rows are calibrated estimates; the bound column is the roofline at efficiency 1."
+                                 : "Every number is a roofline bound (efficiency 1).");
+    document_figure(d, "frontier", "Output tokens/s per device against per user, a line per topology", draw_frontiers, r);
+    document_hold(d, outputs);
+    return !outputs->failed;
 }
 
 static bool write_report(const char *path, const struct report *r, const struct curves *c,
@@ -447,6 +782,8 @@ static bool write_report(const char *path, const struct report *r, const struct 
     char heading[300], context[32];
     format_count((double)r->workload->context, context, sizeof context);
     snprintf(heading, sizeof heading, "%s at %s tokens of context", r->model->name, context);
+    if (r->serving)
+        return write_serving_report(&d, r, outputs);
     document_heading(&d, heading);
     if (r->options->tpot_s > 0)
         document_paragraph(&d, "Target: time per output token <= %.4g ms.", r->options->tpot_s * 1e3);
@@ -569,6 +906,11 @@ int cmd_compare(int argc, char **argv)
     }
     if (by_domain_size && (status = domain_variants(&o, &loaded[0], variants, variant_racks)) != EXIT_OK)
         goto done;
+    if (o.shard_count && o.isl > 0) {
+        status = cli_usage_error(o.command, "--shard splits decode-step rows for rackplan merge; a workload's "
+                                            "rows (--isl/--osl) are not sharded: each is one search of a second or less");
+        goto done;
+    }
     if (o.shard_count && ((o.format != FORMAT_CSV && o.format != FORMAT_JSON) || o.plot || o.report || by_domain_size)) {
         status = cli_usage_error(o.command, "--shard writes rows for rackplan merge: add --format csv or json "
                                             "(or -o FILE.csv or FILE.json), without --plot, --report or --domain-sizes");
@@ -578,6 +920,13 @@ int cmd_compare(int argc, char **argv)
         goto done;
     struct workload w;
     cli_workload(&o, &w);
+    struct serve_workload serving;
+    cli_serve_workload(&o, &serving);
+    if (o.isl > 0 && m.max_context > 0 && o.isl + o.osl > m.max_context) {
+        status = cli_usage_error(o.command, "--isl %lld plus --osl %lld is longer than %s's maximum of %lld tokens",
+                                 (long long)o.isl, (long long)o.osl, m.name, (long long)m.max_context);
+        goto done;
+    }
     status = EXIT_OK;
     for (int i = 0; i < topologies && status == EXIT_OK; i++) {
         double price = cli_price(&o, o.positional[i + 1], &loaded[i]);
@@ -600,8 +949,18 @@ int cmd_compare(int argc, char **argv)
                 break;
             }
             struct compare_row bound;
-            if (!compare_row(&m, t, racks, &w, &efficiency, o.tpot_s, price, &rows[row]) ||
-                !compare_row(&m, t, racks, &w, NULL, o.tpot_s, price, &bound)) {
+            bool built;
+            if (o.isl > 0) {
+                /* without --racks, instances span the fewest domains that hold the model */
+                int64_t cluster = o.racks_count > 0 || by_domain_size ? racks : 0;
+                built = compare_serving_row(&m, t, cluster, &w, &serving, &efficiency, price, &rows[row]) &&
+                        compare_serving_row(&m, t, cluster, &w, &serving, NULL, price, &bound);
+                compare_row_release(&bound);
+            } else {
+                built = compare_row(&m, t, racks, &w, &efficiency, o.tpot_s, price, &rows[row]) &&
+                        compare_row(&m, t, racks, &w, NULL, o.tpot_s, price, &bound);
+            }
+            if (!built) {
                 fprintf(stderr, "rackplan compare: the interconnect graph could not be built (out of memory)\n");
                 status = EXIT_IO;
                 break;
@@ -616,11 +975,12 @@ int cmd_compare(int argc, char **argv)
     compare_order(rows, count, order);
     struct report r = {.model = &m, .options = &o, .workload = &w, .rows = rows, .topology_of = topology_of,
                        .row_of = row_of, .order = order, .count = count, .by_domain_size = by_domain_size,
-                       .best = count > 0 && rows[order[0]].fits && rows[order[0]].tpot_met ? order[0] : -1};
+                       .best = count > 0 && rows[order[0]].fits && rows[order[0]].tpot_met ? order[0] : -1,
+                       .serving = o.isl > 0 ? &serving : NULL};
     if (by_domain_size)
         for (int64_t i = 0; i < count; i++)
             order[i] = i;
-    if ((o.report || (o.plot && !by_domain_size)) && !sweep_rows(&r, &curves)) {
+    if (!r.serving && (o.report || (o.plot && !by_domain_size)) && !sweep_rows(&r, &curves)) {
         fprintf(stderr, "rackplan compare: the interconnect graph could not be built (out of memory)\n");
         status = EXIT_IO;
         goto done;
@@ -629,6 +989,7 @@ int cmd_compare(int argc, char **argv)
     sink_batch_init(&outputs);
     bool whole = sink_batch_write(&outputs, o.output, write_output, &r) &&
                  (!o.plot || (by_domain_size ? sink_batch_write(&outputs, o.plot, draw_domain_sizes, &r)
+                              : r.serving    ? sink_batch_write(&outputs, o.plot, draw_frontiers, &r)
                                              : sink_batch_write(&outputs, o.plot, draw_batch_curves, &curves))) &&
                  (!o.report || write_report(o.report, &r, &curves, &outputs));
     if (!sink_batch_finish(&outputs, whole))
@@ -636,6 +997,8 @@ int cmd_compare(int argc, char **argv)
     else if (r.best < 0 && !o.shard_count) /* a shard's verdict waits for the merge */
         status = EXIT_NO_FIT;
 done:
+    for (int64_t i = 0; i < count; i++)
+        compare_row_release(&rows[i]);
     curves_release(&curves);
     free(order);
     free(row_of);

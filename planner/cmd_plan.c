@@ -9,6 +9,7 @@
 #include "model.h"
 #include "plan.h"
 #include "roofline.h"
+#include "serve.h"
 #include "stages.h"
 #include "topology.h"
 #include "trace.h"
@@ -46,6 +47,9 @@ struct planned {
     struct device_memory memory;
     bool have_traffic;
     struct traffic hashed, local; /* replica by hash; a replica in the token's domain first */
+    const struct serve_workload *serving; /* --isl/--osl: step and rates are aggregated serving's */
+    bool served;                         /* the batch fits and its prefill fits the chunk budget */
+    double ttft_s, tpot_s;
 };
 
 /* Says on stderr which stage does not fit, what fills its devices, by how much it is short, and
@@ -299,6 +303,16 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct model *m
     json_number(&j, p->step.tokens_per_s_per_device);
     json_key(&j, "bound");
     json_string(&j, roof_term_name(p->step.bound));
+    if (p->serving) {
+        json_key(&j, "workload");
+        json_begin_object(&j);
+        cli_json_serve_workload(&j, p->serving);
+        json_end_object(&j);
+        json_key(&j, "ttft_s");
+        json_positive_or_null(&j, p->served ? p->ttft_s : 0);
+        json_key(&j, "tpot_s");
+        json_positive_or_null(&j, p->served ? p->tpot_s : 0);
+    }
     json_key(&j, "kind");
     json_string(&j, p->estimate ? "estimate" : "bound");
     if (p->estimate) {
@@ -391,8 +405,16 @@ static void write_text(FILE *out, const struct model *m, const struct topology *
         cli_text_efficiency(out, &p->efficiency, p->calibration);
     format_count(p->step.tokens_per_s, a, sizeof a);
     format_count(p->step.tokens_per_s_per_device, b, sizeof b);
+    if (p->serving)
+        fprintf(out, "  serving %lld prompt and %lld output tokens a request: each step carries the decode batch and "
+                     "the prefill of the prompts that replace finished requests; tokens/s are output tokens\n",
+                (long long)p->serving->isl, (long long)p->serving->osl);
     fprintf(out, "  step %.4g ms, %s tokens/s, %s per device; %s binds; %s GB free per device\n",
             p->step.step_s * 1e3, a, b, roof_term_name(p->step.bound), gb);
+    if (p->serving && p->served)
+        fprintf(out, "  TTFT %.1f ms, TPOT %.2f ms\n", p->ttft_s * 1e3, p->tpot_s * 1e3);
+    else if (p->serving)
+        fprintf(out, "  the batch's prefill exceeds the chunk budget (--chunk) or its KV does not fit\n");
     if (p->estimate) {
         format_count(p->bound_step.tokens_per_s, a, sizeof a);
         format_count(p->bound_step.tokens_per_s_per_device, b, sizeof b);
@@ -680,6 +702,15 @@ int cmd_plan(int argc, char **argv)
     cli_workload(&o, &w);
     struct planned p;
     memset(&p, 0, sizeof p);
+    struct serve_workload serving;
+    cli_serve_workload(&o, &serving);
+    if (o.isl > 0) {
+        if (m.max_context > 0 && o.isl + o.osl > m.max_context)
+            return cli_usage_error(o.command, "--isl %lld plus --osl %lld is longer than %s's maximum of %lld tokens",
+                                   (long long)o.isl, (long long)o.osl, m.name, (long long)m.max_context);
+        w.context = o.isl + o.osl; /* HBM holds a sequence at its longest */
+        p.serving = &serving;
+    }
     if (!cli_efficiency(&o, &t, o.positional[1], w.weights, &p.efficiency, &p.calibration))
         return EXIT_USAGE;
     p.estimate = !efficiency_is_bound(&p.efficiency);
@@ -718,9 +749,22 @@ int cmd_plan(int argc, char **argv)
                                "size / PP); choose --racks or --pp to match",
                                (long long)o.ep, (long long)p.layout.ep);
     }
-    /* the batch: as asked, or the largest that fits this layout at the context */
+    /* the batch: as asked, or the largest that fits this layout at the context (with a workload:
+     * and whose serving step meets the targets) */
     p.layout.redundant = o.redundant;
     int64_t most = o.batch_set ? 0 : plan_max_batch(&m, &t, &p.layout, &w);
+    struct graph_summary g;
+    if (graph_analyse(&t, o.racks, &g) != GRAPH_OK) {
+        loads_release(&p.loads);
+        fprintf(stderr, "rackplan plan: the interconnect graph could not be built (out of memory)\n");
+        return EXIT_IO;
+    }
+    struct serve_pool pool = {.model = &m, .topology = &t, .precisions = w, .efficiency = p.efficiency,
+                              .price_usd_per_hour = t.price_usd_per_hour};
+    if (p.serving && most > 0) {
+        int64_t within = serve_largest_batch(&pool, &g, &p.layout, &serving, most);
+        most = within > 0 ? within : 1;
+    }
     p.batch = o.batch_set ? o.batch : (most > 0 ? most : 1);
     w.batch = p.batch;
     p.redundant_auto = o.redundant_auto && p.moe;
@@ -735,6 +779,11 @@ int cmd_plan(int argc, char **argv)
         p.layout.stage_start = p.split.start; /* memory and time on the solved stages */
         if (!o.batch_set) {
             most = plan_max_batch(&m, &t, &p.layout, &w);
+            if (p.serving && most > 0) {
+                pool.precisions = w;
+                int64_t within = serve_largest_batch(&pool, &g, &p.layout, &serving, most);
+                most = within > 0 ? within : 1;
+            }
             p.batch = w.batch = most > 0 ? most : 1;
         }
         plan_memory(&m, &t, &p.layout, &w, &p.memory);
@@ -793,19 +842,28 @@ int cmd_plan(int argc, char **argv)
     }
     trace_release(&trace);
 
-    struct graph_summary g;
-    if (graph_analyse(&t, o.racks, &g) != GRAPH_OK) {
-        loads_release(&p.loads);
-        cluster_placement_release(&p.experts);
-        fprintf(stderr, "rackplan plan: the interconnect graph could not be built (out of memory)\n");
-        return EXIT_IO;
-    }
     struct roof_setup setup = {.model = &m, .topology = &t, .graph = &g, .layout = p.layout, .workload = w,
                                .efficiency = EFFICIENCY_BOUND,
                                .expert_imbalance = p.moe ? p.experts.gpu_imbalance_mean : 1};
-    roof_decode(&setup, p.batch, &p.bound_step);
+    if (p.serving) {
+        pool.precisions = w;
+        pool.expert_imbalance = setup.expert_imbalance;
+        struct serve_pool bound_pool = pool;
+        bound_pool.efficiency = EFFICIENCY_BOUND;
+        serve_aggregated_step(&bound_pool, &g, &p.layout, &serving, p.batch, &p.bound_step);
+        serve_aggregated_step(&pool, &g, &p.layout, &serving, p.batch, &p.step);
+        struct serve_point served;
+        p.served = serve_aggregated(&pool, &g, &p.layout, &serving, p.batch, &served);
+        if (p.served) {
+            p.ttft_s = served.ttft_s;
+            p.tpot_s = served.tpot_s;
+        }
+    } else {
+        roof_decode(&setup, p.batch, &p.bound_step);
+        setup.efficiency = p.efficiency;
+        roof_decode(&setup, p.batch, &p.step);
+    }
     setup.efficiency = p.efficiency;
-    roof_decode(&setup, p.batch, &p.step);
 
     status = p.memory.free_bytes >= 0 ? EXIT_OK : EXIT_NO_FIT;
     struct plan_output output = {.model = &m, .topology = &t, .workload = &w, .planned = &p, .format = o.format};

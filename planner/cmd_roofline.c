@@ -5,6 +5,7 @@
 #include "model.h"
 #include "plan.h"
 #include "roofline.h"
+#include "serve.h"
 #include "topology.h"
 
 #include "../reports/json.h"
@@ -26,6 +27,7 @@ struct report {
     int64_t count;
     double floor_s, ideal_floor_s, bound_floor_s;
     int64_t crossover;
+    const struct serve_workload *serving; /* --isl/--osl: each point a serving step; NULL: bare decode */
 };
 
 static void write_tree(FILE *out, enum json_syntax syntax, const struct report *r)
@@ -45,6 +47,12 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct report *
     cli_json_precision(&j, &r->setup->workload);
     json_key(&j, "context");
     json_int(&j, r->setup->workload.context);
+    if (r->serving) {
+        json_key(&j, "workload");
+        json_begin_object(&j);
+        cli_json_serve_workload(&j, r->serving);
+        json_end_object(&j);
+    }
     json_key(&j, "efficiency");
     cli_json_efficiency(&j, e, r->calibration);
     json_key(&j, "latency_floor_s");
@@ -143,6 +151,17 @@ static void write_text(FILE *out, const struct report *r)
         cli_text_efficiency(out, e, r->calibration);
     else
         fprintf(out, "  bound: every device at peak FLOP/s, HBM and link bandwidth (efficiency 1)\n");
+    if (r->serving && r->options->prefill) {
+        fprintf(out, "  workload: prompts of %lld tokens, %.0f%% of them from a prefix cache; tokens/s counts the "
+                     "prompt tokens computed\n",
+                (long long)r->serving->isl, r->serving->prefix_hit * 100);
+    } else if (r->serving) {
+        fprintf(out, "  workload: %lld prompt and %lld output tokens a request; each step carries the batch's "
+                     "decode (KV read at %lld tokens) and the prefill of the prompts that replace finished "
+                     "requests; tokens/s counts output tokens\n",
+                (long long)r->serving->isl, (long long)r->serving->osl,
+                (long long)(r->serving->isl + r->serving->osl / 2));
+    }
     if (r->options->prefill) {
         format_count((double)r->setup->workload.context, a, sizeof a);
         fprintf(out, "  prompts of %s tokens; each attends to half its prompt on average (causal)\n", a);
@@ -227,6 +246,15 @@ int cmd_roofline(int argc, char **argv)
     struct roof_setup s = {.model = &m, .topology = &t};
     cli_workload(&o, &s.workload);
     s.workload.batch = 1; /* the layout is chosen for the weights; each point has its batch */
+    struct serve_workload serving;
+    cli_serve_workload(&o, &serving);
+    if (o.isl > 0) {
+        if (m.max_context > 0 && o.isl + o.osl > m.max_context)
+            return cli_usage_error(o.command, "--isl %lld plus --osl %lld is longer than %s's maximum of %lld tokens",
+                                   (long long)o.isl, (long long)o.osl, m.name, (long long)m.max_context);
+        /* HBM holds a sequence at its longest, isl + osl (--phase prefill: the prompt) */
+        s.workload.context = o.prefill ? o.isl : o.isl + o.osl;
+    }
     int64_t devices = o.racks * t.domain_devices;
     if (!plan_choose_layout(&m, &t, o.racks, devices, &s.workload, &s.layout))
         return cli_usage_error(o.command, "no layout with the pinned TP/PP on %lld devices",
@@ -262,7 +290,22 @@ int cmd_roofline(int argc, char **argv)
         estimate ? xcalloc((size_t)(count > 0 ? count : 1), sizeof *bound_points) : NULL;
     struct roof_setup bound = s;
     bound.efficiency = EFFICIENCY_BOUND;
-    for (int64_t i = 0; i < count; i++) {
+    struct serve_pool pool = {.model = &m, .topology = &t, .precisions = s.workload, .efficiency = s.efficiency,
+                              .price_usd_per_hour = t.price_usd_per_hour};
+    struct serve_pool bound_pool = pool;
+    bound_pool.efficiency = EFFICIENCY_BOUND;
+    for (int64_t i = 0; i < count && o.isl > 0; i++) {
+        if (o.prefill) {
+            serve_prefill_step(&pool, &g, &s.layout, &serving, batches[i], &points[i]);
+            if (estimate)
+                serve_prefill_step(&bound_pool, &g, &s.layout, &serving, batches[i], &bound_points[i]);
+        } else {
+            serve_aggregated_step(&pool, &g, &s.layout, &serving, batches[i], &points[i]);
+            if (estimate)
+                serve_aggregated_step(&bound_pool, &g, &s.layout, &serving, batches[i], &bound_points[i]);
+        }
+    }
+    for (int64_t i = 0; i < count && o.isl == 0; i++) {
         if (o.prefill) {
             roof_prefill(&s, batches[i], o.context, &points[i]);
             if (estimate)
@@ -273,11 +316,16 @@ int cmd_roofline(int argc, char **argv)
                 roof_decode(&bound, batches[i], &bound_points[i]);
         }
     }
+    /* the crossover of the decode step at the mean KV a sequence holds */
+    struct roof_setup mean = s;
+    if (o.isl > 0)
+        mean.workload.context = o.isl + o.osl / 2;
     struct report r = {.model = &m, .topology = &t, .options = &o, .setup = &s, .points = points,
+                       .serving = o.isl > 0 ? &serving : NULL,
                        .bound_points = bound_points, .calibration = calibration,
                        .count = count, .floor_s = roof_latency_floor_s(&s),
                        .bound_floor_s = roof_latency_floor_s(&bound), .ideal_floor_s = roof_ideal_floor_s(&s),
-                       .crossover = o.prefill ? 0 : roof_crossover_batch(&s)};
+                       .crossover = o.prefill ? 0 : roof_crossover_batch(&mean)};
     status = EXIT_OK;
     struct sink_batch outputs;
     sink_batch_init(&outputs);

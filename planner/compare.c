@@ -70,6 +70,71 @@ bool compare_row(const struct model *m, const struct topology *t, int64_t racks,
     return true;
 }
 
+bool compare_serving_row(const struct model *m, const struct topology *t, int64_t racks, const struct workload *w,
+                         const struct serve_workload *sw, const struct efficiency *e, double price_usd_per_hour,
+                         struct compare_row *out)
+{
+    *out = (struct compare_row){.racks = racks > 0 ? racks : t->default_domains, .domain_size = t->domain_devices,
+                                .serving = true};
+    out->devices = out->racks * t->domain_devices;
+    out->efficiency = e ? *e : EFFICIENCY_BOUND;
+    out->estimate = !efficiency_is_bound(&out->efficiency);
+    out->price_usd_per_hour = price_usd_per_hour > 0 ? price_usd_per_hour : t->price_usd_per_hour;
+    struct workload held = *w;
+    held.batch = 1;
+    held.context = sw->isl + sw->osl;
+    struct fit fit;
+    if (plan_fit(m, t, out->racks, &held, &fit))
+        out->min_devices = fit.min_devices;
+    struct serve_pool pool = {.model = m, .topology = t, .precisions = *w, .efficiency = out->efficiency,
+                              .max_racks = racks, .price_usd_per_hour = out->price_usd_per_hour};
+    struct serve_result r;
+    if (!serve_search(&pool, NULL, sw, &r))
+        return false;
+    out->fits = r.frontier_count > 0 || r.found;
+    out->tpot_met = r.found;
+    out->frontier = r.frontier;
+    out->frontier_count = r.frontier_count;
+    r.frontier = NULL;
+    r.frontier_count = 0;
+    serve_result_release(&r);
+    if (!r.found)
+        return true;
+    out->served = r.best;
+    out->layout = r.best.decode.layout;
+    out->batch = r.best.decode.batch;
+    out->point = r.best.decode.point;
+    out->point.tokens_per_s_per_device = r.best.tokens_per_s_per_device;
+    out->point.tokens_per_s = r.best.tokens_per_s_per_device * (double)r.best.devices;
+    out->point.cost_per_mtok = r.best.cost_per_mtok;
+    out->devices = r.best.devices;
+    out->max_batch = out->batch;
+    out->cost_per_mtok = r.best.cost_per_mtok;
+    out->joules_per_token = r.best.joules_per_token;
+    out->tokens_per_s_per_rack = r.best.tokens_per_s_per_device * (double)t->domain_devices;
+    /* the floor of the chosen decode instance, on the links it has (serve.h's shapes) */
+    struct topology instance = *t;
+    if (out->layout.racks == 1 && !topology_slice(t, out->layout.devices, &instance))
+        instance = *t;
+    struct graph_summary g;
+    if (graph_analyse(&instance, out->layout.racks, &g) != GRAPH_OK)
+        return false;
+    struct roof_setup s = {.model = m, .topology = &instance, .graph = &g, .layout = out->layout, .workload = held,
+                           .efficiency = out->efficiency};
+    out->latency_floor_s = roof_latency_floor_s(&s);
+    if (model_is_moe(m) && out->layout.ep > t->domain_devices)
+        out->all_to_all_outside = roof_remote_domains_per_token(m, (double)out->layout.ep / (double)t->domain_devices) /
+                                  (double)m->moe.experts_per_token;
+    return true;
+}
+
+void compare_row_release(struct compare_row *row)
+{
+    free(row->frontier);
+    row->frontier = NULL;
+    row->frontier_count = 0;
+}
+
 bool compare_sweep(const struct model *m, const struct topology *t, const struct compare_row *row,
                    const struct workload *w, const int64_t *batches, int64_t count,
                    struct roof_point *out)

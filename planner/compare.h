@@ -9,6 +9,7 @@
 #include "model.h"
 #include "plan.h"
 #include "roofline.h"
+#include "serve.h"
 #include "topology.h"
 
 #include <stdbool.h>
@@ -34,6 +35,12 @@ struct compare_row {
     bool estimate;             /* efficiency below 1 somewhere: an estimate, not a bound */
     double bound_tokens_per_s_per_device; /* an estimate's bound, at the bound's own batch */
     double bound_latency_floor_s;
+    /* With a workload (compare_serving_row): the best deployment serve.h finds; `layout`,
+     * `batch`, `point` and the rates above are its decode instance's and the whole deployment's. */
+    bool serving;
+    struct serve_point served;     /* valid when tpot_met */
+    struct serve_point *frontier;  /* owned: compare_row_release */
+    int64_t frontier_count;
 };
 
 /* Fills `out` for `racks` domains of `t`. `w` gives context and precisions (its batch is
@@ -43,6 +50,17 @@ struct compare_row {
 bool compare_row(const struct model *m, const struct topology *t, int64_t racks,
                  const struct workload *w, const struct efficiency *e, double tpot_s,
                  double price_usd_per_hour, struct compare_row *out);
+
+/* The same row for a workload: the best deployment serve_search finds on `racks` domains of `t`
+ * (racks 0: no cluster given; instances span the fewest domains that hold the model), within
+ * the workload's targets; tpot_met says whether one meets them. The row's tokens/s per device
+ * is output tokens/s over every device of the deployment (prefill devices included), its
+ * devices the deployment's. False when out of memory. */
+bool compare_serving_row(const struct model *m, const struct topology *t, int64_t racks, const struct workload *w,
+                         const struct serve_workload *sw, const struct efficiency *e, double price_usd_per_hour,
+                         struct compare_row *out);
+
+void compare_row_release(struct compare_row *row);
 
 /* The decode step of `row`'s layout at each of `count` batches, at the row's efficiency, its
  * cost per million tokens at the row's price. False when the interconnect graph could not be built. */

@@ -58,6 +58,7 @@ const struct command command_roofline = {
     .usage = "rackplan roofline MODEL TOPOLOGY [--racks N] [--context N] [--batch N | --sweep A:B[:N]]\n"
              "                         [--phase decode|prefill] [--weights PREC] [--kv PREC] [--tp N] [--pp N]\n"
              "                         [--eta-compute X] [--eta-memory X] [--eta-network X]\n"
+             "                         [--isl N --osl N [--prefix-hit F] [--mtp K --mtp-accept P] [--chunk N]]\n"
              "                         [--format text|json|csv] [-o FILE] [--plot FILE.svg] [--shard I/N]",
     .help = "The decode step (or prefill) of a batch on the layout fit would choose: compute,\n"
             "weights read (only the experts the batch hits), KV read, and network (EP all-to-all\n"
@@ -65,7 +66,10 @@ const struct command command_roofline = {
             "tokens/s, tokens/s per device and cost per million tokens when a price is known.\n"
             "Also the latency floor (batch 1, weights still stream) and the batch at which compute\n"
             "reaches memory (none when the KV read per sequence outgrows compute).\n"
-            "With efficiency 1 (the default) every time is a lower bound; below 1, an estimate.\n",
+            "With efficiency 1 (the default) every time is a lower bound; below 1, an estimate.\n"
+            "With --isl/--osl each point is a serving step: the batch's decode at isl + osl/2 tokens\n"
+            "of KV and the prefill of the prompts that replace finished requests; tokens/s are output\n"
+            "tokens, prefill included (--phase prefill: prompts of --isl tokens).\n",
     .options = OPTS_FORMAT | OPTS_PRECISION | OPTS_CONTEXT | OPTS_RACKS | OPTS_BATCH | OPTS_FIT |
                OPTS_ROOFLINE | OPTS_WORKLOAD,
     .positionals = 2,
@@ -78,14 +82,16 @@ const struct command command_plan = {
     .usage = "rackplan plan MODEL TOPOLOGY [--racks N] [--loads FILE.csv] [--redundant N] [--ep N]\n"
              "                     [--tp N] [--pp N] [--batch N] [--context N] [--time-limit S]\n"
              "                     [--expert-map FILE.csv|FILE.json] [--report FILE.md|FILE.html]\n"
+             "                     [--isl N --osl N [--ttft-ms X] [--tpot-ms Y] [--prefix-hit F] [--mtp K --mtp-accept P]]\n"
              "                     [--format text|json] [-o FILE]",
     .help = "Chooses the layout fit would (pinned by --tp/--pp/--ep), splits layers into pipeline\n"
             "stages (exact DP, proven optimal by an ILP), places routed experts and replicas of hot\n"
             "experts on devices for the expert loads (uniform without --loads), and predicts the step\n"
             "from the roofline with the placement's load imbalance. The batch defaults to the largest\n"
-            "that fits. Exit 0 when the plan fits, 1 when it does not.\n",
+            "that fits (with --isl/--osl: that fits at isl + osl tokens and whose serving step, prefill\n"
+            "included, meets --ttft-ms and --tpot-ms). Exit 0 when the plan fits, 1 when it does not.\n",
     .options = OPTS_FORMAT | OPTS_PRECISION | OPTS_CONTEXT | OPTS_RACKS | OPTS_BATCH | OPTS_FIT |
-               OPTS_PLAN | OPTS_WORKLOAD,
+               OPTS_PLAN | OPTS_WORKLOAD | OPTS_TARGETS,
     .positionals = 2,
 };
 
@@ -97,6 +103,7 @@ const struct command command_compare = {
              "                        [--price DEVICE=USD_PER_HOUR]... [--weights PREC] [--kv PREC]\n"
              "                        [--domain-sizes N[,N...] [--devices N]] [--plot FILE.svg]\n"
              "                        [--report FILE.md|FILE.html] [--shard I/N]\n"
+             "                        [--isl N --osl N [--ttft-ms X] [--mode M] [--prefix-hit F] [--mtp K --mtp-accept P]]\n"
              "                        [--format text|json|yaml|csv|md] [-o FILE]",
     .help = "Which hardware to buy: for each topology and cluster size, whether the model fits (and\n"
             "the fewest devices that hold it), the latency floor (the decode step at batch 1), the\n"
@@ -107,8 +114,11 @@ const struct command command_compare = {
             "token; the best is marked. Each topology is laid out as fit and roofline would.\n"
             "--domain-sizes asks what a bigger scale-up domain buys: one topology's accelerator\n"
             "in domains of each size, on the same devices, rows in size order.\n"
+            "With --isl/--osl each row is instead the best deployment rackplan serve finds on that\n"
+            "hardware for the workload (mode, instance, batch, TTFT, TPOT, output tokens/s per device\n"
+            "over every device, prefill devices included), sorted by cost per token the same way.\n"
             "Exit 0 when some row fits (and meets the target), 1 when none does.\n",
-    .options = OPTS_FORMAT | OPTS_PRECISION | OPTS_CONTEXT | OPTS_COMPARE | OPTS_WORKLOAD,
+    .options = OPTS_FORMAT | OPTS_PRECISION | OPTS_CONTEXT | OPTS_COMPARE | OPTS_WORKLOAD | OPTS_TARGETS,
     .positionals = 2,
     .more = true,
 };
@@ -140,8 +150,8 @@ const struct command command_calibrate = {
             "device and where it is published), predicts each with the roofline, and fits a compute\n"
             "and a memory efficiency per accelerator and weight precision, scale-up and scale-out\n"
             "efficiencies and a fixed time per step, minimising the squared log errors (groups\n"
-            "shrunk toward their geometric mean). Prints, per measurement, the bound (efficiency 1,\n"
-            "decode alone), the estimate and its error, and the estimate refitted without it\n"
+            "shrunk toward their geometric mean). Prints, per measurement, the bound (efficiency 1),\n"
+            "the estimate and its error, and the estimate refitted without it\n"
             "(leave-one-out); then the <efficiency> rows for the topology files, which --estimate\n"
             "uses. Exit 0, or 1 when a bound is below its measurement (the model misses something).\n",
     .options = OPTS_FORMAT,
@@ -169,7 +179,7 @@ const struct command command_serve = {
             "that serve R requests/s. Every figure is a roofline bound, or with --estimate the\n"
             "topology's calibrated estimate beside the bound. Exit 0 when some deployment meets the\n"
             "targets (and serves --rate within --racks), 1 when none does.\n",
-    .options = OPTS_FORMAT | OPTS_PRECISION | OPTS_RACKS | OPTS_FIT | OPTS_WORKLOAD | OPTS_SERVE,
+    .options = OPTS_FORMAT | OPTS_PRECISION | OPTS_RACKS | OPTS_FIT | OPTS_WORKLOAD | OPTS_TARGETS | OPTS_SERVE,
     .positionals = 2,
 };
 

@@ -47,7 +47,8 @@ static int64_t prefill_context(const struct serve_workload *w)
 static struct roof_setup setup_of(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l)
 {
     return (struct roof_setup){.model = pool->model, .topology = pool->topology, .graph = g, .layout = *l,
-                               .workload = pool->precisions, .efficiency = pool->efficiency};
+                               .workload = pool->precisions, .efficiency = pool->efficiency,
+                               .expert_imbalance = pool->expert_imbalance};
 }
 
 /* Whether `sequences` sequences (or prompts) of `context` tokens fit in HBM on layout `l`. */
@@ -67,37 +68,58 @@ static double cost_per_mtok(double usd_per_hour_all, double tokens_per_s)
     return usd_per_hour_all > 0 && tokens_per_s > 0 ? usd_per_hour_all / 3600 / tokens_per_s * 1e6 : 0;
 }
 
-bool serve_aggregated(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
-                      const struct serve_workload *w, int64_t batch, struct serve_point *out)
+/* The aggregated step of `batch` sequences; *rank_prefill gets the prefill tokens a DP rank's
+ * step carries. */
+static void aggregated_step(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
+                            const struct serve_workload *w, int64_t batch, struct roof_point *out,
+                            double *rank_prefill)
 {
-    if (batch < 1 || !holds(pool, pool->topology, l, batch, w->isl + w->osl))
-        return false;
     double y = serve_tokens_per_step(w);
     double computed = prefilled_tokens(w);
     double prefill = y * (double)batch * computed / (double)w->osl; /* tokens a step */
-    double rank_prefill = prefill / (double)l->dp;
-    double chunk = (double)w->chunk_tokens;
-    if (rank_prefill > chunk)
-        return false;
+    *rank_prefill = prefill / (double)l->dp;
     struct roof_setup s = setup_of(pool, g, l);
     struct roof_step step = {.sequences = (double)batch, .tokens_per_sequence = 1 + (double)(w->mtp > 0 ? w->mtp : 0),
                              .context = decode_context(w),
                              .prefill_prompts = computed > 0 ? prefill / computed : 0,
                              .prefill_tokens_per_prompt = computed, .prefill_context = prefill_context(w)};
+    roof_step(&s, &step, out);
+    out->tokens_per_s = y * (double)batch / out->step_s;
+    out->tokens_per_s_per_device = out->tokens_per_s / (double)l->devices;
+    out->cost_per_mtok = cost_per_mtok(pool->price_usd_per_hour * (double)l->devices, out->tokens_per_s);
+}
+
+void serve_aggregated_step(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
+                           const struct serve_workload *w, int64_t batch, struct roof_point *out)
+{
+    double rank_prefill;
+    aggregated_step(pool, g, l, w, batch, out, &rank_prefill);
+    out->fits = holds(pool, pool->topology, l, batch, w->isl + w->osl) && rank_prefill <= (double)w->chunk_tokens;
+}
+
+bool serve_aggregated(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
+                      const struct serve_workload *w, int64_t batch, struct serve_point *out)
+{
+    if (batch < 1 || !holds(pool, pool->topology, l, batch, w->isl + w->osl))
+        return false;
     struct serve_point p = {.mode = SERVE_AGGREGATED, .decode_instances = 1};
-    roof_step(&s, &step, &p.decode.point);
+    double rank_prefill, chunk = (double)w->chunk_tokens;
+    aggregated_step(pool, g, l, w, batch, &p.decode.point, &rank_prefill);
+    if (rank_prefill > chunk)
+        return false;
     p.decode.point.fits = true;
     p.decode.layout = *l;
     p.decode.batch = batch;
+    double y = serve_tokens_per_step(w);
     double t = p.decode.step_s = p.decode.point.step_s;
     p.decode.requests_per_s = y * (double)batch / t / (double)w->osl;
     p.devices = l->devices;
     p.tpot_s = t / y;
     p.prefill_use = rank_prefill / chunk;
-    p.ttft_s = (0.5 + ceil(computed / chunk)) * t;
+    p.ttft_s = (0.5 + ceil(prefilled_tokens(w) / chunk)) * t;
     p.tokens_per_s_per_user = y / t;
-    p.tokens_per_s_per_device = p.decode_tokens_per_s_per_device = y * (double)batch / t / (double)l->devices;
-    p.cost_per_mtok = cost_per_mtok(pool->price_usd_per_hour * (double)l->devices, y * (double)batch / t);
+    p.tokens_per_s_per_device = p.decode_tokens_per_s_per_device = p.decode.point.tokens_per_s_per_device;
+    p.cost_per_mtok = p.decode.point.cost_per_mtok;
     if (pool->topology->power_watts > 0)
         p.joules_per_token = pool->topology->power_watts / p.tokens_per_s_per_device;
     p.meets = (w->ttft_s <= 0 || p.ttft_s <= w->ttft_s) && (w->tpot_s <= 0 || p.tpot_s <= w->tpot_s);
@@ -105,17 +127,28 @@ bool serve_aggregated(const struct serve_pool *pool, const struct graph_summary 
     return true;
 }
 
-bool serve_decode_instance(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
-                           const struct serve_workload *w, int64_t batch, struct serve_instance *out)
+void serve_decode_step(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
+                       const struct serve_workload *w, int64_t batch, struct roof_point *out)
 {
-    if (batch < 1 || !holds(pool, pool->topology, l, batch, w->isl + w->osl))
-        return false;
     struct roof_setup s = setup_of(pool, g, l);
     struct roof_step step = {.sequences = (double)batch, .tokens_per_sequence = 1 + (double)(w->mtp > 0 ? w->mtp : 0),
                              .context = decode_context(w)};
+    roof_step(&s, &step, out);
+    out->tokens_per_s = serve_tokens_per_step(w) * (double)batch / out->step_s;
+    out->tokens_per_s_per_device = out->tokens_per_s / (double)l->devices;
+    out->cost_per_mtok = cost_per_mtok(pool->price_usd_per_hour * (double)l->devices, out->tokens_per_s);
+    out->fits = holds(pool, pool->topology, l, batch, w->isl + w->osl);
+}
+
+bool serve_decode_instance(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
+                           const struct serve_workload *w, int64_t batch, struct serve_instance *out)
+{
+    if (batch < 1)
+        return false;
     struct serve_instance d = {.layout = *l, .batch = batch};
-    roof_step(&s, &step, &d.point);
-    d.point.fits = true;
+    serve_decode_step(pool, g, l, w, batch, &d.point);
+    if (!d.point.fits)
+        return false;
     d.step_s = d.point.step_s;
     d.requests_per_s = serve_tokens_per_step(w) * (double)batch / d.step_s / (double)w->osl;
     *out = d;
@@ -130,18 +163,29 @@ static int64_t prompts_per_rank(const struct serve_workload *w)
     return most > 0 ? most : 1;
 }
 
-bool serve_prefill_instance(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
-                            const struct serve_workload *w, int64_t prompts, struct serve_instance *out)
+void serve_prefill_step(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
+                        const struct serve_workload *w, int64_t prompts, struct roof_point *out)
 {
-    int64_t rank_prompts = (prompts + l->dp * l->pp - 1) / (l->dp * l->pp);
-    if (prompts < 1 || rank_prompts > prompts_per_rank(w) || !holds(pool, pool->topology, l, prompts, w->isl))
-        return false;
     struct roof_setup s = setup_of(pool, g, l);
     struct roof_step step = {.sequences = (double)prompts, .tokens_per_sequence = prefilled_tokens(w),
                              .context = prefill_context(w)};
+    roof_step(&s, &step, out);
+    out->tokens_per_s = (double)prompts * prefilled_tokens(w) / out->step_s;
+    out->tokens_per_s_per_device = out->tokens_per_s / (double)l->devices;
+    out->cost_per_mtok = cost_per_mtok(pool->price_usd_per_hour * (double)l->devices, out->tokens_per_s);
+    int64_t rank_prompts = (prompts + l->dp * l->pp - 1) / (l->dp * l->pp);
+    out->fits = rank_prompts <= prompts_per_rank(w) && holds(pool, pool->topology, l, prompts, w->isl);
+}
+
+bool serve_prefill_instance(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
+                            const struct serve_workload *w, int64_t prompts, struct serve_instance *out)
+{
+    if (prompts < 1)
+        return false;
     struct serve_instance p = {.layout = *l, .batch = prompts};
-    roof_step(&s, &step, &p.point);
-    p.point.fits = true;
+    serve_prefill_step(pool, g, l, w, prompts, &p.point);
+    if (!p.point.fits)
+        return false;
     p.step_s = p.point.step_s;
     p.requests_per_s = (double)prompts / p.step_s;
     *out = p;
@@ -465,6 +509,8 @@ static void consider(struct search *s, const struct serve_point *p, const struct
 {
     struct serve_result *r = s->result;
     r->points++;
+    if (!(p->tokens_per_s_per_device > 0 && isfinite(p->tokens_per_s_per_device)))
+        return; /* a step that takes forever (no peak at the precision) serves nothing */
     if (s->w->ttft_s <= 0 || p->ttft_s <= s->w->ttft_s * (1 + 1e-12))
         points_add(&s->all, p);
     if (!p->meets)
@@ -494,39 +540,45 @@ static int64_t batches_to_try(int64_t most, int64_t within, int64_t step, int64_
 }
 
 /* Whether `batch` meets the targets on an aggregated instance (and fits). */
-static bool aggregated_within(const struct serve_pool *pool, const struct candidate_layout *c,
+static bool aggregated_within(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
                               const struct serve_workload *w, int64_t batch)
 {
     struct serve_point p;
-    return serve_aggregated(pool, &c->shape->graph, &c->layout, w, batch, &p) && p.meets;
+    return serve_aggregated(pool, g, l, w, batch, &p) && p.meets;
 }
 
-static bool decode_within(const struct serve_pool *pool, const struct candidate_layout *c,
+static bool decode_within(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
                           const struct serve_workload *w, int64_t batch)
 {
     struct serve_instance d;
-    return serve_decode_instance(pool, &c->shape->graph, &c->layout, w, batch, &d) &&
+    return serve_decode_instance(pool, g, l, w, batch, &d) &&
            (w->tpot_s <= 0 || d.step_s / serve_tokens_per_step(w) <= w->tpot_s);
 }
 
 /* The largest batch in [1, most] for which `ok` holds, `ok` holding for every batch below one
  * where it holds; 0: none. */
-static int64_t largest_within(const struct serve_pool *pool, const struct candidate_layout *c,
+static int64_t largest_within(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
                               const struct serve_workload *w, int64_t most,
-                              bool (*ok)(const struct serve_pool *, const struct candidate_layout *,
+                              bool (*ok)(const struct serve_pool *, const struct graph_summary *, const struct layout *,
                                          const struct serve_workload *, int64_t))
 {
-    if (most < 1 || !ok(pool, c, w, 1))
+    if (most < 1 || !ok(pool, g, l, w, 1))
         return 0;
     int64_t low = 1, high = most;
     while (low < high) {
         int64_t mid = low + (high - low + 1) / 2;
-        if (ok(pool, c, w, mid))
+        if (ok(pool, g, l, w, mid))
             low = mid;
         else
             high = mid - 1;
     }
     return low;
+}
+
+int64_t serve_largest_batch(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
+                            const struct serve_workload *w, int64_t most)
+{
+    return largest_within(pool, g, l, w, most, aggregated_within);
 }
 
 /* A pool as one of its shapes sees it: the slice's topology. */
@@ -545,7 +597,7 @@ static void search_aggregated(struct search *s, const struct serve_pool *pool, c
         if (c->max_sequences < 1)
             continue;
         struct serve_pool on = pool_on(pool, c);
-        int64_t within = largest_within(&on, c, w, c->max_sequences, aggregated_within);
+        int64_t within = largest_within(&on, &c->shape->graph, &c->layout, w, c->max_sequences, aggregated_within);
         int64_t batches[SERVE_BATCH_POINTS + 2];
         int64_t count = batches_to_try(c->max_sequences, within, c->layout.dp * c->layout.pp, batches);
         for (int64_t b = 0; b < count; b++) {
@@ -622,8 +674,7 @@ static void search_disaggregated(struct search *s, const struct serve_pool *deco
         double chosen_cost = INFINITY;
         for (int64_t j = 0; j < option_count; j++) {
             const struct prefill_option *o = &options[j];
-            struct serve_pool prefill_on = pool_on(prefill_pool, o->layout);
-            double transfer = serve_kv_transfer_s(&prefill_on, &o->instance.layout, &on, &c->layout, w, NULL);
+            double transfer = serve_kv_transfer_s(prefill_pool, &o->instance.layout, decode_pool, &c->layout, w, NULL);
             double limit = prefill_use_limit(w, o->instance.step_s, transfer);
             if (limit <= 0)
                 continue;
@@ -635,19 +686,20 @@ static void search_disaggregated(struct search *s, const struct serve_pool *deco
         }
         if (!chosen)
             continue;
-        struct serve_pool prefill_on = pool_on(prefill_pool, chosen->layout);
-        int64_t within = largest_within(&on, c, w, c->max_sequences, decode_within);
+        int64_t within = largest_within(&on, &c->shape->graph, &c->layout, w, c->max_sequences, decode_within);
         int64_t batches[SERVE_BATCH_POINTS + 2];
         int64_t count = batches_to_try(c->max_sequences, within, c->layout.dp * c->layout.pp, batches);
         for (int64_t b = 0; b < count; b++) {
             struct serve_instance d;
             if (!serve_decode_instance(&on, &c->shape->graph, &c->layout, w, batches[b], &d))
                 continue;
+            /* the whole pools, not the instances' slices: whether a prefill and a decode instance
+             * share a domain is a question about the topology */
             struct serve_point p, sized;
-            if (!serve_disaggregated(&prefill_on, &chosen->instance, &on, &d, w, 0, &p))
+            if (!serve_disaggregated(prefill_pool, &chosen->instance, decode_pool, &d, w, 0, &p))
                 continue;
             bool sizing = w->rate > 0 &&
-                          serve_disaggregated(&prefill_on, &chosen->instance, &on, &d, w, w->rate, &sized);
+                          serve_disaggregated(prefill_pool, &chosen->instance, decode_pool, &d, w, w->rate, &sized);
             if (sizing && decode_pool->max_racks > 0 &&
                 sized.devices > decode_pool->max_racks * decode_pool->topology->domain_devices)
                 sized.meets = false;

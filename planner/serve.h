@@ -100,6 +100,7 @@ struct serve_pool {
                                  * span; 0: no cluster given (instances span the fewest domains that
                                  * hold the model, deployments are not capped) */
     double price_usd_per_hour;  /* per device; 0: unknown */
+    double expert_imbalance;    /* max / mean routed-expert load per device (0 or 1: balanced) */
 };
 
 struct serve_instance {
@@ -148,12 +149,29 @@ double serve_tokens_per_step(const struct serve_workload *w);
 bool serve_aggregated(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
                       const struct serve_workload *w, int64_t batch, struct serve_point *out);
 
+/* The same step as a roofline point whatever the batch: its terms, step_s, tokens_per_s counting
+ * output tokens (y B / T) and per device, cost per million of them; fits false when the batch
+ * does not fit at isl + osl or its prefill exceeds the chunk budget. */
+void serve_aggregated_step(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
+                           const struct serve_workload *w, int64_t batch, struct roof_point *out);
+
+/* A decode step (no prefill) of `batch` sequences as a roofline point: tokens_per_s counts output
+ * tokens (y B / T); fits false when the batch does not fit at isl + osl. */
+void serve_decode_step(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
+                       const struct serve_workload *w, int64_t batch, struct roof_point *out);
+
 /* One decode instance (no prefill) and one prefill instance of a disaggregated deployment. False
  * when the batch does not fit. */
 bool serve_decode_instance(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
                            const struct serve_workload *w, int64_t batch, struct serve_instance *out);
 bool serve_prefill_instance(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
                             const struct serve_workload *w, int64_t prompts, struct serve_instance *out);
+
+/* A prefill batch of `prompts` prompts as a roofline point: tokens_per_s counts computed prompt
+ * tokens; fits false when a DP rank would take more than SERVE_PREFILL_TOKENS_PER_RANK tokens
+ * (one prompt if longer) or the prompts do not fit at isl. */
+void serve_prefill_step(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
+                        const struct serve_workload *w, int64_t prompts, struct roof_point *out);
 
 /* Seconds to move one request's KV from a prefill to a decode instance (see the header). */
 double serve_kv_transfer_s(const struct serve_pool *prefill, const struct layout *pl, const struct serve_pool *decode,
@@ -165,6 +183,11 @@ double serve_kv_transfer_s(const struct serve_pool *prefill, const struct layout
 bool serve_disaggregated(const struct serve_pool *prefill_pool, const struct serve_instance *prefill,
                          const struct serve_pool *decode_pool, const struct serve_instance *decode,
                          const struct serve_workload *w, double rate, struct serve_point *out);
+
+/* The largest aggregated batch in [1, most] on layout `l` that fits and meets the targets (step
+ * time, TPOT and TTFT never fall as the batch grows); 0: none. */
+int64_t serve_largest_batch(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
+                            const struct serve_workload *w, int64_t most);
 
 /* The search. `prefill_pool` NULL: prefill runs on the decode pool's hardware. False when out of
  * memory (the interconnect graph or the frontier); otherwise `out` is filled (found false when

@@ -381,6 +381,14 @@ const char *topology_kind_name(enum domain_kind kind)
 
 double topology_peak_flops_per_s(const struct topology *t, enum precision p, enum precision *used)
 {
+    /* FP16 matmuls run at the BF16 rate on the GPUs shipped here (NVIDIA's H100 and B200
+     * datasheets list one dense figure for both), and the files give BF16 only: a model that
+     * ships in FP16 must not find no peak at all and take forever. */
+    if (p == PREC_FP16 && t->peak_flops_per_s[PREC_FP16] <= 0 && t->peak_flops_per_s[PREC_BF16] > 0) {
+        if (used)
+            *used = PREC_BF16;
+        return t->peak_flops_per_s[PREC_BF16];
+    }
     for (int q = p; q < PREC_COUNT; q++) {
         if (t->peak_flops_per_s[q] > 0) {
             if (used)

@@ -117,7 +117,8 @@ const char *topology_kind_name(enum domain_kind kind);
 const struct calibration *topology_calibration(const struct topology *t, enum precision weights);
 
 /* Highest peak at `p` or, when `p` is not supported, at the next wider precision the device has
- * (fp4 weights on H100 run fp8 matmuls). 0 if none. Writes the precision used to *used. */
+ * (fp4 weights on H100 run fp8 matmuls; fp16 runs at the bf16 rate). 0 if none. Writes the
+ * precision used to *used. */
 double topology_peak_flops_per_s(const struct topology *t, enum precision p,
                                  enum precision *used);
 

@@ -84,6 +84,19 @@ for format in json yaml csv md; do
     twice "compare --format $format" compare models/qwen3-235b-a22b.yaml topologies/*.xml --racks 1,4 \
         --format $format
 done
+twice "serve --plot --report .md -o .json" serve $dsv3 $gb200 --isl 1024 --osl 1024 --tpot-ms 50 \
+    --plot @DIR@/frontier.svg --report @DIR@/serve.md -o @DIR@/serve.json
+twice "serve --estimate --rate --format yaml" serve $dsv3 topologies/hgx-h200.xml --isl 8192 --osl 1024 \
+    --ttft-ms 2000 --tpot-ms 100 --rate 20 --estimate --format yaml
+twice "serve --prefill-topology --report .html" serve $dsv3 $gb200 --prefill-topology topologies/hgx-b200.xml \
+    --isl 4096 --osl 512 --report @DIR@/hetero.html
+twice "compare --isl --osl --plot --report .md" compare $dsv3 topologies/*.xml --isl 1024 --osl 1024 --tpot-ms 50 \
+    --estimate --plot @DIR@/serving.svg --report @DIR@/serving.md
+for format in json csv; do
+    twice "compare --isl --osl --format $format" compare models/qwen3-235b-a22b.yaml topologies/*.xml \
+        --isl 2048 --osl 512 --format $format
+done
+twice "roofline --isl --osl --estimate" roofline $dsv3 $gb200 --isl 1024 --osl 1024 --sweep 1:20000:9 --estimate
 
 # merge: the parts written once, merged twice
 for i in 1 2 3; do

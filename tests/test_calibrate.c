@@ -12,9 +12,9 @@ static struct measurement llama2_h200(const struct model *m, const struct topolo
 {
     return (struct measurement){
         .id = "llama2-h200", .model = m, .topology = t, .racks = 1, .devices = 1,
-        .workload = {.context = 659, .weights = PREC_FP8, .expert_weights = PREC_FP8, .kv = PREC_FP8,
+        .workload = {.weights = PREC_FP8, .expert_weights = PREC_FP8, .kv = PREC_FP8,
                      .reserve_fraction = PLAN_DEFAULT_RESERVE_FRACTION, .reserve_bytes = -1, .tp = 1},
-        .batch = 64, .prompt = 512, .output = 294, .measured = 1};
+        .batch = 64, .isl = 512, .osl = 294, .measured = 1};
 }
 
 int main(int argc, char **argv)
@@ -27,34 +27,38 @@ int main(int argc, char **argv)
     struct topology h800 = fixture_topology("topologies/hgx-h800.xml");
     struct topology b200 = fixture_topology("topologies/hgx-b200.xml");
 
-    /* By hand: with prefill on the same device, each step batch / output requests end and as
-     * many prompts are prefilled, so a step is decode(64) + 64 x 512 / 294 prompt tokens at the
-     * prefill's time per token (16,384 prompt tokens a device: 32 prompts of 512). */
+    /* By hand: with prefill on the same device, each step 64 / 294 requests end and as many
+     * prompts of 512 tokens start, so one step carries the 64 sequences' decode, reading the KV
+     * at the mean 512 + 294 / 2 = 659 tokens, and 64 x 512 / 294 = 111.5 prompt tokens, which
+     * attend to 256 tokens on average (causal); one device, so tokens/s per device = 64 / step. */
     struct measurement one = llama2_h200(&llama, &h200);
     char why[256];
     bool laid = calibrate_prepare(&one, 1, why, sizeof why);
     CHECK(laid, "Llama 2 70B on one H200 lays out %s", laid ? "" : why);
+    CHECK_EQ(one.workload.context, 512 + 294, "HBM holds each sequence at isl + osl = 806 tokens");
     struct efficiency bound = EFFICIENCY_BOUND;
     struct roof_setup s = {.model = &llama, .topology = &h200, .graph = &one.graph, .layout = one.layout,
                            .workload = one.workload, .efficiency = bound};
-    struct roof_point decode, fill;
+    struct roof_step carried = {.sequences = 64, .tokens_per_sequence = 1, .context = 659,
+                             .prefill_prompts = 64.0 / 294, .prefill_tokens_per_prompt = 512, .prefill_context = 256};
+    struct roof_point mixed, decode;
+    roof_step(&s, &carried, &mixed);
+    s.workload.context = 659;
     roof_decode(&s, 64, &decode);
-    roof_prefill(&s, 32, 512, &fill);
-    double per_token = fill.step_s / (32.0 * 512);
-    double by_hand = 64 / (decode.step_s + 64.0 * 512 / 294 * per_token);
     int64_t batch;
-    CHECK_REL(calibrate_predict(&one, &bound, true, &batch), by_hand, 1e-12,
-              "decode with prefill: 64 / (step + 64 x 512/294 x prefill s per token)");
-    CHECK_REL(calibrate_predict(&one, &bound, false, NULL), 64 / decode.step_s, 1e-12,
-              "decode alone (the bound): 64 / step");
+    CHECK_REL(calibrate_predict(&one, &bound, &batch), 64 / mixed.step_s, 1e-12,
+              "serving: 64 / (a step with 64 decodes at 659 tokens and 111.5 prompt tokens)");
+    CHECK(mixed.compute_s > decode.compute_s && mixed.step_s >= decode.step_s,
+          "the prefill share adds compute (%.4g ms over %.4g ms) and never shortens the step",
+          mixed.compute_s * 1e3, decode.compute_s * 1e3);
     /* a time-per-token target picks the largest batch whose whole step meets it */
     one.batch = 0;
     one.tpot_s = 0.040;
-    double within = calibrate_predict(&one, &bound, true, &batch);
+    double within = calibrate_predict(&one, &bound, &batch);
     struct measurement next = one;
     next.batch = batch + 1;
     next.tpot_s = 0;
-    double step = batch / within, longer = (batch + 1) / calibrate_predict(&next, &bound, true, NULL);
+    double step = batch / within, longer = (batch + 1) / calibrate_predict(&next, &bound, NULL);
     CHECK(batch > 1 && step <= 0.040 && longer > 0.040,
           "40 ms a token: batch %lld steps %.4f s, one more %.4f s", (long long)batch, step, longer);
 
@@ -92,13 +96,13 @@ int main(int argc, char **argv)
           "grouped by accelerator and weight precision: H800 fp8, H200 fp8, B200 fp4");
     const struct efficiency truth[3] = {{0.35, 0.45, 0.775, 1, 0, 0.8}, {0.7, 0.55, 0.775, 1, 0, 0.8}, {0.6, 0.3, 0.775, 1, 0, 0.8}};
     for (int i = 0; i < 6; i++)
-        m[i].measured = calibrate_predict(&m[i], &truth[m[i].group], true, NULL);
+        m[i].measured = calibrate_predict(&m[i], &truth[m[i].group], NULL);
     struct calibration_fit fit;
     calibrate_fit(m, 6, NULL, NULL, &fit);
     double worst = 0;
     for (int i = 0; i < 6; i++) {
         struct efficiency e = calibration_efficiency(&fit, m[i].group);
-        double error = fabs(calibrate_predict(&m[i], &e, true, NULL) / m[i].measured - 1);
+        double error = fabs(calibrate_predict(&m[i], &e, NULL) / m[i].measured - 1);
         worst = error > worst ? error : worst;
     }
     /* the shrinkage toward the pooled factors costs the truth its deviations, so the fit may

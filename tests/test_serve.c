@@ -1,0 +1,670 @@
+/* The serving engine (serve.h) against hand arithmetic (issue 17): MTP tokens a step, one
+ * aggregated instance term by term, the chunk budget, a disaggregated xPyD pair and its KV
+ * transfer, then the search: the frontier's shape, --rate sizing, an exhaustive brute force on a
+ * small case, determinism, and a TPU pod that must not be served as one instance.
+ *
+ * Every expected number is worked out beside its check from the model and topology files'
+ * published figures, or is a closed form stated beside it; none is pasted from a run. */
+#include "fixtures.h"
+#include "roofline.h"
+#include "serve.h"
+#include "tap.h"
+
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A pool on `t` at the model's own precisions, the default reserve, and efficiency 1, so that
+ * each time is a roofline bound the hand arithmetic below can reproduce exactly. */
+static struct serve_pool pool_of(const struct model *m, const struct topology *t)
+{
+    struct workload precisions = {.batch = 1, .weights = m->weights_precision,
+                                  .expert_weights = m->expert_weights_precision, .kv = m->kv_precision,
+                                  .reserve_fraction = PLAN_DEFAULT_RESERVE_FRACTION, .reserve_bytes = -1};
+    return (struct serve_pool){.model = m, .topology = t, .precisions = precisions,
+                               .efficiency = EFFICIENCY_BOUND};
+}
+
+/* isl/osl with no targets, no prefix cache, no MTP, the default chunk and both modes. */
+static struct serve_workload workload(int64_t isl, int64_t osl)
+{
+    return (struct serve_workload){.isl = isl, .osl = osl, .mtp_accept = 1,
+                                   .chunk_tokens = SERVE_DEFAULT_CHUNK_TOKENS, .mode = SERVE_BEST};
+}
+
+/* The roof_setup serve.c must be using for a pool and layout (serve.h: every time is roof_step at
+ * the pool's efficiency); built here field by field rather than borrowed from the engine. */
+static struct roof_setup setup_of(const struct serve_pool *pool, const struct graph_summary *g,
+                                  const struct layout *l)
+{
+    return (struct roof_setup){.model = pool->model, .topology = pool->topology, .graph = g, .layout = *l,
+                               .workload = pool->precisions, .efficiency = pool->efficiency};
+}
+
+static void analyse(const struct topology *t, int64_t racks, struct graph_summary *g)
+{
+    if (graph_analyse(t, racks, g) != GRAPH_OK) {
+        printf("Bail out! cannot analyse %s\n", t->name);
+        exit(1);
+    }
+}
+
+/* ---- 1. multi-token prediction ---- */
+
+static void mtp(void)
+{
+    struct serve_workload w = workload(1000, 250);
+    CHECK_EQ(serve_tokens_per_step(&w), 1, "no MTP: one token a step");
+    w.mtp = 1;
+    w.mtp_accept = 0.85;
+    CHECK_REL(serve_tokens_per_step(&w), 1.85, 1e-15, "K=1, P=0.85: 1 + 0.85 = 1.85");
+    w.mtp = 3;
+    w.mtp_accept = 0.8;
+    CHECK_REL(serve_tokens_per_step(&w), 2.952, 1e-15, "K=3, P=0.8: 1 + 0.8 + 0.64 + 0.512 = 2.952");
+    /* the same by the closed form (1 - P^(K+1)) / (1 - P) = (1 - 0.4096) / 0.2 */
+    CHECK_REL(serve_tokens_per_step(&w), (1 - pow(0.8, 4)) / (1 - 0.8), 1e-14,
+              "K=3, P=0.8 equals (1 - P^(K+1)) / (1 - P)");
+    w.mtp = 2;
+    w.mtp_accept = 1;
+    CHECK_EQ(serve_tokens_per_step(&w), 3, "K=2, P=1: every draft accepted, 3 tokens a step");
+}
+
+/* ---- 2. one aggregated instance by hand ---- */
+
+/* Llama 3.1 70B (dense, GQA 64 heads / 8 KV heads x 128, 80 layers, d 8192, BF16) on one HGX H200
+ * (4.8 TB/s, 989 TFLOP/s BF16, NVLink 18 x 25 GB/s = 450 GB/s): TP 8 over the 8 GPUs. */
+static void aggregated_by_hand(void)
+{
+    struct model m = fixture_model("models/llama-3.1-70b.yaml");
+    struct topology t = fixture_topology("topologies/hgx-h200.xml");
+    struct graph_summary g;
+    analyse(&t, 1, &g);
+    struct serve_pool pool = pool_of(&m, &t);
+    struct layout l = {.racks = 1, .devices = 8, .tp = 8, .pp = 1, .dp = 1, .ep = 1};
+    struct model_params p;
+    model_params(&m, &p);
+    /* every weight but the embedding table streams once a step (pp 1: one stage holds the
+     * attention, FFNs, norms, LM head; the embedding is looked up) */
+    double streamed = p.total - p.embedding;
+    const double hbm = 4.8e12, flops = 989e12, nvlink = 18 * 25e9;
+    /* GQA attention: 4 x heads x head_dim FLOPs per cached token per layer = 4 x 64 x 128 = 32,768;
+     * KV: 2 x 8 KV heads x 128 x 2 B = 4,096 B per token per layer, 80 layers = 327,680 B,
+     * split 8 ways over TP 8 (8 KV heads) */
+    const double attention_per_token_layer = 4.0 * 64 * 128, kv_per_token = 2.0 * 8 * 128 * 2 * 80;
+
+    /* B = 64 sequences, isl 1000, osl 250: each step 64/250 requests end and as many prompts
+     * start, so P = y B isl / osl = 64 x 1000 / 250 = 256 prefill tokens a step (0.256 prompts
+     * of 1000 tokens). Decode context S = 1000 + 250/2 = 1125; prefill context 1000 - 1000/2 = 500. */
+    struct serve_workload w = workload(1000, 250);
+    struct serve_point a;
+    CHECK(serve_aggregated(&pool, &g, &l, &w, 64, &a), "Llama 70B TP 8, batch 64, isl 1000 osl 250: fits");
+    CHECK_REL(a.prefill_use * 8192, 256, 1e-12, "prefill tokens a step = B isl / osl = 256 (rho x C)");
+    struct roof_setup s = setup_of(&pool, &g, &l);
+    struct roof_step step = {.sequences = 64, .tokens_per_sequence = 1, .context = 1125,
+                             .prefill_prompts = 256.0 / 1000, .prefill_tokens_per_prompt = 1000,
+                             .prefill_context = 500};
+    struct roof_point r;
+    roof_step(&s, &step, &r);
+    double T = r.step_s;
+    CHECK_REL(a.decode.step_s, T, 1e-12, "step = roof_step(64 x 1 token at 1125; 0.256 prompts x 1000 at 500)");
+    CHECK_REL(a.decode.point.compute_s, r.compute_s, 1e-12, "and its compute term is that step's");
+
+    /* the terms by hand:
+     * weights = 69.5e9 streamed params x 2 B / TP 8 / 4.8 TB/s ~ 3.62 ms */
+    double weights = streamed * 2 / 8 / hbm;
+    CHECK_REL(a.decode.point.weights_s, weights, 1e-12, "weights = (params - embedding) x 2 B / TP 8 / 4.8 TB/s");
+    /* compute = (2 x streamed / 8 x (64 + 256) tokens + 32,768 x 80 x (64 x 1125 + 256 x 500) / 8)
+     *         = (5.56e12 + 6.6e10) FLOPs / 989 TFLOP/s ~ 5.69 ms */
+    double compute = (2 * streamed / 8 * (64 + 256) +
+                      attention_per_token_layer * 80 * (64.0 * 1125 + 256.0 * 500) / 8) / flops;
+    CHECK_REL(a.decode.point.compute_s, compute, 1e-12, "compute = matmuls of 320 tokens + attention, / TP 8 / 989 TF");
+    /* KV read: 64 sequences at 1125 tokens and 0.256 prompts at 500, 327,680 B a token, / 8 ~ 0.61 ms */
+    double kv = (64.0 * 1125 + 0.256 * 500) * kv_per_token / 8 / hbm;
+    CHECK_REL(a.decode.point.kv_s, kv, 1e-12, "KV = (64 x 1125 + 0.256 x 500) tokens x 327,680 B / 8 / 4.8 TB/s");
+    /* TP all-reduce: 2 x 7/8 x 320 tokens x 8192 x 2 B, twice a layer, 80 layers, at 450 GB/s ~ 3.3 ms */
+    double allreduce = 2 * 7.0 / 8 * 320 * 8192 * 2 * 2 * 80 / nvlink;
+    CHECK_REL(a.decode.point.tp_s, allreduce, 1e-12, "TP all-reduce of 320 tokens over NVLink");
+    /* 5.69 ms of compute beats 3.62 + 0.62 ms of memory and 3.26 ms of network: compute binds */
+    CHECK_REL(T, fmax(fmax(compute, weights + kv), allreduce), 1e-12, "step = max(compute, weights + KV, network)");
+    CHECK(a.decode.point.bound == ROOF_COMPUTE, "the prefill share makes the step compute-bound");
+
+    /* the prefill tokens' share: against the decode-only step of the same batch, compute grows by
+     * exactly 256 tokens' matmuls (2 x streamed / 8 each) and their attention at context 500 */
+    struct serve_instance d;
+    CHECK(serve_decode_instance(&pool, &g, &l, &w, 64, &d), "the same batch as a decode-only instance");
+    double prefill_flops = 2 * streamed / 8 * 256 + attention_per_token_layer * 80 * 500 * 256 / 8;
+    CHECK_REL(a.decode.point.compute_s - d.point.compute_s, prefill_flops / flops, 1e-9,
+              "compute grows by the 256 prefill tokens' FLOPs (matmuls + attention at 500) / 989 TF");
+    CHECK_REL(a.decode.point.weights_s, d.point.weights_s, 1e-15, "the weights stream once for both");
+
+    /* serve.h's aggregated equations, y = 1, C = 8192, n = 8 */
+    CHECK_REL(a.tpot_s, T, 1e-15, "TPOT = T / y = T");
+    CHECK_REL(a.ttft_s, (0.5 + 1) * T, 1e-15, "TTFT = (1/2 + ceil(1000 / 8192)) T = 1.5 T");
+    CHECK_REL(a.tokens_per_s_per_device, 64 / T / 8, 1e-15, "tokens/s per device = y B / T / n = 64 / T / 8");
+    CHECK_REL(a.tokens_per_s_per_user, 1 / T, 1e-15, "tokens/s per user = 1 / TPOT");
+    CHECK_REL(a.decode.requests_per_s, 64 / T / 250, 1e-15, "requests/s = y B / (T osl)");
+    /* 700 W a GPU (hgx-h200.xml) over its tokens/s; no price in the pool: no cost */
+    CHECK_REL(a.joules_per_token, 700 / (64 / T / 8), 1e-12, "J/token = 700 W / tokens/s per device");
+    CHECK(a.cost_per_mtok == 0 && a.meets && a.devices == 8 && a.decode_instances == 1 && a.prefill_instances == 0,
+          "no price: no cost; no targets: meets; one instance of 8 devices");
+
+    /* With MTP (K = 1, P = 0.85: y = 1.85), half the prompt cached (isl_eff = 500) and a chunk of
+     * 256: P = 1.85 x 64 x 500 / 250 = 236.8 tokens (0.4736 prompts of 500), each decode sequence
+     * verifies 2 tokens, prefill context 1000 - 500/2 = 750; rho = 236.8 / 256 = 0.925; the prompt
+     * takes ceil(500 / 256) = 2 chunks: TTFT = 2.5 T. */
+    struct serve_workload v = workload(1000, 250);
+    v.mtp = 1;
+    v.mtp_accept = 0.85;
+    v.prefix_hit = 0.5;
+    v.chunk_tokens = 256;
+    struct serve_point b;
+    CHECK(serve_aggregated(&pool, &g, &l, &v, 64, &b), "with MTP and a prefix hit: fits (236.8 <= 256)");
+    struct roof_step mixed = {.sequences = 64, .tokens_per_sequence = 2, .context = 1125,
+                              .prefill_prompts = 236.8 / 500, .prefill_tokens_per_prompt = 500,
+                              .prefill_context = 750};
+    roof_step(&s, &mixed, &r);
+    double U = r.step_s;
+    CHECK_REL(b.decode.step_s, U, 1e-12, "step = roof_step(64 x 2 tokens at 1125; 0.4736 prompts x 500 at 750)");
+    double mixed_compute = (2 * streamed / 8 * (128 + 236.8) +
+                            attention_per_token_layer * 80 * (128.0 * 1125 + 236.8 * 750) / 8) / flops;
+    CHECK_REL(b.decode.point.compute_s, mixed_compute, 1e-12,
+              "compute = matmuls of 128 + 236.8 tokens + attention (128 at 1125, 236.8 at 750)");
+    CHECK_REL(b.prefill_use, 0.925, 1e-12, "rho = 236.8 / 256 = 0.925");
+    CHECK_REL(b.tpot_s, U / 1.85, 1e-12, "TPOT = T / 1.85");
+    CHECK_REL(b.ttft_s, 2.5 * U, 1e-12, "TTFT = (1/2 + ceil(500 / 256)) T = 2.5 T");
+    CHECK_REL(b.tokens_per_s_per_device, 1.85 * 64 / U / 8, 1e-12, "tokens/s per device = 1.85 x 64 / T / 8");
+}
+
+/* ---- 3. the chunk budget ---- */
+
+static void chunk_budget(void)
+{
+    struct model m = fixture_model("models/llama-3.1-70b.yaml");
+    struct topology t = fixture_topology("topologies/hgx-h200.xml");
+    struct graph_summary g;
+    analyse(&t, 1, &g);
+    struct serve_pool pool = pool_of(&m, &t);
+    struct serve_point p;
+
+    /* TP 8 (one DP rank), isl 1000 / osl 250: a batch of B carries 4 B prefill tokens. At C = 256,
+     * B = 64 is exactly the budget (256, rho 1) and B = 65 is over it (260). */
+    struct layout tp8 = {.racks = 1, .devices = 8, .tp = 8, .pp = 1, .dp = 1, .ep = 1};
+    struct serve_workload w = workload(1000, 250);
+    w.chunk_tokens = 256;
+    CHECK(serve_aggregated(&pool, &g, &tp8, &w, 64, &p) && fabs(p.prefill_use - 1) < 1e-12,
+          "chunk 256: batch 64 carries 256 prefill tokens, the whole budget");
+    CHECK(serve_aggregated(&pool, &g, &tp8, &w, 63, &p), "batch 63 (252 tokens) is under it");
+    CHECK(!serve_aggregated(&pool, &g, &tp8, &w, 65, &p), "batch 65 (260 tokens > 256) is refused");
+    w.chunk_tokens = 260;
+    CHECK(serve_aggregated(&pool, &g, &tp8, &w, 65, &p), "and at chunk 260 it fits: the budget refused it, not HBM");
+
+    /* The budget is a DP rank's: TP 2 x DP 4, isl 100 / osl 25 (4 B tokens a step, B a rank). */
+    struct layout dp4 = {.racks = 1, .devices = 8, .tp = 2, .pp = 1, .dp = 4, .ep = 1};
+    struct serve_workload v = workload(100, 25);
+    v.chunk_tokens = 1024;
+    CHECK(serve_aggregated(&pool, &g, &dp4, &v, 1024, &p), "DP 4, chunk 1024: batch 1024 puts 1024 tokens on each rank");
+    CHECK(!serve_aggregated(&pool, &g, &dp4, &v, 1025, &p), "batch 1025 puts 1025 on a rank: refused");
+    v.chunk_tokens = 1025;
+    CHECK(serve_aggregated(&pool, &g, &dp4, &v, 1025, &p), "and fits at chunk 1025");
+
+    /* HBM at isl + osl: the plan's largest batch fits, one more does not (budget out of the way) */
+    struct workload held = pool.precisions;
+    held.context = 1250;
+    int64_t most = plan_max_batch(&m, &t, &tp8, &held);
+    w.chunk_tokens = 1 << 30;
+    CHECK(most > 1 && serve_aggregated(&pool, &g, &tp8, &w, most, &p) &&
+              !serve_aggregated(&pool, &g, &tp8, &w, most + 1, &p),
+          "HBM: the plan's most sequences at 1250 tokens (%lld) fit, one more does not", (long long)most);
+    CHECK(!serve_aggregated(&pool, &g, &tp8, &w, 0, &p), "batch 0 is refused");
+}
+
+/* ---- 4. disaggregated: the KV transfer and the xPyD ratio ---- */
+
+static void kv_transfer(void)
+{
+    struct model ds = fixture_model("models/deepseek-v3.yaml");
+    /* a GB200 rack with latencies set (the file has none), so that the link's latency shows:
+     * 1 us a hop on NVLink, 5 us over the NICs */
+    struct topology rack = fixture_topology("topologies/gb200-nvl72.xml");
+    rack.hop_latency_s = 1e-6;
+    rack.scale_out_latency_s = 5e-6;
+    struct topology h200 = fixture_topology("topologies/hgx-h200.xml");
+    struct serve_pool on_rack = pool_of(&ds, &rack), on_h200 = pool_of(&ds, &h200);
+    struct serve_workload w = workload(1024, 1024);
+    struct layout p8 = {.racks = 1, .devices = 8, .tp = 1, .pp = 1, .dp = 8, .ep = 8};
+    struct layout d64 = {.racks = 1, .devices = 64, .tp = 1, .pp = 1, .dp = 64, .ep = 64};
+    struct layout d72 = {.racks = 1, .devices = 72, .tp = 1, .pp = 1, .dp = 72, .ep = 72};
+    struct layout h8 = {.racks = 1, .devices = 8, .tp = 1, .pp = 1, .dp = 8, .ep = 8};
+    /* MLA KV at BF16: 61 layers x (512 + 64) elements x 2 B = 70,272 B a token; a 1024-token
+     * prompt 71,958,528 B, whole on each device of its rank (kv_split 1), pp 1: one sender */
+    const double bytes = 1024.0 * 70272;
+    bool up = false;
+    /* 8 + 64 = 72 devices fit the rack: NVLink 18 x 50 GB/s = 900 GB/s + 1 us ~ 80.95 us */
+    double t = serve_kv_transfer_s(&on_rack, &p8, &on_rack, &d64, &w, &up);
+    CHECK(up, "8 prefill + 64 decode devices fit one 72-GPU rack: KV over NVLink");
+    CHECK_REL(t, bytes / 900e9 + 1e-6, 1e-12, "t_kv = 71,958,528 B / 900 GB/s + 1 us");
+    /* 8 + 72 = 80 > 72: over the NICs, 50 GB/s a GPU + 5 us ~ 1.444 ms */
+    t = serve_kv_transfer_s(&on_rack, &p8, &on_rack, &d72, &w, &up);
+    CHECK(!up, "8 + 72 devices do not fit one rack: KV over the NICs");
+    CHECK_REL(t, bytes / 50e9 + 5e-6, 1e-12, "t_kv = 71,958,528 B / 50 GB/s + 5 us");
+    /* prefill on the rack, decode on an HGX H200: two topologies, always the NICs; the latency is
+     * the larger of the two (5 us and the H200's unknown 0) */
+    t = serve_kv_transfer_s(&on_rack, &p8, &on_h200, &h8, &w, &up);
+    CHECK(!up, "prefill on GB200, decode on HGX H200: over the NICs");
+    CHECK_REL(t, bytes / 50e9 + 5e-6, 1e-12, "t_kv = 71,958,528 B / min(1 x 50, 1 x 50) GB/s + max(5 us, 0)");
+
+    /* GQA: Llama 3.1 70B's KV is split over min(tp, 8 KV heads) devices, each sending its share,
+     * in every pipeline stage. isl 1000: 1000 x 327,680 B = 327.68 MB. Prefill TP 8 on an H200
+     * node (8 senders), decode TP 4 x DP 2 on an H100 node (4 receivers): min(8, 4) x 50 GB/s. */
+    struct model llama = fixture_model("models/llama-3.1-70b.yaml");
+    struct topology h100 = fixture_topology("topologies/hgx-h100.xml");
+    struct serve_pool l200 = pool_of(&llama, &h200), l100 = pool_of(&llama, &h100);
+    struct serve_workload v = workload(1000, 250);
+    struct layout tp8 = {.racks = 1, .devices = 8, .tp = 8, .pp = 1, .dp = 1, .ep = 1};
+    struct layout tp4 = {.racks = 1, .devices = 8, .tp = 4, .pp = 1, .dp = 2, .ep = 1};
+    struct layout tp4pp2 = {.racks = 2, .devices = 16, .tp = 4, .pp = 2, .dp = 2, .ep = 1};
+    t = serve_kv_transfer_s(&l200, &tp8, &l100, &tp4, &v, &up);
+    CHECK_REL(t, 1000.0 * 327680 / (4 * 50e9), 1e-12, "GQA: 327.68 MB over min(8, 4) x 50 GB/s = 1.6384 ms");
+    /* the same decode TP 4 pipelined over 2 nodes: 4 x 2 = 8 receivers, min(8, 8) x 50 GB/s */
+    t = serve_kv_transfer_s(&l200, &tp8, &l100, &tp4pp2, &v, &up);
+    CHECK_REL(t, 1000.0 * 327680 / (8 * 50e9), 1e-12, "GQA with PP 2 on decode: 8 receivers, 0.8192 ms");
+}
+
+/* The (x, y) serve.h's rate-0 search keeps: for y = 1 .. SERVE_MAX_DECODE_INSTANCES the fewest
+ * x with x r_p >= y r_d, the most y r_d osl / (x n_p + y n_d); on a tie (the same x : y) the
+ * fewer instances, which come first. */
+static void best_ratio(double r_p, double r_d, double osl, double n_p, double n_d, int64_t *x_out,
+                       int64_t *y_out, double *rate_out)
+{
+    double best = -1;
+    *x_out = *y_out = 0;
+    for (int64_t y = 1; y <= SERVE_MAX_DECODE_INSTANCES; y++) {
+        double x = ceil((double)y * r_d / r_p);
+        double rate = (double)y * r_d * osl / (x * n_p + (double)y * n_d);
+        if (rate > best * (1 + 1e-9)) {
+            best = rate;
+            *x_out = (int64_t)x;
+            *y_out = y;
+        }
+    }
+    *rate_out = best;
+}
+
+static void disaggregated_by_hand(void)
+{
+    struct model ds = fixture_model("models/deepseek-v3.yaml");
+    struct topology rack = fixture_topology("topologies/gb200-nvl72.xml");
+    struct graph_summary g;
+    analyse(&rack, 1, &g);
+    struct serve_pool pool = pool_of(&ds, &rack);
+    struct serve_workload w = workload(1024, 1024);
+    struct layout p8 = {.racks = 1, .devices = 8, .tp = 1, .pp = 1, .dp = 8, .ep = 8};
+    struct layout d64 = {.racks = 1, .devices = 64, .tp = 1, .pp = 1, .dp = 64, .ep = 64};
+
+    /* a prefill batch holds at most 16,384 tokens a DP rank: 16 prompts of 1024, so 128 on DP 8 */
+    struct serve_instance pre, dec;
+    CHECK(serve_prefill_instance(&pool, &g, &p8, &w, 128, &pre), "prefill DP 8: 128 prompts (16 a rank) fit");
+    CHECK(!serve_prefill_instance(&pool, &g, &p8, &w, 129, &pre), "129 prompts put 17 x 1024 > 16,384 on a rank");
+    CHECK(serve_prefill_instance(&pool, &g, &p8, &w, 64, &pre), "prefill DP 8: 64 prompts");
+    /* S_p = roof_step(64 prompts of 1024 tokens at context 1024 - 512 = 512); r_p = 64 / S_p */
+    struct roof_setup s = setup_of(&pool, &g, &p8);
+    struct roof_step prompts = {.sequences = 64, .tokens_per_sequence = 1024, .context = 512};
+    struct roof_point r;
+    roof_step(&s, &prompts, &r);
+    double S_p = r.step_s, r_p = 64 / S_p;
+    CHECK_REL(pre.step_s, S_p, 1e-12, "S_p = roof_step(64 x 1024 tokens at 512)");
+    CHECK_REL(pre.requests_per_s, r_p, 1e-12, "r_p = 64 / S_p");
+
+    /* decode 64 GPUs DP 64, B = 4096: T_d = roof_step(4096 x 1 at 1024 + 512), r_d = B / (T_d osl) */
+    CHECK(serve_decode_instance(&pool, &g, &d64, &w, 4096, &dec), "decode DP 64: batch 4096");
+    s = setup_of(&pool, &g, &d64);
+    struct roof_step decode = {.sequences = 4096, .tokens_per_sequence = 1, .context = 1536};
+    roof_step(&s, &decode, &r);
+    double T_d = r.step_s, r_d = 4096 / (T_d * 1024);
+    CHECK_REL(dec.step_s, T_d, 1e-12, "T_d = roof_step(4096 x 1 token at 1536)");
+    CHECK_REL(dec.requests_per_s, r_d, 1e-12, "r_d = 4096 / (T_d x 1024)");
+    CHECK_REL(dec.point.kv_s, 64 * 1536.0 * 70272 / 8e12, 1e-12,
+             "decode KV read: 64 sequences a rank x 1536 tokens x 70,272 B / 8 TB/s");
+
+    /* 8 + 64 GPUs in one rack: KV over NVLink, 71,958,528 B / 900 GB/s (no hop latency in the file) */
+    double t_kv = 1024.0 * 70272 / 900e9;
+    struct serve_point p;
+    CHECK(serve_disaggregated(&pool, &pre, &pool, &dec, &w, 0, &p), "xPyD with no target");
+    int64_t x = 0, y = 0;
+    double rate = 0;
+    best_ratio(r_p, r_d, 1024, 8, 64, &x, &y, &rate);
+    printf("# r_p %.3f req/s, r_d %.3f req/s: %lldP%lldD by hand\n", r_p, r_d, (long long)x, (long long)y);
+    CHECK(p.prefill_instances == x && p.decode_instances == y,
+          "x = ceil(y r_d / r_p) at the best y: %lldP%lldD (got %lldP%lldD)", (long long)x, (long long)y,
+          (long long)p.prefill_instances, (long long)p.decode_instances);
+    CHECK_REL(p.tokens_per_s_per_device, rate, 1e-12, "tokens/s per device = y r_d osl / (x n_p + y n_d)");
+    CHECK_EQ(p.devices, x * 8 + y * 64, "devices = 8 x + 64 y");
+    double rho = (double)y * r_d / ((double)x * r_p);
+    CHECK_REL(p.prefill_use, rho, 1e-12, "rho = y r_d / (x r_p)");
+    CHECK(p.kv_over_scale_up, "KV over the rack's NVLink");
+    CHECK_REL(p.kv_transfer_s, t_kv, 1e-12, "t_kv = 71,958,528 B / 900 GB/s");
+    CHECK_REL(p.ttft_s, S_p * (1 + rho / 2) + t_kv, 1e-12, "TTFT = S_p (1 + rho/2) + t_kv");
+    CHECK_REL(p.tpot_s, T_d, 1e-12, "TPOT = T_d (no MTP)");
+    CHECK_REL(p.decode_tokens_per_s_per_device, (double)y * r_d * 1024 / (64.0 * (double)y),
+              1e-12, "per decode device: y r_d osl / (64 y)");
+
+    /* A TTFT target that allows the prefill pool half its capacity: TTFT = S_p (1 + 0.5/2) + t_kv,
+     * so rho <= 0.5 and x = ceil(y r_d / (0.5 r_p)). */
+    struct serve_workload capped = w;
+    capped.ttft_s = 1.25 * S_p + t_kv;
+    CHECK(serve_disaggregated(&pool, &pre, &pool, &dec, &capped, 0, &p), "xPyD under a TTFT target");
+    best_ratio(0.5 * r_p, r_d, 1024, 8, 64, &x, &y, &rate);
+    CHECK(p.prefill_instances == x && p.decode_instances == y,
+          "the target caps rho at 0.5: x = ceil(y r_d / (0.5 r_p)), %lldP%lldD (got %lldP%lldD)", (long long)x,
+          (long long)y, (long long)p.prefill_instances, (long long)p.decode_instances);
+    CHECK(p.prefill_use <= 0.5 + 1e-12 && p.ttft_s <= capped.ttft_s * (1 + 1e-12) && p.meets,
+          "rho %.4f <= 0.5 and TTFT within the target", p.prefill_use);
+    /* a target below S_p + t_kv cannot be met by even an idle prefill pool */
+    capped.ttft_s = S_p + t_kv - 1e-6;
+    CHECK(!serve_disaggregated(&pool, &pre, &pool, &dec, &capped, 0, &p), "TTFT below S_p + t_kv: none");
+
+    /* Sized for R = 1000 requests/s: ceil(R / r_d) decode and ceil(R / r_p) prefill instances,
+     * the prefill pool at rho = R / (x r_p). */
+    CHECK(serve_disaggregated(&pool, &pre, &pool, &dec, &w, 1000, &p), "sized for 1000 requests/s");
+    int64_t xd = (int64_t)ceil(1000 / r_d), xp = (int64_t)ceil(1000 / r_p);
+    CHECK(p.decode_instances == xd && p.prefill_instances == xp,
+          "R = 1000: %lld decode = ceil(R / r_d), %lld prefill = ceil(R / r_p) (got %lld, %lld)", (long long)xd,
+          (long long)xp, (long long)p.decode_instances, (long long)p.prefill_instances);
+    CHECK_EQ(p.devices, xp * 8 + xd * 64, "devices = 8 ceil(R / r_p) + 64 ceil(R / r_d)");
+    CHECK_REL(p.ttft_s, S_p * (1 + 1000 / ((double)xp * r_p) / 2) + t_kv, 1e-12,
+              "TTFT at rho = R / (x r_p)");
+}
+
+/* ---- 5, 6, 8: the search on DeepSeek-V3 and a GB200 NVL72 rack ---- */
+
+/* Every numeric field of two points, bit for bit (memcmp per field: the struct's padding is not
+ * compared). */
+static bool same_instance(const struct serve_instance *a, const struct serve_instance *b)
+{
+#define SAME(f) (memcmp(&a->f, &b->f, sizeof a->f) == 0)
+    return SAME(layout.racks) && SAME(layout.devices) && SAME(layout.tp) && SAME(layout.pp) && SAME(layout.dp) &&
+           SAME(layout.ep) && SAME(layout.redundant) && SAME(batch) && SAME(step_s) && SAME(requests_per_s) &&
+           SAME(point.compute_s) && SAME(point.weights_s) && SAME(point.kv_s) && SAME(point.comm_s) &&
+           SAME(point.step_s) && SAME(point.bound);
+}
+
+static bool same_point(const struct serve_point *a, const struct serve_point *b)
+{
+    return SAME(mode) && same_instance(&a->decode, &b->decode) && same_instance(&a->prefill, &b->prefill) &&
+           SAME(decode_instances) && SAME(prefill_instances) && SAME(devices) && SAME(ttft_s) && SAME(tpot_s) &&
+           SAME(kv_transfer_s) && SAME(kv_over_scale_up) && SAME(prefill_use) && SAME(tokens_per_s_per_device) &&
+           SAME(tokens_per_s_per_user) && SAME(decode_tokens_per_s_per_device) && SAME(cost_per_mtok) &&
+           SAME(joules_per_token) && SAME(meets);
+#undef SAME
+}
+
+/* serve.h: Pareto points, most tokens/s per device first; so tokens/s per device falls and per
+ * user rises strictly along it (an equal coordinate would make one point dominate the other). */
+static bool monotone(const struct serve_point *f, int64_t n)
+{
+    for (int64_t i = 1; i < n; i++)
+        if (!(f[i].tokens_per_s_per_device < f[i - 1].tokens_per_s_per_device &&
+              f[i].tokens_per_s_per_user > f[i - 1].tokens_per_s_per_user))
+            return false;
+    return true;
+}
+
+static void frontier(const struct serve_pool *pool, const struct serve_workload *w)
+{
+    struct serve_result a, b;
+    if (!serve_search(pool, NULL, w, &a) || !serve_search(pool, NULL, w, &b)) {
+        printf("Bail out! serve_search out of memory\n");
+        exit(1);
+    }
+    printf("# DeepSeek-V3 on GB200: %lld layouts, %lld points, frontier %lld (%lld aggregated, %lld disaggregated)\n",
+           (long long)a.layouts, (long long)a.points, (long long)a.frontier_count,
+           (long long)a.mode_frontier_count[0], (long long)a.mode_frontier_count[1]);
+    CHECK(a.found && a.frontier_count >= 5, "a frontier of at least 5 points (%lld)", (long long)a.frontier_count);
+    CHECK(monotone(a.frontier, a.frontier_count),
+          "frontier: tokens/s per device strictly falls while tokens/s per user strictly rises");
+    for (int k = 0; k < 2; k++) {
+        bool modes = a.mode_frontier_count[k] >= 1;
+        for (int64_t i = 0; i < a.mode_frontier_count[k]; i++)
+            modes = modes && a.mode_frontier[k][i].mode == (enum serve_mode)k;
+        CHECK(modes, "every point of the %s frontier is %s", serve_mode_name((enum serve_mode)k),
+              serve_mode_name((enum serve_mode)k));
+        CHECK(monotone(a.mode_frontier[k], a.mode_frontier_count[k]), "and it is monotone too");
+    }
+    /* a point on the joint frontier is undominated among its own mode's points as well */
+    bool in_own = true;
+    for (int64_t i = 0; i < a.frontier_count; i++) {
+        const struct serve_point *p = &a.frontier[i];
+        bool found = false;
+        for (int64_t j = 0; j < a.mode_frontier_count[p->mode]; j++)
+            found = found || same_point(p, &a.mode_frontier[p->mode][j]);
+        in_own = in_own && found;
+    }
+    CHECK(in_own, "each frontier point is on its own mode's frontier");
+    CHECK(a.best.meets && a.best.tpot_s <= w->tpot_s && a.best.ttft_s <= w->ttft_s,
+          "the best point meets TPOT %.0f ms (%.2f) and TTFT %.0f ms (%.2f)", w->tpot_s * 1e3, a.best.tpot_s * 1e3,
+          w->ttft_s * 1e3, a.best.ttft_s * 1e3);
+    /* no frontier point within the targets serves more per device (ties: a part in a million) */
+    bool highest = true;
+    for (int64_t i = 0; i < a.frontier_count; i++)
+        if (a.frontier[i].meets)
+            highest = highest && a.best.tokens_per_s_per_device >= a.frontier[i].tokens_per_s_per_device * (1 - 1e-6);
+    CHECK(highest, "the best point has the most tokens/s per device of the frontier's points within the targets");
+    CHECK_REL(a.best.tokens_per_s_per_device, a.best.mode == SERVE_AGGREGATED
+                                                  ? (double)a.best.decode.batch / a.best.decode.step_s /
+                                                        (double)a.best.decode.layout.devices
+                                                  : (double)a.best.decode_instances * a.best.decode.requests_per_s *
+                                                        1024 / (double)a.best.devices,
+              1e-12, "its tokens/s per device follows from its instance (y B / T / n, or y r_d osl / devices)");
+
+    /* 8. determinism */
+    bool same = same_point(&a.best, &b.best) && a.frontier_count == b.frontier_count &&
+                a.mode_frontier_count[0] == b.mode_frontier_count[0] &&
+                a.mode_frontier_count[1] == b.mode_frontier_count[1] && a.points == b.points &&
+                a.layouts == b.layouts;
+    for (int64_t i = 0; same && i < a.frontier_count; i++)
+        same = same_point(&a.frontier[i], &b.frontier[i]);
+    for (int k = 0; k < 2; k++)
+        for (int64_t i = 0; same && i < a.mode_frontier_count[k]; i++)
+            same = same_point(&a.mode_frontier[k][i], &b.mode_frontier[k][i]);
+    CHECK(same, "two searches: the same best and frontiers, field for field");
+
+    /* The KV of a disaggregated point moves over the rack's NVLink when its prefill and decode
+     * instances fit in one 72-GPU domain (serve.h; serve_kv_transfer_s does so above): e.g. 8 + 64
+     * devices, 71,958,528 B at 900 GB/s = 79.95 us (the file gives no hop latency), where the NICs
+     * would take 71,958,528 B / 50 GB/s = 1.439 ms. */
+    int64_t pairs = 0, over_nvlink = 0;
+    double worst = 0;
+    for (int64_t i = 0; i < a.mode_frontier_count[1]; i++) {
+        const struct serve_point *p = &a.mode_frontier[1][i];
+        if (p->prefill.layout.racks == 1 && p->decode.layout.racks == 1 &&
+            p->prefill.layout.devices + p->decode.layout.devices <= 72) {
+            pairs++;
+            over_nvlink += p->kv_over_scale_up && fabs(p->kv_transfer_s - 1024.0 * 70272 / 900e9) <= 1e-12;
+            worst = fmax(worst, p->kv_transfer_s);
+        }
+    }
+    CHECK(pairs > 0 && over_nvlink == pairs,
+          "search: %lld of %lld disaggregated frontier points whose prefill + decode instance fit one rack "
+          "move the KV over NVLink in 79.95 us (slowest %.3f ms)",
+          (long long)over_nvlink, (long long)pairs, worst * 1e3);
+    serve_result_release(&a);
+    serve_result_release(&b);
+}
+
+static void rate_sizing(const struct serve_pool *pool, const struct serve_workload *base)
+{
+    const double rates[] = {1, 10, 100, 1000, 10000};
+    int64_t previous = 0;
+    bool rising = true, serves = true, counted = true, all_sized = true;
+    for (size_t i = 0; i < sizeof rates / sizeof rates[0]; i++) {
+        struct serve_workload w = *base;
+        w.rate = rates[i];
+        struct serve_result r;
+        if (!serve_search(pool, NULL, &w, &r)) {
+            printf("Bail out! serve_search out of memory\n");
+            exit(1);
+        }
+        const struct serve_point *z = &r.sized_point;
+        printf("# rate %g: %s, %lld devices (%lld decode x %lld, %lld prefill x %lld)\n", rates[i],
+               r.sized ? serve_mode_name(z->mode) : "not sized", (long long)z->devices,
+               (long long)z->decode_instances, (long long)z->decode.layout.devices, (long long)z->prefill_instances,
+               (long long)z->prefill.layout.devices);
+        all_sized = all_sized && r.sized && z->meets;
+        rising = rising && z->devices >= previous;
+        previous = z->devices;
+        /* both pools keep up with R (the prefill pool's r_p is at most its capacity) */
+        serves = serves && (double)z->decode_instances * z->decode.requests_per_s >= rates[i] &&
+                 (z->mode == SERVE_AGGREGATED ||
+                  (double)z->prefill_instances * z->prefill.requests_per_s >= rates[i]);
+        counted = counted && z->devices == z->decode_instances * z->decode.layout.devices +
+                                               z->prefill_instances * z->prefill.layout.devices;
+        serve_result_release(&r);
+    }
+    CHECK(all_sized, "every rate from 1 to 10,000 requests/s is sized within the targets");
+    CHECK(rising, "the sized deployment's devices never fall as the rate rises");
+    CHECK(serves, "instances x requests/s >= R for the decode pool and the prefill pool");
+    CHECK(counted, "sized devices = decode instances x n_d + prefill instances x n_p");
+}
+
+static void search_deepseek(void)
+{
+    struct model ds = fixture_model("models/deepseek-v3.yaml");
+    struct topology rack = fixture_topology("topologies/gb200-nvl72.xml");
+    struct serve_pool pool = pool_of(&ds, &rack);
+    struct serve_workload w = workload(1024, 1024);
+    w.tpot_s = 0.050;
+    w.ttft_s = 0.100;
+    frontier(&pool, &w);
+    rate_sizing(&pool, &w);
+}
+
+/* ---- 7. exhaustive against brute force ---- */
+
+/* Every layout serve.h enumerates for one 8-GPU node (instances of 1, 2, 4, 8 devices, each a
+ * slice of the node with its own links; TP dividing n and the 64 heads; PP 1 in one domain;
+ * DP n / TP) and every batch from 1 until serve_aggregated refuses one (HBM and the chunk budget
+ * only grow with the batch): the most tokens/s per device within the targets. */
+static double brute_force(const struct serve_pool *pool, const struct serve_workload *w, int64_t *evaluated)
+{
+    const struct topology *node = pool->topology;
+    double best = 0;
+    *evaluated = 0;
+    for (int64_t n = 1; n <= node->domain_devices; n *= 2) {
+        struct topology slice;
+        struct graph_summary g;
+        if (!topology_slice(node, n, &slice))
+            continue;
+        analyse(&slice, 1, &g);
+        struct serve_pool on = *pool;
+        on.topology = &slice;
+        for (int64_t tp = 1; tp <= n; tp++) {
+            if (n % tp != 0 || pool->model->attention.heads % tp != 0)
+                continue;
+            /* a MoE model's routed experts spread over the stage's devices (plan.h) */
+            struct layout l = {.racks = 1, .devices = n, .tp = tp, .pp = 1, .dp = n / tp,
+                               .ep = model_is_moe(pool->model) ? n : 1};
+            struct serve_point p;
+            for (int64_t b = 1; serve_aggregated(&on, &g, &l, w, b, &p); b++) {
+                ++*evaluated;
+                if (p.meets && p.tokens_per_s_per_device > best)
+                    best = p.tokens_per_s_per_device;
+            }
+        }
+    }
+    return best;
+}
+
+static void exhaustive_case(const struct serve_pool *pool, const struct serve_workload *w, const char *name)
+{
+    int64_t evaluated;
+    double expected = brute_force(pool, w, &evaluated);
+    struct serve_result r;
+    if (!serve_search(pool, NULL, w, &r)) {
+        printf("Bail out! serve_search out of memory\n");
+        exit(1);
+    }
+    printf("# %s: brute force %lld points, best %.6f tok/s/device; search %lld points, best %.6f "
+           "(%lld devices TP %lld DP %lld, batch %lld)\n",
+           name, (long long)evaluated, expected, (long long)r.points, r.best.tokens_per_s_per_device,
+           (long long)r.best.decode.layout.devices, (long long)r.best.decode.layout.tp,
+           (long long)r.best.decode.layout.dp, (long long)r.best.decode.batch);
+    CHECK(expected > 0 && r.found && r.best.mode == SERVE_AGGREGATED, "%s: some point meets the targets", name);
+    CHECK_REL(r.best.tokens_per_s_per_device, expected, 1e-9, name);
+    serve_result_release(&r);
+}
+
+static void exhaustive(void)
+{
+    struct model m = fixture_model("models/llama-3.1-70b.yaml");
+    struct topology node = fixture_topology("topologies/hgx-h200.xml");
+    struct serve_pool pool = pool_of(&m, &node);
+    /* Streaming 69.5e9 params x 2 B takes 139 GB / 4.8 TB/s = 29 ms a GPU: 14.5 ms a step on TP 2,
+     * 7.2 ms on TP 4, 3.6 ms on TP 8. A 4 ms TPOT leaves TP 8 a few sequences' worth of time (the
+     * target, not compute, caps the batch); at 15 ms TP 2 and TP 4 qualify too and the batch
+     * grows until compute (5 tokens a sequence a step, 1 decode + 4 prefill) limits it. */
+    struct serve_workload w = workload(1000, 250);
+    w.mode = SERVE_AGGREGATED;
+    w.tpot_s = 0.004;
+    exhaustive_case(&pool, &w, "Llama 70B on HGX H200, TPOT 4 ms: search best = brute force");
+    w.tpot_s = 0.015;
+    exhaustive_case(&pool, &w, "Llama 70B on HGX H200, TPOT 15 ms: search best = brute force");
+    /* with MTP, a prefix cache, a small chunk (TTFT several steps) and both targets */
+    w.mtp = 2;
+    w.mtp_accept = 0.7;
+    w.prefix_hit = 0.25;
+    w.chunk_tokens = 512;
+    w.tpot_s = 0.006;
+    w.ttft_s = 0.040;
+    exhaustive_case(&pool, &w, "with MTP 2, prefix hit 0.25, chunk 512, TPOT 6 ms, TTFT 40 ms: the same");
+
+    /* a MoE model, where data-parallel attention (DP > 1, so a rank's load steps at multiples of
+     * DP) and EP over the instance enter: Qwen3-30B-A3B, long outputs, a 10 ms TPOT */
+    struct model qwen = fixture_model("models/qwen3-30b-a3b.yaml");
+    struct serve_pool moe = pool_of(&qwen, &node);
+    struct serve_workload v = workload(1000, 2000);
+    v.mode = SERVE_AGGREGATED;
+    v.tpot_s = 0.010;
+    exhaustive_case(&moe, &v, "Qwen3-30B-A3B on HGX H200, isl 1000 osl 2000, TPOT 10 ms: the same");
+    /* short outputs (62.5 prompt tokens a sequence a step) under a tight TPOT: here the best batch
+     * is a multiple of DP below the largest within the target, which the search must try too */
+    v = workload(1000, 16);
+    v.mode = SERVE_AGGREGATED;
+    v.tpot_s = 0.004;
+    exhaustive_case(&moe, &v, "Qwen3-30B-A3B on HGX H200, isl 1000 osl 16, TPOT 4 ms: the same");
+}
+
+/* ---- 9. a TPU pod is not one instance ---- */
+
+static void tpu_pod(void)
+{
+    struct model ds = fixture_model("models/deepseek-v3.yaml");
+    struct topology pod = fixture_topology("topologies/tpu7x-ironwood-pod.xml");
+    struct serve_pool pool = pool_of(&ds, &pod);
+    struct serve_workload w = workload(1024, 1024);
+    struct serve_result r;
+    if (!serve_search(&pool, NULL, &w, &r)) {
+        printf("Bail out! serve_search out of memory\n");
+        exit(1);
+    }
+    /* 16 x 24 x 24 = 9,216 chips in the file's torus */
+    CHECK_EQ(pod.domain_devices, 9216, "the Ironwood pod is one 9,216-chip domain");
+    CHECK(r.found && r.best.decode.layout.devices < 9216,
+          "DeepSeek-V3 on an Ironwood pod: the best instance is %lld chips, not the whole pod",
+          (long long)r.best.decode.layout.devices);
+    serve_result_release(&r);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && chdir(argv[1]) != 0)
+        return 1;
+    mtp();
+    aggregated_by_hand();
+    chunk_budget();
+    kv_transfer();
+    disaggregated_by_hand();
+    search_deepseek();
+    exhaustive();
+    tpu_pod();
+    return tap_done();
+}
