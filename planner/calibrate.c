@@ -81,7 +81,8 @@ static struct serve_workload workload_of(const struct measurement *m)
 {
     if (m->isl > 0)
         return (struct serve_workload){.isl = m->isl, .osl = m->osl, .ttft_s = m->ttft_s, .tpot_s = m->tpot_s,
-                                       .chunk_tokens = SERVE_DEFAULT_CHUNK_TOKENS, .mode = SERVE_AGGREGATED};
+                                       .chunk_tokens = m->chunk_tokens > 0 ? m->chunk_tokens : SERVE_DEFAULT_CHUNK_TOKENS,
+                                       .mode = SERVE_AGGREGATED};
     /* osl 0: a decode step reads the KV at isl + 0 = context */
     return (struct serve_workload){.isl = m->workload.context, .osl = 0, .tpot_s = m->tpot_s,
                                    .chunk_tokens = SERVE_DEFAULT_CHUNK_TOKENS, .mode = SERVE_DISAGGREGATED};
@@ -123,10 +124,13 @@ double calibrate_predict(const struct measurement *m, const struct efficiency *e
 {
     struct serve_pool pool = pool_of(m, e);
     struct serve_workload w = workload_of(m);
+    /* aggregated serving: the largest batch that fits, whose prefill fits the chunk budget and
+     * whose step meets the targets; a decode pool: the largest within its TPOT */
     int64_t batch = m->batch;
-    if (batch < 1 && m->tpot_s > 0)
-        batch = m->isl > 0 ? serve_largest_batch(&pool, &m->graph, &m->layout, &w, m->max_batch)
-                           : decode_batch_within(m, &pool, &w, m->max_batch);
+    if (batch < 1 && m->isl > 0)
+        batch = serve_largest_batch(&pool, &m->graph, &m->layout, &w, m->max_batch);
+    else if (batch < 1 && m->tpot_s > 0)
+        batch = decode_batch_within(m, &pool, &w, m->max_batch);
     else if (batch < 1)
         batch = m->max_batch;
     if (batch_out)

@@ -5,8 +5,8 @@
  * (serve.h), the same code serve and compare predict with:
  * - aggregated serving (isl and osl given: the same devices prefill and decode, as MLPerf and
  *   TensorRT-LLM's offline runs do): output tokens/s per device of serve_aggregated_step at the
- *   batch, the largest that fits at isl + osl, or the largest whose step meets the TPOT and TTFT
- *   targets (serve_largest_batch);
+ *   batch, or the largest that fits at isl + osl, whose prefill share fits the engine's chunk
+ *   budget and whose step meets the TPOT and TTFT targets (serve_largest_batch);
  * - a disaggregated decode pool (no isl and osl): serve_decode_step at `context`;
  * - prefill: prompt tokens/s per device of serve_prefill_step for prompts of `context` tokens.
  * The bound is the same prediction at efficiency 1: no deployment can beat it. The estimate uses
@@ -54,6 +54,7 @@ struct measurement {
     double ttft_s;    /* > 0: with isl and osl, a time-to-first-token target too */
     int64_t batch_limit; /* > 0: the serving engine's most sequences, a cap on max and tpot_s */
     int64_t isl, osl; /* mean prompt and output tokens: aggregated serving; 0: a decode pool alone */
+    int64_t chunk_tokens; /* the engine's prefill tokens a DP rank's step may carry; 0: serve.h's default */
     double measured;  /* tokens/s per device */
     /* set by calibrate_prepare */
     struct layout layout;

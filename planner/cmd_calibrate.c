@@ -131,7 +131,7 @@ static void relative_to(const char *data_path, const char *path, char *out, size
 
 static const char *const known_keys[] = {"id", "source", "note", "assumed", "model", "topology", "racks",
                                          "devices", "tp", "pp", "weights", "kv", "phase", "context",
-                                         "batch", "max_batch", "tpot_ms", "ttft_ms", "isl", "osl", "measured"};
+                                         "batch", "max_batch", "tpot_ms", "ttft_ms", "isl", "osl", "chunk", "measured"};
 
 static void read_measurement(struct reader *r, const struct doc_node *item, struct entry *e, struct measurement *m)
 {
@@ -203,6 +203,10 @@ static void read_measurement(struct reader *r, const struct doc_node *item, stru
     if (serving && m->prefill)
         error_at(r, doc_get(item, "isl"), "isl and osl describe aggregated serving; a prefill measurement "
                                           "gives its prompt length as context");
+    if (doc_get(item, "chunk") && !serving)
+        error_at(r, doc_get(item, "chunk"), "chunk is aggregated serving's prefill budget: give isl and osl too");
+    else
+        read_count(r, item, "chunk", false, 1073741824, &m->chunk_tokens);
     if (doc_get(item, "ttft_ms") && !serving)
         error_at(r, doc_get(item, "ttft_ms"), "ttft_ms is a serving target: give isl and osl too");
     else if (read_number(r, item, "ttft_ms", false, 0.001, 1e7, &m->ttft_s))
