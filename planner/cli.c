@@ -117,8 +117,8 @@ static void print_help(const struct command *c)
                "                   in the order given), for rackplan merge to join\n");
     if (c->options & OPTS_SERVE)
         printf("  --racks N        the cluster: at most N scale-up domains for an instance and for\n"
-               "                   the deployment --rate sizes; default: instances within a domain,\n"
-               "                   or the fewest domains that hold the model (at most %d devices)\n"
+               "                   the deployment --rate sizes; default: instances of whole domains\n"
+               "                   up to %d devices (or the fewest domains that hold the model)\n"
                "  --rate R         requests per second to serve: the fewest devices (whole\n"
                "                   instances) that serve R within the targets\n"
                "  --prefill-topology FILE  disaggregated serving with prefill on this hardware and\n"
@@ -127,7 +127,7 @@ static void print_help(const struct command *c)
                "                   .xml, or its name); default: the topology's <price>\n"
                "  --plot FILE.svg  the frontier: tokens/s per device against tokens/s per user, a\n"
                "                   line per mode, the chosen point marked\n",
-               SERVE_MAX_SPAN_DEVICES);
+               SERVE_DEFAULT_SPAN_DEVICES);
     else if (c->options & OPTS_RACKS)
         printf("  --racks N        scale-up domains (racks, nodes, pods) in the cluster;\n"
                "                   default: the topology's <cluster domains>\n");

@@ -52,7 +52,8 @@ bool compare_row(const struct model *m, const struct topology *t, int64_t racks,
                  double price_usd_per_hour, struct compare_row *out);
 
 /* The same row for a workload: the best deployment serve_search finds on `racks` domains of `t`
- * (racks 0: no cluster given; instances span the fewest domains that hold the model), within
+ * (racks 0: no cluster given; instances span whole domains up to serve.h's
+ * SERVE_DEFAULT_SPAN_DEVICES), within
  * the workload's targets; tpot_met says whether one meets them. The row's tokens/s per device
  * is output tokens/s over every device of the deployment (prefill devices included), its
  * devices the deployment's. False when out of memory. */

@@ -364,8 +364,9 @@ static int64_t fewest_racks(const struct serve_pool *pool, const struct serve_wo
 }
 
 /* Shapes for a pool: powers of two within a domain and the domain; then with max_racks 2, 4, ...
- * whole domains and max_racks itself, and without it the fewest whole domains that hold the
- * model when one domain does not. */
+ * whole domains and max_racks itself; without it 2, 4, ... whole domains up to
+ * SERVE_DEFAULT_SPAN_DEVICES, and the fewest whole domains that hold the model when one domain
+ * does not. */
 static bool enumerate_shapes(const struct serve_pool *pool, const struct serve_workload *w, struct layouts *ls)
 {
     const struct topology *t = pool->topology;
@@ -383,7 +384,13 @@ static bool enumerate_shapes(const struct serve_pool *pool, const struct serve_w
     }
     if (pool->max_racks == 0) {
         int64_t fewest = fewest_racks(pool, w);
-        if (fewest > 1 && fewest * domain <= SERVE_MAX_SPAN_DEVICES)
+        bool fewest_added = fewest <= 1;
+        for (int64_t r = 2; r * domain <= SERVE_DEFAULT_SPAN_DEVICES; r *= 2) {
+            if (!add_shape(ls, t, r * domain, r))
+                return false;
+            fewest_added |= r == fewest;
+        }
+        if (!fewest_added && fewest * domain <= SERVE_MAX_SPAN_DEVICES)
             return add_shape(ls, t, fewest * domain, fewest);
     }
     return true;

@@ -44,8 +44,8 @@
  *
  * The search (exact over what it enumerates, deterministic): per topology, instance shapes of n
  * devices (powers of two within a domain and the whole domain, those that hold the weights; then
- * with a cluster of R domains 2, 4, 8 ... and R whole domains, and without one the fewest whole
- * domains that hold the model when one domain does not), every
+ * with a cluster of R domains 2, 4, 8 ... and R whole domains; without one 2, 4, 8 ... whole
+ * domains up to SERVE_DEFAULT_SPAN_DEVICES, and the fewest that hold the model if more), every
  * TP degree that divides n and the attention heads within a domain (TP 1 is data-parallel
  * attention), PP over whole domains; per layout the batches of a log grid up to what HBM holds
  * at isl + osl, plus the largest batch within the targets (bisection: step time, TPOT and TTFT
@@ -73,6 +73,10 @@
 #define SERVE_PREFILL_TOKENS_PER_RANK 16384
 #define SERVE_MAX_DECODE_INSTANCES 8
 #define SERVE_MAX_SPAN_DEVICES 65536
+/* Without a cluster, instances span whole domains up to this many devices: DeepSeek's production
+ * decode unit is 144 GPUs (EP144 over 18 nodes, open-infra-index day 6), the largest published;
+ * 256 is the power of two above it. */
+#define SERVE_DEFAULT_SPAN_DEVICES 256
 #define SERVE_BATCH_POINTS 32
 #define SERVE_PREFILL_POINTS 12
 
@@ -97,8 +101,8 @@ struct serve_pool {
     struct workload precisions; /* weights, expert_weights, kv, reserve; tp and pp pinned or 0 */
     struct efficiency efficiency;
     int64_t max_racks;          /* the cluster: most domains an instance or a sized deployment may
-                                 * span; 0: no cluster given (instances span the fewest domains that
-                                 * hold the model, deployments are not capped) */
+                                 * span; 0: no cluster given (instances span up to
+                                 * SERVE_DEFAULT_SPAN_DEVICES, deployments are not capped) */
     double price_usd_per_hour;  /* per device; 0: unknown */
     double expert_imbalance;    /* max / mean routed-expert load per device (0 or 1: balanced) */
 };
