@@ -374,11 +374,16 @@ static void serving_row_cells(const struct report *r, int64_t rank, struct servi
              t->announced ? " (announced)" : "");
     if (!x->tpot_met) {
         snprintf(c->mode, sizeof c->mode, "%s", x->fits ? "misses targets" : "does not fit");
-        for (char *cell[] = {c->instance, c->devices, c->batch, c->ttft, c->tpot, c->user, c->per_device, c->cost,
-                             c->energy, c->bound},
-                  **at = cell;
-             at < cell + 10; at++)
-            snprintf(*at, 32, "-");
+        snprintf(c->instance, sizeof c->instance, "-");
+        snprintf(c->devices, sizeof c->devices, "-");
+        snprintf(c->batch, sizeof c->batch, "-");
+        snprintf(c->ttft, sizeof c->ttft, "-");
+        snprintf(c->tpot, sizeof c->tpot, "-");
+        snprintf(c->user, sizeof c->user, "-");
+        snprintf(c->per_device, sizeof c->per_device, "-");
+        snprintf(c->cost, sizeof c->cost, "-");
+        snprintf(c->energy, sizeof c->energy, "-");
+        snprintf(c->bound, sizeof c->bound, "-");
         return;
     }
     snprintf(c->mode, sizeof c->mode, "%s", p->mode == SERVE_AGGREGATED ? "aggregated" : "disagg");

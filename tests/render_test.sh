@@ -26,7 +26,13 @@ check "plan --report writes HTML" test -s "$work/plan.html"
 "$rackplan" compare models/deepseek-v3.yaml topologies/gb200-nvl72.xml topologies/hgx-h200.xml \
     topologies/vr200-nvl144.xml --tpot-ms 50 --report "$work/compare.html" >/dev/null
 check "compare --report writes HTML" test -s "$work/compare.html"
-for page in plan compare; do
+"$rackplan" serve models/deepseek-v3.yaml topologies/gb200-nvl72.xml --isl 1024 --osl 1024 --tpot-ms 50 \
+    --report "$work/serve.html" >/dev/null
+check "serve --report writes HTML" test -s "$work/serve.html"
+"$rackplan" compare models/deepseek-v3.yaml topologies/gb200-nvl72.xml topologies/hgx-h200.xml \
+    topologies/tpu7x-ironwood-pod.xml --isl 1024 --osl 1024 --tpot-ms 50 --report "$work/serving.html" >/dev/null
+check "compare --isl --osl --report writes HTML" test -s "$work/serving.html"
+for page in plan compare serve serving; do
     check "$page report loads nothing from elsewhere" self_contained "$work/$page.html"
     if [ -z "$browser" ]; then
         check "$page report renders (no Chromium: install the chromium package)" false
