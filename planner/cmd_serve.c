@@ -292,8 +292,10 @@ static void write_text(FILE *out, const struct answer *a)
     char isl[32], osl[32];
     format_count((double)w->isl, isl, sizeof isl);
     format_count((double)w->osl, osl, sizeof osl);
-    fprintf(out, "%s on %s%s%s\n", a->model->name, a->topology->name,
-            a->prefill_topology ? ", prefill on " : "", a->prefill_topology ? a->prefill_topology->name : "");
+    fprintf(out, "%s on %s%s%s%s%s\n", a->model->name, a->topology->name,
+            a->topology->announced ? " (announced, not shipping)" : "", a->prefill_topology ? ", prefill on " : "",
+            a->prefill_topology ? a->prefill_topology->name : "",
+            a->prefill_topology && a->prefill_topology->announced ? " (announced, not shipping)" : "");
     fprintf(out, "  workload: %s prompt and %s output tokens a request", isl, osl);
     if (w->prefix_hit > 0)
         fprintf(out, ", %.0f%% of the prompt from a prefix cache", w->prefix_hit * 100);
