@@ -139,6 +139,20 @@ check "roofline -o, then --plot a directory: exits 5" test $? -eq 5
 check "compare -o, then --report .md whose figure's path is a directory: exits 5" test $? -eq 5
 check "... and neither leaves its -o" test "$before" = "$(state "$work/run")"
 
+# serve: -o, --plot and --report .md of one run appear together; the report's frontier figure
+# whose path is a directory fails the run and leaves neither -o nor the plot
+serving=(serve models/deepseek-v3.yaml topologies/gb200-nvl72.xml --isl 1024 --osl 1024 --tpot-ms 50)
+mkdir -p "$work/serve" "$work/serve-ok" "$work/serve/serve-frontier.svg"
+echo old >"$work/serve/serve.json"
+writes "serve -o .json" "$work/serve-ok/serve.json" $cap "$rackplan" "${serving[@]}" -o "$work/serve-ok/serve.json"
+fails_whole "serve -o .json" "$work/serve" "$work/serve/serve.json" $cap \
+    "$rackplan" "${serving[@]}" -o "$work/serve/serve.json"
+before=$(state "$work/serve")
+"$rackplan" "${serving[@]}" -o "$work/serve/serve.json" --plot "$work/serve/frontier.svg" \
+    --report "$work/serve/serve.md" >/dev/null 2>"$work/err"
+check "serve -o, --plot, then --report .md whose figure's path is a directory: exits 5" test $? -eq 5
+check "... and leaves neither the -o nor the plot" test "$before" = "$(state "$work/serve")"
+
 # a target that is a directory: refused before anything is written
 mkdir -p "$work/dir/plan.json" "$work/dir/report-batch.svg"
 before=$(state "$work/dir")
