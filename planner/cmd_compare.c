@@ -373,7 +373,11 @@ static void serving_row_cells(const struct report *r, int64_t rank, struct servi
     snprintf(c->name, sizeof c->name, "%s%s%s", is_best(r, rank) ? "* " : "", t->name,
              t->announced ? " (announced)" : "");
     if (!x->tpot_met) {
-        snprintf(c->mode, sizeof c->mode, "%s", x->fits ? "misses targets" : "does not fit");
+        enum precision used;
+        if (topology_peak_flops_per_s(t, r->workload->weights, &used) <= 0)
+            snprintf(c->mode, sizeof c->mode, "no %s peak", precision_name(r->workload->weights));
+        else
+            snprintf(c->mode, sizeof c->mode, "%s", x->fits ? "misses targets" : "does not fit");
         snprintf(c->instance, sizeof c->instance, "-");
         snprintf(c->devices, sizeof c->devices, "-");
         snprintf(c->batch, sizeof c->batch, "-");
@@ -953,18 +957,22 @@ int cmd_compare(int argc, char **argv)
                 status = EXIT_USAGE;
                 break;
             }
+            /* the bound beside an estimate; without --estimate the row is the bound */
             struct compare_row bound;
-            bool built;
+            bool built, estimated = !efficiency_is_bound(&efficiency);
             if (o.isl > 0) {
-                /* without --racks, instances span the fewest domains that hold the model */
+                /* without --racks, instances span whole domains up to serve.h's default */
                 int64_t cluster = o.racks_count > 0 || by_domain_size ? racks : 0;
                 built = compare_serving_row(&m, t, cluster, &w, &serving, &efficiency, price, &rows[row]) &&
-                        compare_serving_row(&m, t, cluster, &w, &serving, NULL, price, &bound);
-                compare_row_release(&bound);
+                        (!estimated || compare_serving_row(&m, t, cluster, &w, &serving, NULL, price, &bound));
+                if (estimated)
+                    compare_row_release(&bound);
             } else {
                 built = compare_row(&m, t, racks, &w, &efficiency, o.tpot_s, price, &rows[row]) &&
-                        compare_row(&m, t, racks, &w, NULL, o.tpot_s, price, &bound);
+                        (!estimated || compare_row(&m, t, racks, &w, NULL, o.tpot_s, price, &bound));
             }
+            if (!estimated)
+                bound = rows[row];
             if (!built) {
                 fprintf(stderr, "rackplan compare: the interconnect graph could not be built (out of memory)\n");
                 status = EXIT_IO;

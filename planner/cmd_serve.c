@@ -514,6 +514,13 @@ int cmd_serve(int argc, char **argv)
             return cli_usage_error(o.command, "--price '%s' names neither topology given", o.prices[p].device);
     struct workload precisions;
     cli_workload(&o, &precisions);
+    enum precision used;
+    const struct topology *hardware[2] = {&t, o.prefill_topology ? &prefill_topology : NULL};
+    for (int i = 0; i < 2; i++)
+        if (hardware[i] && topology_peak_flops_per_s(hardware[i], precisions.weights, &used) <= 0)
+            return cli_usage_error(o.command, "%s gives no peak FLOP/s for %s weights or any wider precision, so no "
+                                              "step would end: give --weights at a precision it lists",
+                                   hardware[i]->name, precision_name(precisions.weights));
     struct serve_workload w;
     cli_serve_workload(&o, &w);
     if (o.prefill_topology)
