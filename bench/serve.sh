@@ -54,8 +54,16 @@ timed() {
 }
 
 # searched ARGS...: `rackplan serve ARGS --format json`; sets layouts, points, frontier, found
+# (all 0 when serve refuses the pair: a topology with no peak at the model's precision, which
+# compare shows as a row without a deployment)
 searched() {
-    "$rackplan" serve "$@" --format json > "$tmp/serve.json" || [ $? -eq 1 ]
+    local status=0
+    "$rackplan" serve "$@" --format json > "$tmp/serve.json" 2>/dev/null || status=$?
+    if [ "$status" -eq 2 ]; then
+        layouts=0 points=0 frontier=0 found=false
+        return
+    fi
+    [ "$status" -le 1 ] || exit 1
     layouts=$(jq .layouts_searched "$tmp/serve.json")
     points=$(jq .points_evaluated "$tmp/serve.json")
     frontier=$(jq '.frontier | length' "$tmp/serve.json")
@@ -88,21 +96,27 @@ serve_case() {
 
 # compare_case NAME MODEL [--estimate]: times `rackplan compare MODEL topologies/*.xml` with the
 # workload; the search is the sum over topologies of serve's (without --racks, as compare's is),
-# each followed by the bound's (compare runs the bound beside every row, also without --estimate)
+# with --estimate each followed by the bound's, which compare runs beside every estimated row
 compare_case() {
     local name=$1 model=$2 estimate=("${@:3}") t l=0 p=0 lb=0 pb=0
     for t in "${topologies[@]}"; do
         searched "$model" "$t" "${workload[@]}" "${estimate[@]}"
         l=$((l + layouts)) p=$((p + points))
-        searched "$model" "$t" "${workload[@]}"
-        lb=$((lb + layouts)) pb=$((pb + points))
+        if [ ${#estimate[@]} -gt 0 ]; then
+            searched "$model" "$t" "${workload[@]}"
+            lb=$((lb + layouts)) pb=$((pb + points))
+        fi
     done
     "$rackplan" compare "$model" "${topologies[@]}" "${workload[@]}" "${estimate[@]}" --format json \
         > "$tmp/compare.json" || [ $? -eq 1 ]
     local met
     met="$(jq '[.[] | select(.tpot_met)] | length' "$tmp/compare.json") of $(jq length "$tmp/compare.json") rows meet"
     timed compare "$model" "${topologies[@]}" "${workload[@]}" "${estimate[@]}"
-    row "$name" "$l + $lb" "$p + $pb" "$met"
+    if [ ${#estimate[@]} -gt 0 ]; then
+        row "$name" "$l + $lb" "$p + $pb" "$met"
+    else
+        row "$name" "$l" "$p" "$met"
+    fi
 }
 
 gb200=topologies/gb200-nvl72.xml
