@@ -53,10 +53,9 @@ bool compare_row(const struct model *m, const struct topology *t, int64_t racks,
 
 /* The same row for a workload: the best deployment serve_search finds on `racks` domains of `t`
  * (racks 0: no cluster given; instances span whole domains up to serve.h's
- * SERVE_DEFAULT_SPAN_DEVICES), within
- * the workload's targets; tpot_met says whether one meets them. The row's tokens/s per device
- * is output tokens/s over every device of the deployment (prefill devices included), its
- * devices the deployment's. False when out of memory. */
+ * SERVE_DEFAULT_SPAN_DEVICES) within the workload's targets; tpot_met says whether one meets
+ * them. The row's tokens/s per device is output tokens/s over every device of the deployment
+ * (prefill devices included), its devices the deployment's. False when out of memory. */
 bool compare_serving_row(const struct model *m, const struct topology *t, int64_t racks, const struct workload *w,
                          const struct serve_workload *sw, const struct efficiency *e, double price_usd_per_hour,
                          struct compare_row *out);
