@@ -24,7 +24,7 @@ _rackplan_options() {
         ;;
     plan)
         echo "--racks --weights --kv --context --batch --reserve --tp --pp --format $shared" \
-            "--loads --trace --traffic-weight --redundant --ep --time-limit --expert-map --report --estimate" \
+            "--loads --trace --traffic-weight --redundant --ep --time-limit --expert-map --report --estimate --timings" \
             "$workload --ttft-ms --tpot-ms"
         ;;
     compare)

@@ -192,7 +192,9 @@ static void print_help(const struct command *c)
                "  --time-limit S   a cap in seconds on the stage ILP and on the expert search each\n"
                "                   (default 60); work limits decide the result, and a plan the cap cut\n"
                "                   says so (0: no ILP, the DP and the searches run to the end)\n"
-               "  --expert-map F   write the placement as a physical-to-logical map (.csv or .json)\n");
+               "  --expert-map F   write the placement as a physical-to-logical map (.csv or .json)\n"
+               "  --timings        the solver's seconds in JSON and YAML too (the text always has\n"
+               "                   them); without it two runs of one plan write the same bytes\n");
     if (c->options & (OPTS_PLAN | OPTS_COMPARE | OPTS_SERVE))
         printf("  --report FILE    a report to read: FILE.md with its SVG plots beside it\n"
                "                   (FILE-NAME.svg), or FILE.html, one page with the plots inline\n");
@@ -230,7 +232,7 @@ enum { OPT_RACKS = 256, OPT_WEIGHTS, OPT_KV, OPT_CONTEXT, OPT_BATCH, OPT_FORMAT,
        OPT_ETA_NETWORK, OPT_LOADS, OPT_REDUNDANT, OPT_EP, OPT_TIME_LIMIT, OPT_EXPERT_MAP, OPT_REPORT, OPT_TRACE,
        OPT_TRAFFIC_WEIGHT, OPT_TPOT_MS, OPT_PRICE, OPT_DOMAIN_SIZES, OPT_DEVICES, OPT_SHARD, OPT_ESTIMATE,
        OPT_ISL, OPT_OSL, OPT_TTFT_MS, OPT_PREFIX_HIT, OPT_MTP, OPT_MTP_ACCEPT, OPT_MODE, OPT_CHUNK, OPT_RATE,
-       OPT_PREFILL_TOPOLOGY };
+       OPT_PREFILL_TOPOLOGY, OPT_TIMINGS };
 
 /* "A:B" or "A:B:N": N batches spaced evenly in log from A to B (default 50). */
 static bool parse_sweep(const char *text, struct options *o)
@@ -318,6 +320,7 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         {{"ep", required_argument, NULL, OPT_EP}, OPTS_PLAN},
         {{"time-limit", required_argument, NULL, OPT_TIME_LIMIT}, OPTS_PLAN},
         {{"expert-map", required_argument, NULL, OPT_EXPERT_MAP}, OPTS_PLAN},
+        {{"timings", no_argument, NULL, OPT_TIMINGS}, OPTS_PLAN},
         {{"report", required_argument, NULL, OPT_REPORT}, OPTS_PLAN},
         {{"report", required_argument, NULL, OPT_REPORT}, OPTS_COMPARE},
         {{"racks", required_argument, NULL, OPT_RACKS}, OPTS_COMPARE},
@@ -614,6 +617,9 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
                 return cli_usage_error(c, "--time-limit takes seconds from 0 to 86400, not '%s'", arg);
             break;
         }
+        case OPT_TIMINGS:
+            o->timings = true;
+            break;
         case OPT_EXPERT_MAP: {
             if (!path_ends_with(arg, ".csv") && !path_ends_with(arg, ".json"))
                 return cli_usage_error(c, "--expert-map takes a file ending in .csv or .json, not '%s'", arg);

@@ -119,6 +119,7 @@ struct options {
     double time_limit_s;
     double traffic_weight;  /* cost of a distinct domain per token, in units of imbalance */
     const char *expert_map; /* .csv or .json, or NULL */
+    bool timings;           /* plan: the solver's seconds in JSON and YAML too */
     const char *report;     /* .md or .html, or NULL */
     bool batch_set;
     /* the workload (OPTS_WORKLOAD); isl 0: none given */

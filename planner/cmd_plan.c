@@ -47,6 +47,7 @@ struct planned {
     struct device_memory memory;
     bool have_traffic;
     struct traffic hashed, local; /* replica by hash; a replica in the token's domain first */
+    bool timings; /* the solver's seconds in JSON and YAML: they differ from run to run */
     const struct serve_workload *serving; /* --isl/--osl: step and rates are aggregated serving's */
     bool served;                         /* the batch fits and its prefill fits the chunk budget */
     double ttft_s, tpot_s;
@@ -241,8 +242,10 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct model *m
         json_number(&j, (p->experts.gpu_imbalance_mean - p->experts.bound_mean) / p->experts.gpu_imbalance_mean);
         json_key(&j, "worst_layer_gap");
         json_number(&j, p->experts.worst_gap);
-        json_key(&j, "seconds");
-        json_number(&j, round(p->expert_seconds * 1e3) / 1e3);
+        if (p->timings) {
+            json_key(&j, "seconds");
+            json_number(&j, round(p->expert_seconds * 1e3) / 1e3);
+        }
         json_key(&j, "dealt_layers");
         json_number(&j, (double)p->experts.dealt_layers);
         json_key(&j, "glpk");
@@ -253,8 +256,10 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct model *m
         json_number(&j, (double)p->experts.ilp.proven);
         json_key(&j, "improved");
         json_number(&j, (double)p->experts.ilp.improved);
-        json_key(&j, "seconds");
-        json_number(&j, round(p->experts.ilp.seconds * 1e3) / 1e3);
+        if (p->timings) {
+            json_key(&j, "seconds");
+            json_number(&j, round(p->experts.ilp.seconds * 1e3) / 1e3);
+        }
         json_end_object(&j);
         json_end_object(&j);
     }
@@ -715,6 +720,7 @@ int cmd_plan(int argc, char **argv)
         return EXIT_USAGE;
     p.estimate = !efficiency_is_bound(&p.efficiency);
     p.moe = model_is_moe(&m);
+    p.timings = o.timings;
     if (o.loads && !p.moe)
         return cli_usage_error(o.command, "--loads is for MoE models; %s is dense", m.name);
     if (p.moe) {

@@ -2,7 +2,8 @@
 # Determinism: every command, run twice on the same shipped inputs, writes the same bytes: its
 # stdout, stderr and exit code, and every file it writes (the -o file, a report and the figures
 # beside it, the expert map, a plot). The one exception is the solver's wall-clock seconds,
-# which plan prints; they are masked as tests/cli_test.sh masks them (mask, tests/tap.sh).
+# which plan's text prints (and its JSON and YAML with --timings); they are masked as
+# tests/cli_test.sh masks them (mask, tests/tap.sh), except in the unmasked JSON and YAML check.
 # Placements are decided by work limits, not by the clock (--time-limit only caps them), so
 # nothing else may differ. TAP output.
 set -u
@@ -97,6 +98,19 @@ for format in json csv; do
         --isl 2048 --osl 512 --format $format
 done
 twice "roofline --isl --osl --estimate" roofline $dsv3 $gb200 --isl 1024 --osl 1024 --sweep 1:20000:9 --estimate
+
+# plan's JSON and YAML carry no clock unless --timings asks: two runs give the same bytes, not
+# masked (a plan kept in git changes only when the plan does)
+for format in json yaml; do
+    for run in 1 2; do
+        "$rackplan" plan $dsv3 topologies/hgx-h800.xml --racks 8 --ep 64 --loads loads/dsv3_load.csv \
+            --trace loads/dsv3_topk.csv.gz --format $format >"$work/plan-$run.$format" 2>/dev/null
+    done
+    check "plan --format $format twice: the same bytes, unmasked" cmp -s "$work/plan-1.$format" "$work/plan-2.$format"
+    check "... with no solver seconds in them" eval '! grep -q seconds "$work/plan-1.$format"'
+done
+"$rackplan" plan $dsv3 $gb200 --loads loads/dsv3_load.csv --format json --timings >"$work/timed.json"
+check "plan --timings puts the solver's seconds back" grep -q '"seconds": ' "$work/timed.json"
 
 # merge: the parts written once, merged twice
 for i in 1 2 3; do
