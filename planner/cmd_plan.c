@@ -447,20 +447,28 @@ static void write_output(FILE *out, const void *data)
         write_text(out, o->model, o->topology, o->workload, o->planned);
 }
 
+/* The CSV has one row per MoE layer (EPLB's form). The JSON is SGLang's --init-expert-location
+ * physical_to_logical_map: one row per model layer, indexed by layer id, so a dense layer gets
+ * a trivial row (slot i holds expert i mod E). */
 static void write_expert_map(FILE *out, bool json_format, const struct plan_output *o)
 {
     const struct planned *p = o->planned;
-    int64_t moe = model_moe_layers(o->model);
+    const struct model *m = o->model;
+    int64_t rows = json_format ? m->layers : model_moe_layers(m);
     int64_t width = p->ep_domains * p->ep_devices * p->slots;
     if (json_format)
         fprintf(out, "{\"physical_to_logical_map\": [\n");
-    for (int64_t layer = 0; layer < moe; layer++) {
+    int64_t moe_layer = 0;
+    for (int64_t row = 0; row < rows; row++) {
+        bool dense = json_format && !model_layer_is_moe(m, row);
         if (json_format)
             fprintf(out, "  [");
         for (int64_t k = 0; k < width; k++)
-            fprintf(out, "%s%d", k ? (json_format ? ", " : ",") : "", p->experts.expert[layer * width + k]);
+            fprintf(out, "%s%lld", k ? (json_format ? ", " : ",") : "",
+                    dense ? (long long)(k % m->moe.experts) : (long long)p->experts.expert[moe_layer * width + k]);
+        moe_layer += !dense;
         if (json_format)
-            fprintf(out, "]%s\n", layer + 1 < moe ? "," : "");
+            fprintf(out, "]%s\n", row + 1 < rows ? "," : "");
         else
             fprintf(out, "\n");
     }
