@@ -103,23 +103,6 @@ static double rate_at(const struct measurement *m, const struct serve_pool *pool
     return p.tokens_per_s_per_device;
 }
 
-/* The largest batch in [1, most] whose decode step (no prefill) is within the TPOT target. */
-static int64_t decode_batch_within(const struct measurement *m, const struct serve_pool *pool,
-                                   const struct serve_workload *w, int64_t most)
-{
-    int64_t low = 0, high = most;
-    while (low < high) {
-        int64_t mid = low + (high - low + 1) / 2;
-        struct roof_point p;
-        serve_decode_step(pool, &m->graph, &m->layout, w, mid, &p);
-        if (p.step_s <= w->tpot_s)
-            low = mid;
-        else
-            high = mid - 1;
-    }
-    return low;
-}
-
 double calibrate_predict(const struct measurement *m, const struct efficiency *e, int64_t *batch_out)
 {
     struct serve_pool pool = pool_of(m, e);
@@ -130,7 +113,7 @@ double calibrate_predict(const struct measurement *m, const struct efficiency *e
     if (batch < 1 && m->isl > 0)
         batch = serve_largest_batch(&pool, &m->graph, &m->layout, &w, m->max_batch);
     else if (batch < 1 && m->tpot_s > 0)
-        batch = decode_batch_within(m, &pool, &w, m->max_batch);
+        batch = serve_largest_decode_batch(&pool, &m->graph, &m->layout, &w, m->max_batch);
     else if (batch < 1)
         batch = m->max_batch;
     if (batch_out)

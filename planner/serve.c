@@ -68,6 +68,14 @@ static double cost_per_mtok(double usd_per_hour_all, double tokens_per_s)
     return usd_per_hour_all > 0 && tokens_per_s > 0 ? usd_per_hour_all / 3600 / tokens_per_s * 1e6 : 0;
 }
 
+/* A step's rates from the tokens it makes: in all, per device of layout `l`, and their cost. */
+static void set_rates(const struct serve_pool *pool, const struct layout *l, double tokens, struct roof_point *out)
+{
+    out->tokens_per_s = tokens / out->step_s;
+    out->tokens_per_s_per_device = out->tokens_per_s / (double)l->devices;
+    out->cost_per_mtok = cost_per_mtok(pool->price_usd_per_hour * (double)l->devices, out->tokens_per_s);
+}
+
 /* The aggregated step of `batch` sequences; *rank_prefill gets the prefill tokens a DP rank's
  * step carries. */
 static void aggregated_step(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
@@ -84,9 +92,7 @@ static void aggregated_step(const struct serve_pool *pool, const struct graph_su
                              .prefill_prompts = computed > 0 ? prefill / computed : 0,
                              .prefill_tokens_per_prompt = computed, .prefill_context = prefill_context(w)};
     roof_step(&s, &step, out);
-    out->tokens_per_s = y * (double)batch / out->step_s;
-    out->tokens_per_s_per_device = out->tokens_per_s / (double)l->devices;
-    out->cost_per_mtok = cost_per_mtok(pool->price_usd_per_hour * (double)l->devices, out->tokens_per_s);
+    set_rates(pool, l, y * (double)batch, out);
 }
 
 void serve_aggregated_step(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
@@ -134,9 +140,7 @@ void serve_decode_step(const struct serve_pool *pool, const struct graph_summary
     struct roof_step step = {.sequences = (double)batch, .tokens_per_sequence = 1 + (double)(w->mtp > 0 ? w->mtp : 0),
                              .context = decode_context(w)};
     roof_step(&s, &step, out);
-    out->tokens_per_s = serve_tokens_per_step(w) * (double)batch / out->step_s;
-    out->tokens_per_s_per_device = out->tokens_per_s / (double)l->devices;
-    out->cost_per_mtok = cost_per_mtok(pool->price_usd_per_hour * (double)l->devices, out->tokens_per_s);
+    set_rates(pool, l, serve_tokens_per_step(w) * (double)batch, out);
     out->fits = holds(pool, pool->topology, l, batch, w->isl + w->osl);
 }
 
@@ -170,9 +174,7 @@ void serve_prefill_step(const struct serve_pool *pool, const struct graph_summar
     struct roof_step step = {.sequences = (double)prompts, .tokens_per_sequence = prefilled_tokens(w),
                              .context = prefill_context(w)};
     roof_step(&s, &step, out);
-    out->tokens_per_s = (double)prompts * prefilled_tokens(w) / out->step_s;
-    out->tokens_per_s_per_device = out->tokens_per_s / (double)l->devices;
-    out->cost_per_mtok = cost_per_mtok(pool->price_usd_per_hour * (double)l->devices, out->tokens_per_s);
+    set_rates(pool, l, (double)prompts * prefilled_tokens(w), out);
     int64_t rank_prompts = (prompts + l->dp * l->pp - 1) / (l->dp * l->pp);
     out->fits = rank_prompts <= prompts_per_rank(w) && holds(pool, pool->topology, l, prompts, w->isl);
 }
@@ -557,9 +559,9 @@ static bool aggregated_within(const struct serve_pool *pool, const struct graph_
 static bool decode_within(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
                           const struct serve_workload *w, int64_t batch)
 {
-    struct serve_instance d;
-    return serve_decode_instance(pool, g, l, w, batch, &d) &&
-           (w->tpot_s <= 0 || d.step_s / serve_tokens_per_step(w) <= w->tpot_s);
+    struct roof_point d;
+    serve_decode_step(pool, g, l, w, batch, &d);
+    return d.fits && (w->tpot_s <= 0 || d.step_s / serve_tokens_per_step(w) <= w->tpot_s);
 }
 
 /* The largest batch in [1, most] for which `ok` holds, `ok` holding for every batch below one
@@ -586,6 +588,12 @@ int64_t serve_largest_batch(const struct serve_pool *pool, const struct graph_su
                             const struct serve_workload *w, int64_t most)
 {
     return largest_within(pool, g, l, w, most, aggregated_within);
+}
+
+int64_t serve_largest_decode_batch(const struct serve_pool *pool, const struct graph_summary *g,
+                                   const struct layout *l, const struct serve_workload *w, int64_t most)
+{
+    return largest_within(pool, g, l, w, most, decode_within);
 }
 
 /* A pool as one of its shapes sees it: the slice's topology. */
@@ -693,7 +701,7 @@ static void search_disaggregated(struct search *s, const struct serve_pool *deco
         }
         if (!chosen)
             continue;
-        int64_t within = largest_within(&on, &c->shape->graph, &c->layout, w, c->max_sequences, decode_within);
+        int64_t within = serve_largest_decode_batch(&on, &c->shape->graph, &c->layout, w, c->max_sequences);
         int64_t batches[SERVE_BATCH_POINTS + 2];
         int64_t count = batches_to_try(c->max_sequences, within, c->layout.dp * c->layout.pp, batches);
         for (int64_t b = 0; b < count; b++) {

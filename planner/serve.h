@@ -193,6 +193,11 @@ bool serve_disaggregated(const struct serve_pool *prefill_pool, const struct ser
 int64_t serve_largest_batch(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
                             const struct serve_workload *w, int64_t most);
 
+/* The largest batch in [1, most] of a decode instance (no prefill) on layout `l` that fits and
+ * meets the TPOT target; 0: none. */
+int64_t serve_largest_decode_batch(const struct serve_pool *pool, const struct graph_summary *g,
+                                   const struct layout *l, const struct serve_workload *w, int64_t most);
+
 /* The search. `prefill_pool` NULL: prefill runs on the decode pool's hardware. False when out of
  * memory (the interconnect graph or the frontier); otherwise `out` is filled (found false when
  * nothing meets the targets) and must be released. */
