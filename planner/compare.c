@@ -113,9 +113,9 @@ bool compare_serving_row(const struct model *m, const struct topology *t, int64_
     out->joules_per_token = r.best.joules_per_token;
     out->tokens_per_s_per_rack = r.best.tokens_per_s_per_device * (double)t->domain_devices;
     /* the floor of the chosen decode instance, on the links it has (serve.h's shapes) */
-    struct topology instance = *t;
-    if (out->layout.racks == 1 && !topology_slice(t, out->layout.devices, &instance))
-        instance = *t;
+    struct topology instance = *t; /* topology_slice writes it only when it slices */
+    if (out->layout.racks == 1)
+        topology_slice(t, out->layout.devices, &instance);
     struct graph_summary g;
     if (graph_analyse(&instance, out->layout.racks, &g) != GRAPH_OK)
         return false;
