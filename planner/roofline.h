@@ -11,11 +11,13 @@
  *   layer, its in-domain share at the domain all-to-all rate and the rest at the NIC rate
  *   (interconnect graph); TP all-reduces 2 (t-1)/t x tokens x hidden x 2 B, twice per layer,
  *   over scale-up; pipeline sends of tokens x hidden x 2 B per stage boundary.
- * Terms overlap (a bound): a stage takes the longest of compute, memory (weights + KV) and its
- * network time. With pp stages the batch runs as pp micro-batches, so a step is pp stage times
- * plus the pp - 1 sends each token waits for. Efficiency factors (topology.h; 1 for a bound)
- * divide the peaks, and an estimate adds a fixed overhead to every step; with EFFICIENCY_BOUND
- * every time is a lower bound.
+ * In a bound the terms overlap: a stage takes the longest of compute, memory (weights + KV) and
+ * its network time. With pp stages the batch runs as pp micro-batches, so a step is pp stage
+ * times plus the pp - 1 sends each token waits for. Efficiency factors (topology.h; 1 for a
+ * bound) divide the peaks. An estimate (any factor below 1) runs a stage's kernels in sequence,
+ *   stage = max(attention, KV) + max(dense matmuls, their weights)
+ *         + max(routed experts, their weights) + EP all-to-all + TP all-reduces,
+ * and adds a fixed overhead to every step; with EFFICIENCY_BOUND every time is a lower bound.
  */
 #ifndef RACKPLAN_ROOFLINE_H
 #define RACKPLAN_ROOFLINE_H

@@ -152,7 +152,10 @@ static void network(void)
     s.efficiency = (struct efficiency){0.5, 0.5, 0.5, 0.5, 0, 1};
     struct roof_point slow;
     roof_decode(&s, 144 * 64, &slow);
-    CHECK_REL(slow.step_s, 2 * r.step_s, 1e-12, "efficiency 0.5 everywhere doubles the step");
+    /* an estimate runs the kernels in sequence: at least twice the bound's overlapped step */
+    CHECK(slow.step_s >= 2 * r.step_s, "efficiency 0.5 everywhere: the step at least doubles");
+    CHECK(slow.step_s <= 2 * (r.compute_s + r.weights_s + r.kv_s + r.comm_s) * (1 + 1e-12),
+          "and at most twice every term added up");
     CHECK(r.cost_per_mtok == 0, "no price in the GB200 file: no cost");
     struct topology h800 = fixture_topology("topologies/hgx-h800.xml");
     struct graph_summary g8;
@@ -161,6 +164,48 @@ static void network(void)
     roof_decode(&d, 144 * 100, &p);
     /* $2 per GPU-hour (DeepSeek's costing): 144 x 2 / 3600 USD per second over the tokens/s */
     CHECK_REL(p.cost_per_mtok, 144 * 2.0 / 3600 / p.tokens_per_s * 1e6, 1e-12, "cost per million tokens from the price");
+}
+
+static void kernels_in_sequence(void)
+{
+    /* Llama 2 70B BF16 on one H200 (989 TFLOP/s BF16, 4.8 TB/s), efficiency 0.5 everywhere, no
+     * step overhead. The bound overlaps every term; the estimate adds its kernels' times, each
+     * the longer of its compute and its memory, doubled by the efficiency:
+     * - one sequence, 4,096 of context: attention reads the KV, the matmuls stream the weights,
+     *   memory binds both: 2 x (weights + KV), twice the bound's memory time;
+     * - one 8,192-token prompt: compute binds both: 2 x compute, twice the bound again;
+     * - 256 sequences at 4,096: the KV read (256 x 4,096 x 320 KiB = 344 GB, 72 ms) binds the
+     *   attention and the matmuls' 2 x 69 G x 256 FLOP (36 ms) bind theirs: 2 x (KV + matmul),
+     *   where the bound takes max(compute, weights + KV) = 100 ms alone. */
+    struct model m = fixture_model("models/llama-2-70b.yaml");
+    struct topology t = fixture_topology("topologies/hgx-h200.xml");
+    struct graph_summary g;
+    struct roof_setup s = setup(&m, &t, &g, 1, 1, 1, 4096);
+    s.layout.devices = 1;
+    s.layout.dp = 1;
+    struct roof_setup half = s;
+    half.efficiency = (struct efficiency){0.5, 0.5, 0.5, 0.5, 0, 1};
+    struct roof_point bound, estimate;
+
+    roof_decode(&s, 1, &bound);
+    roof_decode(&half, 1, &estimate);
+    CHECK(bound.weights_s + bound.kv_s > bound.compute_s, "one sequence: memory binds");
+    CHECK_REL(estimate.step_s, 2 * (bound.weights_s + bound.kv_s), 1e-12,
+              "one sequence: the estimate is twice weights + KV");
+
+    roof_prefill(&s, 1, 8192, &bound);
+    roof_prefill(&half, 1, 8192, &estimate);
+    CHECK(bound.compute_s > bound.weights_s + bound.kv_s, "one long prompt: compute binds");
+    CHECK_REL(estimate.step_s, 2 * bound.compute_s, 1e-12, "one long prompt: the estimate is twice the compute");
+
+    roof_decode(&s, 256, &bound);
+    roof_decode(&half, 256, &estimate);
+    double attention = 256 * model_attention_flops_per_token(&m, 4096) / 989e12;
+    double matmul = bound.compute_s - attention;
+    CHECK(bound.kv_s > attention && matmul > bound.weights_s, "256 sequences: KV binds attention, compute the matmuls");
+    CHECK_REL(bound.kv_s, 256.0 * 4096 * 80 * 8 * 128 * 2 * 2 / 4.8e12, 1e-12, "the KV read: 256 x 4,096 x 320 KiB at 4.8 TB/s");
+    CHECK_REL(estimate.step_s, 2 * (bound.kv_s + matmul), 1e-12, "the estimate is twice KV + matmuls");
+    CHECK_REL(bound.step_s, bound.weights_s + bound.kv_s, 1e-12, "where the bound overlaps them: weights + KV");
 }
 
 int main(int argc, char **argv)
@@ -172,5 +217,6 @@ int main(int argc, char **argv)
     long_context();
     pipeline();
     network();
+    kernels_in_sequence();
     return tap_done();
 }
