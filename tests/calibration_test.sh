@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The shipped calibration (issue 8): rackplan calibrate on calibration/measurements.yaml keeps
-# every bound at or above its measurement, the topology files carry exactly the rows it fits,
+# every bound at or above its measurement and most left-out estimates within 25% (issue 17), the
+# topology files carry exactly the rows it fits,
 # and --estimate on a calibration deployment gives the estimate calibrate reports. TAP output.
 set -u
 . "$(dirname "$0")/tap.sh" "$@"
@@ -11,6 +12,10 @@ check "... with every bound at or above its measurement" \
     python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); sys.exit(not all(m["bound"] >= m["measured"] and m["bound_at_or_above"] for m in d["measurements"]))' "$work/fit.json"
 check "... and every estimate and left-out estimate a number" \
     python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); sys.exit(not all(m["estimate"] > 0 and m["left_out"] >= 0 for m in d["measurements"]))' "$work/fit.json"
+# issue 17: left out one at a time, the estimate is within 25% of most measurements (18 of 30
+# when the kernels of a step were first run in sequence; the README table lists them)
+check "... and most left-out estimates within 25% of their measurement" \
+    python3 -c 'import json, sys; m = json.load(open(sys.argv[1]))["measurements"]; sys.exit(not 2 * sum(abs(x["left_out_error"]) <= 0.25 for x in m) > len(m))' "$work/fit.json"
 
 # the rows in topologies/ are what the fit gives now: rewrite a copy and compare
 mkdir "$work/tree"
