@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "diag.h"
+#include "cluster.h"
 #include "experts.h"
 #include "graph.h"
 #include "loads.h"
@@ -836,7 +837,7 @@ int cmd_plan(int argc, char **argv)
         struct cluster_routing routing = {.chosen = trace.expert, .tokens = trace.tokens, .k = trace.k,
                                           .groups = m.moe.groups, .traffic_weight = o.traffic_weight,
                                           .deadline = deadline};
-        bool placed = experts_place_cluster(p.loads.tokens, p.loads.layers, p.loads.experts, p.ep_domains,
+        bool placed = cluster_place(p.loads.tokens, p.loads.layers, p.loads.experts, p.ep_domains,
                                             p.ep_devices, p.slots, &routing, &p.experts);
         p.expert_seconds = monotonic_seconds() - start;
         p.time_limit_s = o.time_limit_s;

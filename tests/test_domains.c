@@ -1,5 +1,6 @@
 /* Experts to scale-up domains by co-activation: hand cases whose optimum is worked out below,
  * and the cases of shared/data/moe-loads/eplb_results.csv with the routing trace behind them. */
+#include "cluster.h"
 #include "domains.h"
 #include "experts.h"
 #include "loads.h"
@@ -61,7 +62,7 @@ static struct measured place(const struct loads *l, const struct trace *t, int64
     struct cluster_routing routing = {t->expert, t->tokens, t->k, 8, weight, 0};
     struct cluster_placement cp;
     struct measured m = {0, 0, false};
-    if (!experts_place_cluster(l->tokens, l->layers, l->experts, domains, devices, slots, &routing, &cp))
+    if (!cluster_place(l->tokens, l->layers, l->experts, domains, devices, slots, &routing, &cp))
         return m;
     m.valid = true;
     int64_t width = domains * devices * slots;

@@ -1,5 +1,6 @@
 /* Expert placement in one domain against EPLB's published results on the same loads
  * (shared/data/moe-loads/eplb_results.csv, EPLB commit d52c72d), and its invariants. */
+#include "cluster.h"
 #include "diag.h"
 #include "experts.h"
 #include "loads.h"
@@ -141,7 +142,7 @@ int main(int argc, char **argv)
     diags_init(&d);
     loads_read("loads/dsv3_load.csv", &l, &d);
     struct cluster_placement cp;
-    CHECK(experts_place_cluster(l.tokens, l.layers, l.experts, 4, 8, 9, NULL, &cp) && cp.gpu_imbalance_mean < 1.01,
+    CHECK(cluster_place(l.tokens, l.layers, l.experts, 4, 8, 9, NULL, &cp) && cp.gpu_imbalance_mean < 1.01,
           "a2: GPU imbalance %.4f (EPLB 1.038)", cp.gpu_imbalance_mean);
     bool one_copy_per_device = true;
     for (int64_t slot = 0; slot < cp.layers * 32; slot++)
@@ -150,11 +151,11 @@ int main(int argc, char **argv)
                 one_copy_per_device &= cp.expert[slot * 9 + i] != cp.expert[slot * 9 + j];
     CHECK(one_copy_per_device, "a2: no GPU holds two copies of one expert");
     cluster_placement_release(&cp);
-    CHECK(experts_place_cluster(l.tokens, l.layers, l.experts, 8, 8, 4, NULL, &cp) && cp.gpu_imbalance_mean <= 1.15,
+    CHECK(cluster_place(l.tokens, l.layers, l.experts, 8, 8, 4, NULL, &cp) && cp.gpu_imbalance_mean <= 1.15,
           "b: GPU imbalance %.4f <= 1.15 (EPLB hierarchical 1.325)", cp.gpu_imbalance_mean);
     cluster_placement_release(&cp);
     /* two slots a GPU: the replica counts decide how copies pair up, so tuning them matters */
-    bool d_placed = experts_place_cluster(l.tokens, l.layers, l.experts, 18, 8, 2, NULL, &cp);
+    bool d_placed = cluster_place(l.tokens, l.layers, l.experts, 18, 8, 2, NULL, &cp);
     CHECK(d_placed && cp.gpu_imbalance_mean <= 1.04, "d: GPU imbalance %.4f <= 1.04, clearly below EPLB's 1.0543",
           cp.gpu_imbalance_mean);
     cluster_placement_release(&cp);
@@ -180,11 +181,11 @@ int main(int argc, char **argv)
      * brute force over small cases); {9,6,0} {9,4,2} {7,5,3} is 15 = the mean. */
     double stuck[9] = {9, 9, 7, 6, 5, 4, 3, 2, 0};
     struct cluster_placement local, ilp;
-    bool local_placed = experts_place_cluster(stuck, 1, 9, 1, 3, 3, NULL, &local);
+    bool local_placed = cluster_place(stuck, 1, 9, 1, 3, 3, NULL, &local);
     CHECK(local_placed && local.gpu_imbalance_mean == 16.0 / 15,
           "hand case: local search alone stops at max 16 (imbalance %.4f)", local.gpu_imbalance_mean);
     struct cluster_routing with_time = {.deadline = monotonic_seconds() + 60};
-    bool ilp_placed = experts_place_cluster(stuck, 1, 9, 1, 3, 3, &with_time, &ilp);
+    bool ilp_placed = cluster_place(stuck, 1, 9, 1, 3, 3, &with_time, &ilp);
     CHECK(ilp_placed && ilp.gpu_imbalance_mean == 1 && ilp.ilp.improved == 1 && ilp.worst_gap == 0,
           "hand case: GLPK re-places the copies, max 15 = the mean, proven (imbalance %.4f, %lld improved)",
           ilp.gpu_imbalance_mean, (long long)ilp.ilp.improved);
@@ -208,7 +209,7 @@ int main(int argc, char **argv)
     /* loads 6 3 3 2, 2 GPUs x 2 slots, no spare: 6 and 3 on GPU 0 (9), 3 and 2 on GPU 1 (5),
      * imbalance 9 / 7 */
     double four[4] = {6, 3, 3, 2};
-    bool four_dealt = experts_place_cluster(four, 1, 4, 1, 2, 2, &late, &dealt);
+    bool four_dealt = cluster_place(four, 1, 4, 1, 2, 2, &late, &dealt);
     CHECK(four_dealt && dealt.dealt_layers == 1 && dealt.gpu_imbalance_mean == 9.0 / 7 &&
               dealt.expert[0] == 0 && dealt.expert[1] == 2 && dealt.expert[2] == 1 && dealt.expert[3] == 3,
           "dealt: 6 3 3 2 on 2 GPUs x 2 slots is {6, 3} {3, 2}, imbalance 9/7");
@@ -217,7 +218,7 @@ int main(int argc, char **argv)
     /* loads 8 2 on 4 GPUs x 1 slot: the 2 spare slots go to expert 0 (8 -> 4, then 4 > 2 -> 2.67),
      * its 3 copies on GPUs 0-2, expert 1 on GPU 3: max 8/3, mean 2.5 */
     double two[2] = {8, 2};
-    bool two_dealt = experts_place_cluster(two, 1, 2, 1, 4, 1, &late, &dealt);
+    bool two_dealt = cluster_place(two, 1, 2, 1, 4, 1, &late, &dealt);
     CHECK(two_dealt && dealt.expert[0] == 0 && dealt.expert[1] == 0 && dealt.expert[2] == 0 &&
               dealt.expert[3] == 1 && fabs(dealt.gpu_imbalance_mean - (8.0 / 3) / 2.5) < 1e-12,
           "dealt: 8 2 on 4 GPUs is 8/3 x 3 and 2, imbalance 1.0667");
@@ -225,7 +226,7 @@ int main(int argc, char **argv)
         cluster_placement_release(&dealt);
     /* loads 9 3 on 2 domains x 1 GPU x 2 slots: a copy of each on each GPU, never two of one */
     double pair[2] = {9, 3};
-    bool pair_dealt = experts_place_cluster(pair, 1, 2, 2, 1, 2, &late, &dealt);
+    bool pair_dealt = cluster_place(pair, 1, 2, 2, 1, 2, &late, &dealt);
     CHECK(pair_dealt && dealt.expert[0] == 0 && dealt.expert[1] == 1 && dealt.expert[2] == 0 &&
               dealt.expert[3] == 1 && dealt.gpu_imbalance_mean == 1 && dealt.domain_imbalance_mean == 1,
           "dealt: 9 3 with a replica each on 2 GPUs x 2 slots: {9/2, 3/2} on each GPU");
