@@ -179,7 +179,8 @@ static void print_help(const struct command *c)
                "                   published measurements); default: the bound alone\n");
     if (c->options & OPTS_PLAN)
         printf("  --loads FILE.csv expert loads: rows = MoE layers, columns = experts, token counts\n"
-               "                   (no header, EPLB's form); default: uniform\n"
+               "                   (no header, EPLB's form), or FILE.json with SGLang's logical_count\n"
+               "                   (a row per model layer; a leading dimension is summed); default: uniform\n"
                "  --trace FILE     top-k routing trace (layer,token,e0..; .gz read too): experts that\n"
                "                   tokens pick together go to one scale-up domain, and the plan\n"
                "                   reports how much dispatch leaves the token's domain\n"

@@ -4,7 +4,8 @@
 # ExpertLocationMetadata.init_by_mapping checks that there is one row per model layer
 # (num_hidden_layers, indexed by layer id), that the physical slots divide by the EP size and
 # that every logical expert has a slot in every layer. This script makes the maps rackplan
-# writes pass those checks, and holds the CSV to one row per MoE layer (EPLB's form). TAP output.
+# writes pass those checks, holds the CSV to one row per MoE layer (EPLB's form), and reads
+# SGLang's record of expert loads (logical_count) with --loads. TAP output.
 set -u
 . "$(dirname "$0")/tap.sh" "$@"
 
@@ -55,4 +56,21 @@ check "Kimi K2 on GB300 NVL72: 61 rows (1 dense), 384 experts, slots divide by E
 "$rackplan" plan models/deepseek-v3.yaml topologies/gb200-nvl72.xml --loads loads/dsv3_load.csv \
     --expert-map "$work/dsv3.csv" >/dev/null
 check "the CSV keeps one row per MoE layer (58), EPLB's form" test "$(wc -l <"$work/dsv3.csv")" -eq 58
+
+# --loads reads SGLang's own record: {"logical_count": ...} with one row per model layer (the 3
+# dense ones zero), here with a leading dimension of two ranks that each saw part of the CSV's
+# counts; summed over the ranks it is the CSV, so the plan is the same file
+python3 - loads/dsv3_load.csv "$work/count.json" <<'PY'
+import json, sys
+rows = [[int(float(v)) for v in line.split(",")] for line in open(sys.argv[1]) if line.strip()]
+layers = [[0] * len(rows[0])] * 3 + rows
+json.dump({"logical_count": [[[v // 2 for v in r] for r in layers], [[v - v // 2 for v in r] for r in layers]]},
+          open(sys.argv[2], "w"))
+PY
+"$rackplan" plan models/deepseek-v3.yaml topologies/gb200-nvl72.xml --loads "$work/count.json" --format json \
+    >"$work/from-count.json"
+check "--loads reads a logical_count JSON (61 layers x 256 experts over 2 ranks)" test $? -eq 0
+"$rackplan" plan models/deepseek-v3.yaml topologies/gb200-nvl72.xml --loads loads/dsv3_load.csv --format json \
+    >"$work/from-csv.json"
+check "... and plans exactly as from the CSV it sums to" cmp -s "$work/from-count.json" "$work/from-csv.json"
 tap_finish

@@ -17,6 +17,65 @@ static enum loads_status read_text(const char *text, struct loads *out, char *me
     return status;
 }
 
+/* Reads `text` as SGLang's JSON and checks it against a model of three layers of two experts,
+ * the first dense; the message of the first problem lands in `message`. */
+static enum loads_status read_count(const char *text, struct loads *out, char *message, size_t size)
+{
+    struct model three = {.name = "three", .layers = 3,
+                          .moe = {.experts = 2, .experts_per_token = 1, .interleave = 1, .first_dense_layers = 1}};
+    struct diags d;
+    diags_init(&d);
+    enum loads_status status = loads_read_buffer("c.json", text, strlen(text), out, &d);
+    if (status == LOADS_OK && (status = loads_check_model(out, &three, "c.json", &d)) != LOADS_OK)
+        loads_release(out);
+    message[0] = '\0';
+    if (d.count)
+        diag_format(&d.entries[0], message, size);
+    diags_release(&d);
+    return status;
+}
+
+static void logical_count(void)
+{
+    struct loads l;
+    char message[512];
+    CHECK(read_count("{\"logical_count\": [[0, 0], [1, 2], [3, 4]]}", &l, message, sizeof message) == LOADS_OK &&
+              l.layers == 2 && l.experts == 2 && loads_at(&l, 0, 1) == 2 && loads_at(&l, 1, 0) == 3,
+          "logical_count, one row a model layer: the dense first row dropped, the MoE rows kept in order");
+    loads_release(&l);
+    /* two ranks: [0,0]+[0,0], [1,0]+[0,2], [1,4]+[2,0] */
+    CHECK(read_count("{\"logical_count\": [[[0, 0], [1, 0], [1, 4]],\n [[0, 0], [0, 2], [2, 0]]], \"other\": 1}", &l,
+                     message, sizeof message) == LOADS_OK &&
+              l.layers == 2 && loads_at(&l, 0, 0) == 1 && loads_at(&l, 0, 1) == 2 && loads_at(&l, 1, 0) == 3 &&
+              loads_at(&l, 1, 1) == 4,
+          "a leading dimension of ranks is summed over; other keys are ignored");
+    loads_release(&l);
+    CHECK(read_count("{\"logical_count\": [[1, 2], [3, 4]]}", &l, message, sizeof message) == LOADS_INVALID,
+          "one row a MoE layer is not SGLang's shape");
+    CHECK_STR(message, "c.json:1:20: error: logical_count has 2 layers; three has 3 (one row a model layer, dense "
+                       "ones all zero, as SGLang records them)", "and says what it is");
+    CHECK(read_count("{\"logical_count\": [[5, 0],\n [1, 2],\n [3, 4]]}", &l, message, sizeof message) == LOADS_INVALID,
+          "tokens routed in a dense layer are refused");
+    CHECK_STR(message, "c.json:1:20: error: layer 0 of three is dense, yet 5 tokens are routed in it", "at its row");
+    CHECK(read_count("{\"logical_count\": [[0, 0],\n [0, 0],\n [3, 4]]}", &l, message, sizeof message) == LOADS_INVALID,
+          "a MoE layer that routes nothing is refused");
+    CHECK(read_count("{\"logical_count\": [[0, 0],\n [1, 2, 3],\n [3, 4]]}", &l, message, sizeof message) == LOADS_INVALID,
+          "a ragged layer is refused");
+    CHECK_STR(message, "c.json:2:2: error: logical_count: a layer of 2 experts was expected, not a different count",
+              "at the ragged layer");
+    CHECK(read_count("{\"logical_count\": [[0, 0], [1, \"2\"], [3, 4]]}", &l, message, sizeof message) == LOADS_INVALID,
+          "a string is not a count");
+    CHECK_STR(message, "c.json:1:32: error: expected a token count, not 2", "at the string");
+    CHECK(read_count("{\"logical_count\": [[0, 0], [1, -2], [3, 4]]}", &l, message, sizeof message) == LOADS_INVALID,
+          "a negative count is refused");
+    CHECK(read_count("{\"physical_to_logical_map\": [[0, 1]]}", &l, message, sizeof message) == LOADS_INVALID,
+          "a map is not a record of loads");
+    CHECK(strstr(message, "c.json:1:1: error: a JSON loads file holds logical_count") == message, "and says what is expected");
+    CHECK(read_count("{\"logical_count\": [[0, 0], [1, 2]", &l, message, sizeof message) == LOADS_INVALID,
+          "broken JSON is refused with its position");
+    CHECK(strncmp(message, "c.json:1:", 9) == 0, "which names the file and line");
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && chdir(argv[1]) != 0)
@@ -92,5 +151,6 @@ int main(int argc, char **argv)
           "the first row too many is named by its line, blank lines counted");
     diags_release(&d);
     loads_release(&l);
+    logical_count();
     return tap_done();
 }
