@@ -24,7 +24,7 @@ _rackplan_options() {
         ;;
     plan)
         echo "--racks --weights --kv --context --batch --reserve --tp --pp --format $shared" \
-            "--loads --trace --traffic-weight --redundant --ep --time-limit --expert-map --report --estimate --timings" \
+            "--loads --trace --traffic-weight --overlap --redundant --ep --time-limit --expert-map --report --estimate --timings" \
             "$workload --ttft-ms --tpot-ms"
         ;;
     compare)
@@ -121,6 +121,10 @@ _rackplan() {
         mapfile -t COMPREPLY < <(compgen -W "aggregated disaggregated best" -- "$cur")
         return 0
         ;;
+    --overlap)
+        mapfile -t COMPREPLY < <(compgen -W "on off" -- "$cur")
+        return 0
+        ;;
     --weights | --kv)
         mapfile -t COMPREPLY < <(compgen -W "fp4 fp8 bf16 fp16 fp32" -- "$cur")
         return 0
@@ -164,7 +168,7 @@ _rackplan() {
             ((positionals > 1)) && topologies+=("$word")
         elif [[ $word == -- ]]; then
             ended=1
-        elif [[ $word == -h || $word == --help || $word == --estimate ]]; then
+        elif [[ $word == -h || $word == --help || $word == --estimate || $word == --timings ]]; then
             : # takes no value
         elif [[ $word == -o || ($word == --* && $word != *=*) ]]; then
             # its value is the next word, or the two after a split "="

@@ -48,11 +48,67 @@ struct planned {
     struct device_memory memory;
     bool have_traffic;
     struct traffic hashed, local; /* replica by hash; a replica in the token's domain first */
+    struct layer_time *layer_times, *naive_times; /* each MoE layer's, this placement and the naive one */
+    bool overlap;
+    double layer_tokens; /* tokens through a MoE layer in one step of the EP group */
     bool timings; /* the solver's seconds in JSON and YAML: they differ from run to run */
     const struct serve_workload *serving; /* --isl/--osl: step and rates are aggregated serving's */
     bool served;                         /* the batch fits and its prefill fits the chunk budget */
     double ttft_s, tpot_s;
 };
+
+/* The mean of each term over the MoE layers, their total, and the slowest layer. */
+struct layer_time_summary {
+    struct layer_time mean;
+    double sum_s, worst_s;
+};
+
+static struct layer_time_summary summarise_layer_times(const struct layer_time *times, int64_t layers)
+{
+    struct layer_time_summary s = {0};
+    for (int64_t i = 0; i < layers; i++) {
+        s.mean.compute_s += times[i].compute_s / (double)layers;
+        s.mean.scale_up_s += times[i].scale_up_s / (double)layers;
+        s.mean.scale_out_s += times[i].scale_out_s / (double)layers;
+        s.mean.total_s += times[i].total_s / (double)layers;
+        s.sum_s += times[i].total_s;
+        s.worst_s = fmax(s.worst_s, times[i].total_s);
+    }
+    return s;
+}
+
+static void json_layer_times(struct json *j, const struct layer_time *times, int64_t layers)
+{
+    struct layer_time_summary s = summarise_layer_times(times, layers);
+    json_begin_object(j);
+    json_key(j, "total_s");
+    json_number(j, s.sum_s);
+    json_key(j, "mean_layer_s");
+    json_number(j, s.mean.total_s);
+    json_key(j, "worst_layer_s");
+    json_number(j, s.worst_s);
+    json_key(j, "compute_s");
+    json_number(j, s.mean.compute_s);
+    json_key(j, "scale_up_s");
+    json_number(j, s.mean.scale_up_s);
+    json_key(j, "scale_out_s");
+    json_number(j, s.mean.scale_out_s);
+    json_key(j, "layers_s");
+    json_begin_array(j);
+    for (int64_t i = 0; i < layers; i++)
+        json_number(j, times[i].total_s);
+    json_end_array(j);
+    json_end_object(j);
+}
+
+static void text_layer_times(FILE *out, const char *what, const struct layer_time *times, int64_t layers)
+{
+    struct layer_time_summary s = summarise_layer_times(times, layers);
+    fprintf(out, "    %s: %.1f us a layer, %.3f ms in all; compute %.1f us, scale-up %.1f us, scale-out %.1f us "
+                 "(means); slowest layer %.1f us\n",
+            what, s.mean.total_s * 1e6, s.sum_s * 1e3, s.mean.compute_s * 1e6, s.mean.scale_up_s * 1e6,
+            s.mean.scale_out_s * 1e6, s.worst_s * 1e6);
+}
 
 /* Says on stderr which stage does not fit, what fills its devices, by how much it is short, and
  * how many devices would hold the batch: the numbers a user needs to change the plan. */
@@ -277,6 +333,19 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct model *m
         json_number(&j, p->local.remote_domains_per_token);
         json_end_object(&j);
     }
+    if (p->layer_times) {
+        json_key(&j, "moe_layer_time");
+        json_begin_object(&j);
+        json_key(&j, "step_tokens");
+        json_number(&j, p->layer_tokens);
+        json_key(&j, "overlap");
+        json_bool(&j, p->overlap);
+        json_key(&j, "placement");
+        json_layer_times(&j, p->layer_times, p->experts.layers);
+        json_key(&j, "naive");
+        json_layer_times(&j, p->naive_times, p->experts.layers);
+        json_end_object(&j);
+    }
     if (p->have_stage_stats) {
         json_key(&j, "stages_solver");
         json_begin_object(&j);
@@ -401,6 +470,16 @@ static void write_text(FILE *out, const struct model *m, const struct topology *
                          "(local routing: %.4f, %.3f)\n",
                     p->hashed.remote_dispatch_fraction, p->hashed.remote_domains_per_token,
                     p->local.remote_dispatch_fraction, p->local.remote_domains_per_token);
+        if (p->layer_times) {
+            char tokens[32];
+            format_count(p->layer_tokens, tokens, sizeof tokens);
+            fprintf(out, "  MoE layer time, a decode step of %s tokens (bound; communication %s compute):\n",
+                    tokens, p->overlap ? "under" : "after");
+            text_layer_times(out, "this placement", p->layer_times, p->experts.layers);
+            char naive[96];
+            snprintf(naive, sizeof naive, "naive (expert e on device e mod %lld)", (long long)p->layout.ep);
+            text_layer_times(out, naive, p->naive_times, p->experts.layers);
+        }
         fprintf(out, "  the per-device expert lists: --format json or --expert-map FILE.csv\n");
     }
     char gb[32];
@@ -849,6 +928,34 @@ int cmd_plan(int argc, char **argv)
                     (long long)m.moe.experts, (long long)group, (long long)p.slots);
             return EXIT_NO_FIT;
         }
+        struct model_params params;
+        model_params(&m, &params);
+        enum precision used;
+        p.overlap = o.overlap;
+        p.layer_tokens = (double)p.batch / (double)p.layout.pp;
+        struct moe_layer_physics physics = {
+            .step_tokens = p.layer_tokens,
+            .flops_per_dispatch = 2 * params.routed_expert,
+            .expert_bytes = params.routed_expert * precision_bytes(w.expert_weights),
+            .hidden = (double)m.hidden_size,
+            .peak_flops_per_s = topology_peak_flops_per_s(&t, w.expert_weights, &used),
+            .hbm_bytes_per_s = t.hbm_bytes_per_s,
+            .nic_bytes_per_s = topology_scale_out_bytes_per_s(&t),
+            .scale_up_bytes_per_s = topology_scale_up_bytes_per_s(&t),
+            .overlap = o.overlap};
+        if (physics.peak_flops_per_s > 0) {
+            int64_t layers = p.experts.layers, width = group * p.slots;
+            p.layer_times = xmalloc((size_t)layers * sizeof *p.layer_times);
+            p.naive_times = xmalloc((size_t)layers * sizeof *p.naive_times);
+            int32_t *naive = xmalloc((size_t)(layers * width) * sizeof *naive);
+            traffic_naive_map(layers, m.moe.experts, group, p.slots, naive);
+            const struct trace *sample = o.trace ? &trace : NULL;
+            traffic_layer_times(sample, p.loads.tokens, layers, p.experts.expert, group, p.slots, p.ep_devices,
+                                m.moe.experts, m.moe.experts_per_token, &physics, p.layer_times);
+            traffic_layer_times(sample, p.loads.tokens, layers, naive, group, p.slots, p.ep_devices,
+                                m.moe.experts, m.moe.experts_per_token, &physics, p.naive_times);
+            free(naive);
+        }
         if (o.trace) {
             traffic_measure(&trace, p.experts.expert, group, p.slots, p.ep_devices, m.moe.experts, false, &p.hashed);
             traffic_measure(&trace, p.experts.expert, group, p.slots, p.ep_devices, m.moe.experts, true, &p.local);
@@ -896,6 +1003,8 @@ int cmd_plan(int argc, char **argv)
     if (p.memory.free_bytes < 0)
         explain_no_fit(&m, &t, &w, &p);
     cluster_placement_release(&p.experts);
+    free(p.layer_times);
+    free(p.naive_times);
     stage_split_release(&p.split);
     free(p.stage_stats.x);
     loads_release(&p.loads);

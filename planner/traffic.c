@@ -3,6 +3,7 @@
 
 #include "diag.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,4 +85,146 @@ void traffic_measure(const struct trace *t, const int32_t *map, int64_t devices,
     free(holder);
     free(local);
     free(seen);
+}
+
+/* The pace of one layer from its per-device and per-domain counts (already scaled to the step). */
+static void layer_pace(const double *dispatched, const double *held, const double *crossing_up,
+                       const double *sent, const double *received, int64_t devices,
+                       int64_t devices_per_domain, const struct moe_layer_physics *ph, struct layer_time *out)
+{
+    double compute = 0, up = 0, nic = 0;
+    for (int64_t g = 0; g < devices; g++) {
+        double work = fmax(dispatched[g] * ph->flops_per_dispatch / ph->peak_flops_per_s,
+                           held[g] * ph->expert_bytes / ph->hbm_bytes_per_s);
+        compute = fmax(compute, work);
+        up = fmax(up, crossing_up[g] * ph->hidden * 3 / ph->scale_up_bytes_per_s);
+    }
+    int64_t domains = devices / devices_per_domain;
+    for (int64_t j = 0; j < domains && domains > 1; j++)
+        nic = fmax(nic, fmax(sent[j], received[j]) / ((double)devices_per_domain * ph->nic_bytes_per_s));
+    double comm = fmax(up, nic);
+    *out = (struct layer_time){.compute_s = compute, .scale_up_s = up, .scale_out_s = nic,
+                               .total_s = ph->overlap ? fmax(compute, comm) : compute + comm};
+}
+
+void traffic_layer_times(const struct trace *trace, const double *loads, int64_t layers,
+                         const int32_t *map, int64_t devices, int64_t slots, int64_t devices_per_domain,
+                         int64_t experts, int64_t k, const struct moe_layer_physics *ph,
+                         struct layer_time *out)
+{
+    int64_t width = devices * slots, domains = devices / devices_per_domain;
+    int64_t *first = xmalloc((size_t)(experts + 1) * sizeof *first);
+    int64_t *holder = xmalloc((size_t)(width > 0 ? width : 1) * sizeof *holder);
+    int64_t *seen = xcalloc((size_t)domains, sizeof *seen);
+    double *dispatched = xmalloc((size_t)devices * sizeof *dispatched);
+    double *held = xmalloc((size_t)devices * sizeof *held);
+    double *crossing_up = xmalloc((size_t)devices * sizeof *crossing_up);
+    double *sent = xmalloc((size_t)domains * sizeof *sent);
+    double *received = xmalloc((size_t)domains * sizeof *received);
+    double *share = xmalloc((size_t)domains * sizeof *share);
+    int64_t stamp = 0;
+    for (int64_t layer = 0; layer < layers; layer++) {
+        const int32_t *row = map + layer * width;
+        memset(first, 0, (size_t)(experts + 1) * sizeof *first);
+        memset(held, 0, (size_t)devices * sizeof *held);
+        for (int64_t s = 0; s < width; s++)
+            if (row[s] >= 0 && row[s] < experts) {
+                first[row[s] + 1]++;
+                held[s / slots]++;
+            }
+        for (int64_t e = 0; e < experts; e++)
+            first[e + 1] += first[e];
+        int64_t *fill = xmalloc((size_t)experts * sizeof *fill);
+        memcpy(fill, first, (size_t)experts * sizeof *fill);
+        for (int64_t s = 0; s < width; s++)
+            if (row[s] >= 0 && row[s] < experts)
+                holder[fill[row[s]]++] = s / slots;
+        free(fill);
+        memset(dispatched, 0, (size_t)devices * sizeof *dispatched);
+        memset(crossing_up, 0, (size_t)devices * sizeof *crossing_up);
+        memset(sent, 0, (size_t)domains * sizeof *sent);
+        memset(received, 0, (size_t)domains * sizeof *received);
+        double tokens = 0;
+        if (trace) {
+            for (int64_t token = 0; token < trace->tokens; token++) {
+                const int32_t *chosen = trace_row(trace, layer, token);
+                if (chosen[0] < 0)
+                    continue;
+                tokens++;
+                int64_t own = token % devices, home = own / devices_per_domain;
+                stamp++;
+                for (int64_t j = 0; j < trace->k; j++) {
+                    int64_t e = chosen[j], copies = first[e + 1] - first[e];
+                    if (copies == 0)
+                        continue;
+                    int64_t device = holder[first[e] + (int64_t)(pick(token, e) % (uint64_t)copies)];
+                    int64_t domain = device / devices_per_domain;
+                    dispatched[device]++;
+                    if (device != own)
+                        crossing_up[device]++;
+                    if (domain != home && seen[domain] != stamp) {
+                        seen[domain] = stamp;
+                        sent[home] += ph->hidden * 1;     /* dispatch out */
+                        received[domain] += ph->hidden * 1;
+                        sent[domain] += ph->hidden * 2;   /* combine back */
+                        received[home] += ph->hidden * 2;
+                    }
+                }
+            }
+        } else {
+            const double *load = loads + layer * experts;
+            double total = 0;
+            memset(share, 0, (size_t)domains * sizeof *share);
+            for (int64_t s = 0; s < width; s++) {
+                if (row[s] < 0 || row[s] >= experts)
+                    continue;
+                double w = load[row[s]] / (double)(first[row[s] + 1] - first[row[s]]);
+                dispatched[s / slots] += w;
+                crossing_up[s / slots] += w * (1 - 1 / (double)devices);
+                share[s / slots / devices_per_domain] += w;
+                total += w;
+            }
+            tokens = total / (double)k;
+            for (int64_t j = 0; j < domains && domains > 1 && total > 0; j++) {
+                double reach = 1 - pow(1 - share[j] / total, (double)k); /* a token of another domain */
+                double from_others = tokens * (1 - 1 / (double)domains) * reach;
+                received[j] += from_others * ph->hidden * 1;
+                sent[j] += from_others * ph->hidden * 2;
+                for (int64_t h = 0; h < domains; h++)
+                    if (h != j) {
+                        sent[h] += from_others / (double)(domains - 1) * ph->hidden * 1;
+                        received[h] += from_others / (double)(domains - 1) * ph->hidden * 2;
+                    }
+            }
+        }
+        double scale = tokens > 0 ? ph->step_tokens / tokens : 0;
+        for (int64_t g = 0; g < devices; g++) {
+            dispatched[g] *= scale;
+            crossing_up[g] *= scale;
+        }
+        for (int64_t j = 0; j < domains; j++) {
+            sent[j] *= scale;
+            received[j] *= scale;
+        }
+        layer_pace(dispatched, held, crossing_up, sent, received, devices, devices_per_domain, ph, &out[layer]);
+    }
+    free(first);
+    free(holder);
+    free(seen);
+    free(dispatched);
+    free(held);
+    free(crossing_up);
+    free(sent);
+    free(received);
+    free(share);
+}
+
+void traffic_naive_map(int64_t layers, int64_t experts, int64_t devices, int64_t slots, int32_t *map)
+{
+    int64_t width = devices * slots;
+    for (int64_t i = 0; i < layers; i++)
+        for (int64_t s = 0; s < width; s++) {
+            int64_t device = s / slots, slot = s % slots, e = slot * devices + device;
+            map[i * width + s] = e < experts ? (int32_t)e : -1;
+        }
 }

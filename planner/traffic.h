@@ -24,4 +24,45 @@ void traffic_measure(const struct trace *t, const int32_t *map, int64_t devices,
                      int64_t devices_per_domain, int64_t experts, bool local_routing,
                      struct traffic *out);
 
+/* What one MoE layer of a decode step costs on a placement, in seconds, as roofline.h counts
+ * it, the hottest resource of each kind setting the pace:
+ * - compute: the most loaded device, the longer of its dispatches x flops_per_dispatch at the
+ *   peak and its held copies' weights at the HBM rate;
+ * - scale-out: the busiest domain's NICs (its devices' together), the larger of what they send
+ *   and what they receive: a token's hidden state goes once to each other domain that serves
+ *   one of its experts (1 B a value, FP8) and comes back combined (2 B, BF16);
+ * - scale-up: the most loaded device's dispatches from tokens that sit on other devices, 3 B a
+ *   value each way over its scale-up links;
+ * - the layer: with two-micro-batch overlap (DeepEP and SGLang's TBO) the larger of compute and
+ *   communication, without it their sum; the communication is the larger of scale-out and
+ *   scale-up (DeepEP forwards over NVLink what arrives over the NIC while it arrives).
+ * Token t sits on device t mod G and an expert's replica is picked by a hash of (token, expert)
+ * (traffic_measure). Without a trace, from the loads alone: a device serves its copies' share of
+ * each expert's load, and a token reaches domain j with probability 1 - (1 - s_j)^k, s_j the
+ * domain's share of the layer's load. Counts scale to step_tokens. */
+struct moe_layer_physics {
+    double step_tokens;          /* tokens through the layer in one step of the EP group */
+    double flops_per_dispatch;   /* 2 x one expert's parameters */
+    double expert_bytes;         /* one copy's weights */
+    double hidden;               /* values in a token's hidden state */
+    double peak_flops_per_s, hbm_bytes_per_s;
+    double nic_bytes_per_s;      /* a device's, each direction */
+    double scale_up_bytes_per_s; /* a device's, each direction */
+    bool overlap;
+};
+
+struct layer_time {
+    double compute_s, scale_up_s, scale_out_s, total_s;
+};
+
+/* One layer_time a layer into `out`; `trace` may be NULL (then `loads`, layers x experts). */
+void traffic_layer_times(const struct trace *trace, const double *loads, int64_t layers,
+                         const int32_t *map, int64_t devices, int64_t slots, int64_t devices_per_domain,
+                         int64_t experts, int64_t k, const struct moe_layer_physics *physics,
+                         struct layer_time *out);
+
+/* The placement a planner without loads makes: expert e on device e mod `devices`, slot e /
+ * devices; no replicas, spare slots empty. `map` holds layers x devices x slots. */
+void traffic_naive_map(int64_t layers, int64_t experts, int64_t devices, int64_t slots, int32_t *map);
+
 #endif
