@@ -12,12 +12,17 @@ struct search {
     const double *load;
     int64_t *copies; /* group_start and domains_place's tuning move replicas */
     int64_t max_copies; /* of one expert: one per device of its domain */
-    const int32_t *chosen;
+    int32_t *chosen; /* the routing sample's rows, each expert named once (repeats -1) */
     int64_t *domain_of;
     double *domain_load;
     int64_t *first, *user;  /* CSR: the tokens that chose each expert */
     uint8_t *count;         /* tokens x domains: the token's experts in that domain */
-    int64_t *gain;          /* experts x domains: change in distinct domains if moved there */
+    /* The change in the distinct sum if expert e moved to domain y is absent[e][y] - leaves[e]:
+     * its tokens that reach no expert in y, less those it alone takes to its own domain. Kept
+     * up to date per token as experts move, Fiduccia-Mattheyses style: a move changes two
+     * columns of a token's counts, so it touches k entries, not k x domains. */
+    int64_t *absent;        /* experts x domains */
+    int64_t *leaves;        /* experts */
     int64_t *stamp;         /* tokens */
     int64_t now;
     int64_t distinct;       /* sum over tokens of the domains they reach */
@@ -42,23 +47,43 @@ static bool first_mention(const int32_t *row, int64_t j, int64_t experts)
     return true;
 }
 
-/* Adds (sign +1) or removes (-1) token t's share of every move gain and of the distinct sum. */
-static void account(struct search *s, int64_t t, int sign)
+static int64_t move_gain(const struct search *s, int64_t e, int64_t y)
+{
+    return s->absent[e * s->domains + y] - s->leaves[e];
+}
+
+/* Adds token t's share of every move gain and of the distinct sum. */
+static void account(struct search *s, int64_t t)
 {
     const int32_t *row = row_of(s, t);
     const uint8_t *c = s->count + t * s->domains;
     for (int64_t y = 0; y < s->domains; y++)
-        s->distinct += sign * (c[y] > 0);
+        s->distinct += c[y] > 0;
     for (int64_t j = 0; j < s->k; j++) {
-        if (!first_mention(row, j, s->experts))
+        if (row[j] < 0)
             continue;
         int64_t e = row[j];
-        int64_t home = s->domain_of[e];
-        int64_t leaves = c[home] == 1;
-        int64_t *g = s->gain + e * s->domains;
+        s->leaves[e] += c[s->domain_of[e]] == 1;
+        int64_t *a = s->absent + e * s->domains;
         for (int64_t y = 0; y < s->domains; y++)
-            if (y != home)
-                g[y] += sign * ((c[y] == 0) - leaves);
+            a[y] += c[y] == 0;
+    }
+}
+
+/* Adds (sign +1) or removes (-1) token t's share in columns x and y, the two a swap changes,
+ * and its experts' leaves (whose homes may be x or y, or move). */
+static void account_columns(struct search *s, int64_t t, int64_t x, int64_t y, int sign)
+{
+    const int32_t *row = row_of(s, t);
+    const uint8_t *c = s->count + t * s->domains;
+    s->distinct += sign * ((c[x] > 0) + (c[y] > 0));
+    for (int64_t j = 0; j < s->k; j++) {
+        if (row[j] < 0)
+            continue;
+        int64_t e = row[j];
+        s->leaves[e] += sign * (c[s->domain_of[e]] == 1);
+        s->absent[e * s->domains + x] += sign * (c[x] == 0);
+        s->absent[e * s->domains + y] += sign * (c[y] == 0);
     }
 }
 
@@ -76,7 +101,7 @@ static void move_counts(struct search *s, int64_t e, int64_t from, int64_t to)
 static int64_t swap_traffic(struct search *s, int64_t e, int64_t f)
 {
     int64_t x = s->domain_of[e], y = s->domain_of[f];
-    int64_t delta = s->gain[e * s->domains + y] + s->gain[f * s->domains + x];
+    int64_t delta = move_gain(s, e, y) + move_gain(s, f, x);
     s->now++;
     for (int64_t i = s->first[f]; i < s->first[f + 1]; i++)
         s->stamp[s->user[i]] = s->now;
@@ -93,13 +118,15 @@ static int64_t swap_traffic(struct search *s, int64_t e, int64_t f)
 static void apply_swap(struct search *s, int64_t e, int64_t f)
 {
     int64_t x = s->domain_of[e], y = s->domain_of[f];
+    if (x == y)
+        return;
     s->now++;
     int64_t lists[2] = {e, f};
     for (int l = 0; l < 2; l++)
         for (int64_t i = s->first[lists[l]]; i < s->first[lists[l] + 1]; i++)
             if (s->stamp[s->user[i]] != s->now) {
                 s->stamp[s->user[i]] = s->now;
-                account(s, s->user[i], -1);
+                account_columns(s, s->user[i], x, y, -1);
             }
     move_counts(s, e, x, y);
     move_counts(s, f, y, x);
@@ -112,7 +139,7 @@ static void apply_swap(struct search *s, int64_t e, int64_t f)
         for (int64_t i = s->first[lists[l]]; i < s->first[lists[l] + 1]; i++)
             if (s->stamp[s->user[i]] != s->now) {
                 s->stamp[s->user[i]] = s->now;
-                account(s, s->user[i], +1);
+                account_columns(s, s->user[i], x, y, +1);
             }
 }
 
@@ -176,7 +203,7 @@ static int64_t sweep(struct search *s, double deadline)
             double lx = s->domain_load[x] - s->load[e] + s->load[f];
             double ly = s->domain_load[y] - s->load[f] + s->load[e];
             double balance = peak_after(s, top, x, lx, y, ly) / s->mean - cost_now;
-            int64_t bound = s->gain[e * s->domains + y] + s->gain[f * s->domains + x];
+            int64_t bound = move_gain(s, e, y) + move_gain(s, f, x);
             double delta = balance + traffic_term(s, bound);
             if (delta >= best_delta)
                 continue;
@@ -412,9 +439,13 @@ static bool search_open(struct search *s, const double *tokens, int64_t *copies,
     if (routing && routing->k <= 255) {
         s->tokens = routing->tokens;
         s->k = routing->k;
-        s->chosen = routing->chosen;
-        for (int64_t t = 0; t < s->tokens; t++)
-            s->routed += row_of(s, t)[0] >= 0;
+        s->chosen = xmalloc((size_t)(s->tokens * s->k > 0 ? s->tokens * s->k : 1) * sizeof *s->chosen);
+        for (int64_t t = 0; t < s->tokens; t++) {
+            const int32_t *row = routing->chosen + t * s->k;
+            for (int64_t j = 0; j < s->k; j++)
+                s->chosen[t * s->k + j] = row[0] < 0 || first_mention(row, j, experts) ? row[j] : -1;
+            s->routed += row[0] >= 0;
+        }
         group_start(s, groups, capacity);
     }
     s->domain_load = xcalloc((size_t)domains, sizeof *s->domain_load);
@@ -447,11 +478,12 @@ static bool search_open(struct search *s, const double *tokens, int64_t *copies,
         }
     }
     free(fill);
-    s->gain = xcalloc((size_t)(experts * domains), sizeof *s->gain);
+    s->absent = xcalloc((size_t)(experts * domains), sizeof *s->absent);
+    s->leaves = xcalloc((size_t)experts, sizeof *s->leaves);
     s->stamp = xcalloc((size_t)(s->tokens > 0 ? s->tokens : 1), sizeof *s->stamp);
     for (int64_t t = 0; t < s->tokens; t++)
         if (row_of(s, t)[0] >= 0)
-            account(s, t, +1);
+            account(s, t);
     return true;
 }
 
@@ -460,8 +492,10 @@ static void search_close(struct search *s)
     free(s->domain_load);
     free(s->first);
     free(s->user);
+    free(s->chosen);
     free(s->count);
-    free(s->gain);
+    free(s->absent);
+    free(s->leaves);
     free(s->stamp);
 }
 
@@ -614,8 +648,7 @@ static int64_t refine_devices(struct search *s, int64_t devices_per_domain, int6
                             if (delta >= best_delta)
                                 continue;
                         }
-                        int64_t bound = s->gain[e * s->domains + s->domain_of[f]] +
-                                        s->gain[f * s->domains + s->domain_of[e]];
+                        int64_t bound = move_gain(s, e, s->domain_of[f]) + move_gain(s, f, s->domain_of[e]);
                         if (delta + traffic_term(s, bound) >= best_delta)
                             continue;
                         delta += traffic_term(s, swap_traffic(s, e, f));
@@ -673,7 +706,7 @@ static int64_t untangle_devices(struct search *s, int64_t devices_per_domain, in
             int32_t f = map[j];
             if (f < 0 || s->copies[f] != s->copies[e] || s->domain_of[f] == x)
                 continue;
-            if (s->gain[e * s->domains + s->domain_of[f]] + s->gain[f * s->domains + x] >= best_delta)
+            if (move_gain(s, e, s->domain_of[f]) + move_gain(s, f, x) >= best_delta)
                 continue;
             if (trade(s, devices_per_domain, slots, map, device_load, i, j, false) > peak)
                 continue;
@@ -758,7 +791,7 @@ static int64_t tune_domains(struct search *s, int64_t devices_per_domain, int64_
 
 /* Everything the device phase changes, to try it two ways from the same start. */
 struct snapshot {
-    int64_t *domain_of, *copies, *gain, distinct;
+    int64_t *domain_of, *copies, *absent, *leaves, distinct;
     uint8_t *count;
     double *domain_load, *device_load;
     int32_t *map;
@@ -777,7 +810,8 @@ static void snapshot_take(const struct search *s, const int32_t *map, const doub
     size_t experts = (size_t)s->experts, domains = (size_t)s->domains;
     out->domain_of = duplicate(s->domain_of, experts * sizeof *s->domain_of);
     out->copies = duplicate(s->copies, experts * sizeof *s->copies);
-    out->gain = duplicate(s->gain, experts * domains * sizeof *s->gain);
+    out->absent = duplicate(s->absent, experts * domains * sizeof *s->absent);
+    out->leaves = duplicate(s->leaves, experts * sizeof *s->leaves);
     out->count = duplicate(s->count, (size_t)s->tokens * domains * sizeof *s->count);
     out->domain_load = duplicate(s->domain_load, domains * sizeof *s->domain_load);
     out->device_load = duplicate(device_load, (size_t)devices * sizeof *device_load);
@@ -791,7 +825,8 @@ static void snapshot_restore(struct search *s, int32_t *map, double *device_load
     size_t experts = (size_t)s->experts, domains = (size_t)s->domains;
     memcpy(s->domain_of, from->domain_of, experts * sizeof *s->domain_of);
     memcpy(s->copies, from->copies, experts * sizeof *s->copies);
-    memcpy(s->gain, from->gain, experts * domains * sizeof *s->gain);
+    memcpy(s->absent, from->absent, experts * domains * sizeof *s->absent);
+    memcpy(s->leaves, from->leaves, experts * sizeof *s->leaves);
     memcpy(s->count, from->count, (size_t)s->tokens * domains * sizeof *s->count);
     memcpy(s->domain_load, from->domain_load, domains * sizeof *s->domain_load);
     memcpy(device_load, from->device_load, (size_t)devices * sizeof *device_load);
@@ -803,7 +838,8 @@ static void snapshot_release(struct snapshot *p)
 {
     free(p->domain_of);
     free(p->copies);
-    free(p->gain);
+    free(p->absent);
+    free(p->leaves);
     free(p->count);
     free(p->domain_load);
     free(p->device_load);
