@@ -16,6 +16,24 @@ static uint64_t pick(int64_t token, int64_t expert)
     return x ^ (x >> 29);
 }
 
+/* Per expert, the devices holding its replicas, in slot order: holder[first[e] .. first[e + 1]). */
+static void replica_holders(const int32_t *row, int64_t width, int64_t slots, int64_t experts,
+                            int64_t *first, int64_t *holder)
+{
+    memset(first, 0, (size_t)(experts + 1) * sizeof *first);
+    for (int64_t s = 0; s < width; s++)
+        if (row[s] >= 0 && row[s] < experts)
+            first[row[s] + 1]++;
+    for (int64_t e = 0; e < experts; e++)
+        first[e + 1] += first[e];
+    int64_t *fill = xmalloc((size_t)experts * sizeof *fill);
+    memcpy(fill, first, (size_t)experts * sizeof *fill);
+    for (int64_t s = 0; s < width; s++)
+        if (row[s] >= 0 && row[s] < experts)
+            holder[fill[row[s]]++] = s / slots;
+    free(fill);
+}
+
 void traffic_measure(const struct trace *t, const int32_t *map, int64_t devices, int64_t slots,
                      int64_t devices_per_domain, int64_t experts, bool local_routing,
                      struct traffic *out)
@@ -31,18 +49,7 @@ void traffic_measure(const struct trace *t, const int32_t *map, int64_t devices,
     int64_t stamp = 0;
     for (int64_t layer = 0; layer < t->layers; layer++) {
         const int32_t *row = map + layer * width;
-        memset(first, 0, (size_t)(experts + 1) * sizeof *first);
-        for (int64_t s = 0; s < width; s++)
-            if (row[s] >= 0 && row[s] < experts)
-                first[row[s] + 1]++;
-        for (int64_t e = 0; e < experts; e++)
-            first[e + 1] += first[e];
-        int64_t *fill = xmalloc((size_t)experts * sizeof *fill);
-        memcpy(fill, first, (size_t)experts * sizeof *fill);
-        for (int64_t s = 0; s < width; s++)
-            if (row[s] >= 0 && row[s] < experts)
-                holder[fill[row[s]]++] = s / slots;
-        free(fill);
+        replica_holders(row, width, slots, experts, first, holder);
         for (int64_t token = 0; token < t->tokens; token++) {
             const int32_t *chosen = trace_row(t, layer, token);
             if (chosen[0] < 0)
@@ -125,21 +132,11 @@ void traffic_layer_times(const struct trace *trace, const double *loads, int64_t
     int64_t stamp = 0;
     for (int64_t layer = 0; layer < layers; layer++) {
         const int32_t *row = map + layer * width;
-        memset(first, 0, (size_t)(experts + 1) * sizeof *first);
+        replica_holders(row, width, slots, experts, first, holder);
         memset(held, 0, (size_t)devices * sizeof *held);
-        for (int64_t s = 0; s < width; s++)
-            if (row[s] >= 0 && row[s] < experts) {
-                first[row[s] + 1]++;
-                held[s / slots]++;
-            }
         for (int64_t e = 0; e < experts; e++)
-            first[e + 1] += first[e];
-        int64_t *fill = xmalloc((size_t)experts * sizeof *fill);
-        memcpy(fill, first, (size_t)experts * sizeof *fill);
-        for (int64_t s = 0; s < width; s++)
-            if (row[s] >= 0 && row[s] < experts)
-                holder[fill[row[s]]++] = s / slots;
-        free(fill);
+            for (int64_t c = first[e]; c < first[e + 1]; c++)
+                held[holder[c]]++;
         memset(dispatched, 0, (size_t)devices * sizeof *dispatched);
         memset(crossing_up, 0, (size_t)devices * sizeof *crossing_up);
         memset(sent, 0, (size_t)domains * sizeof *sent);

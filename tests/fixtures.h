@@ -3,10 +3,12 @@
 #ifndef RACKPLAN_FIXTURES_H
 #define RACKPLAN_FIXTURES_H
 
+#include "loads.h"
 #include "model.h"
 #include "plan.h"
 #include "stages.h"
 #include "topology.h"
+#include "trace.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +39,21 @@ static inline struct topology fixture_topology(const char *path)
     }
     diags_release(&d);
     return t;
+}
+
+/* The shipped DeepSeek-V3-like sample: loads/dsv3_load.csv (58 MoE layers x 256 experts) and
+ * the routing trace behind it. */
+static inline void fixture_dsv3_sample(struct loads *l, struct trace *t)
+{
+    struct diags d;
+    diags_init(&d);
+    if (loads_read("loads/dsv3_load.csv", l, &d) != LOADS_OK ||
+        trace_read("loads/dsv3_topk.csv.gz", 256, t, &d) != TRACE_OK) {
+        diags_print(&d, stdout);
+        printf("Bail out! loads/dsv3_load.csv or loads/dsv3_topk.csv.gz\n");
+        exit(1);
+    }
+    diags_release(&d);
 }
 
 /* DeepSeek-V3's 61 layers on GB200 NVL72 racks (the caller sets .stages): each layer's time is its FP8 weight

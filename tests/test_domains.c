@@ -3,6 +3,7 @@
 #include "cluster.h"
 #include "domains.h"
 #include "experts.h"
+#include "fixtures.h"
 #include "loads.h"
 #include "tap.h"
 #include "trace.h"
@@ -97,13 +98,7 @@ int main(int argc, char **argv)
 
     struct loads l;
     struct trace t;
-    struct diags d;
-    diags_init(&d);
-    if (loads_read("loads/dsv3_load.csv", &l, &d) != LOADS_OK ||
-        trace_read("loads/dsv3_topk.csv.gz", 256, &t, &d) != TRACE_OK) {
-        printf("Bail out! loads/dsv3_load.csv or loads/dsv3_topk.csv.gz\n");
-        return 1;
-    }
+    fixture_dsv3_sample(&l, &t);
     /* case b: 256 slots on 8 nodes of 8 GPUs, no spare. EPLB hierarchical: GPU 1.32488 at 3.47704
      * remote nodes a token; global: 1.17898 at 4.6448 (eplb_results.csv). */
     struct measured b = place(&l, &t, 8, 8, 4, 0.1);

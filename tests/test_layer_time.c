@@ -135,18 +135,11 @@ int main(int argc, char **argv)
     by_hand();
     struct loads l;
     struct trace t;
-    struct diags d;
-    diags_init(&d);
-    if (loads_read("loads/dsv3_load.csv", &l, &d) != LOADS_OK ||
-        trace_read("loads/dsv3_topk.csv.gz", 256, &t, &d) != TRACE_OK) {
-        printf("Bail out! loads/dsv3_load.csv or loads/dsv3_topk.csv.gz\n");
-        return 1;
-    }
+    fixture_dsv3_sample(&l, &t);
     against_eplb("a2 (4 nodes, 288 slots)", "loads/eplb-maps/a2_dsv3_R288_G32_N4_phy2log.csv", 4, 9, &l, &t, 0);
     against_eplb("b (8 nodes, 256 slots)", "loads/eplb-maps/b_dsv3_R256_G64_N8_phy2log.csv", 8, 4, &l, &t, 1);
     against_eplb("d (18 nodes, 288 slots)", "loads/eplb-maps/d_dsv3_R288_G144_N18_phy2log.csv", 18, 2, &l, &t, 3);
     trace_release(&t);
     loads_release(&l);
-    diags_release(&d);
     return tap_done();
 }
