@@ -1,9 +1,9 @@
 /* cmd_plan.c: `rackplan plan MODEL TOPOLOGY`: the layout, layers on stages, experts on devices,
  * and the step time the placement implies. */
 #include "cli.h"
+#include "cluster.h"
 #include "commands.h"
 #include "diag.h"
-#include "cluster.h"
 #include "experts.h"
 #include "graph.h"
 #include "loads.h"
@@ -917,7 +917,7 @@ int cmd_plan(int argc, char **argv)
                                           .groups = m.moe.groups, .traffic_weight = o.traffic_weight,
                                           .deadline = deadline};
         bool placed = cluster_place(p.loads.tokens, p.loads.layers, p.loads.experts, p.ep_domains,
-                                            p.ep_devices, p.slots, &routing, &p.experts);
+                                    p.ep_devices, p.slots, &routing, &p.experts);
         p.expert_seconds = monotonic_seconds() - start;
         p.time_limit_s = o.time_limit_s;
         p.expert_time_limited = deadline > 0 && monotonic_seconds() >= deadline;

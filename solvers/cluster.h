@@ -9,11 +9,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Every MoE layer of a cluster of `domains` domains x `devices` devices x `slots` slots:
- * replica counts (at most one copy of an expert per domain when there are several), copies to
- * domains by LPT and swaps (domains as bins of devices x slots), then each domain's copies to its
- * devices. `expert` is the physical-to-logical map: layer-major, then devices in order (domain
- * by domain), then slots. */
 /* GLPK's part in a cluster placement: problems solved, how many it proved optimal, how many
  * lowered the layer's most loaded device. */
 struct expert_ilp_stats {
@@ -21,6 +16,11 @@ struct expert_ilp_stats {
     double seconds;
 };
 
+/* Every MoE layer of a cluster of `domains` domains x `devices` devices x `slots` slots:
+ * replica counts (at most one copy of an expert per domain when there are several), copies to
+ * domains by LPT and swaps (domains as bins of devices x slots), then each domain's copies to its
+ * devices. `expert` is the physical-to-logical map: layer-major, then devices in order (domain
+ * by domain), then slots. */
 struct cluster_placement {
     int64_t layers, domains, devices, slots; /* devices per domain */
     int32_t *expert;
