@@ -930,7 +930,6 @@ int cmd_plan(int argc, char **argv)
         }
         struct model_params params;
         model_params(&m, &params);
-        enum precision used;
         p.overlap = o.overlap;
         p.layer_tokens = (double)p.batch / (double)p.layout.pp;
         struct moe_layer_physics physics = {
@@ -938,7 +937,7 @@ int cmd_plan(int argc, char **argv)
             .flops_per_dispatch = 2 * params.routed_expert,
             .expert_bytes = params.routed_expert * precision_bytes(w.expert_weights),
             .hidden = (double)m.hidden_size,
-            .peak_flops_per_s = topology_peak_flops_per_s(&t, w.expert_weights, &used),
+            .peak_flops_per_s = topology_peak_flops_per_s(&t, w.expert_weights, NULL),
             .hbm_bytes_per_s = t.hbm_bytes_per_s,
             .nic_bytes_per_s = topology_scale_out_bytes_per_s(&t),
             .scale_up_bytes_per_s = topology_scale_up_bytes_per_s(&t),

@@ -16,6 +16,12 @@ static uint64_t pick(int64_t token, int64_t expert)
     return x ^ (x >> 29);
 }
 
+/* The replica of expert e that token t is sent to, by the hash, among all of e's copies. */
+static int64_t hashed_replica(const int64_t *first, const int64_t *holder, int64_t token, int64_t e)
+{
+    return holder[first[e] + (int64_t)(pick(token, e) % (uint64_t)(first[e + 1] - first[e]))];
+}
+
 /* Per expert, the devices holding its replicas, in slot order: holder[first[e] .. first[e + 1]). */
 static void replica_holders(const int32_t *row, int64_t width, int64_t slots, int64_t experts,
                             int64_t *first, int64_t *holder)
@@ -71,7 +77,7 @@ void traffic_measure(const struct trace *t, const int32_t *map, int64_t devices,
                 if (near > 0)
                     device = local[pick(token, e) % (uint64_t)near];
                 else
-                    device = holder[first[e] + (int64_t)(pick(token, e) % (uint64_t)copies)];
+                    device = hashed_replica(first, holder, token, e);
                 int64_t domain = device / devices_per_domain;
                 dispatches++;
                 if (domain != home) {
@@ -154,7 +160,7 @@ void traffic_layer_times(const struct trace *trace, const double *loads, int64_t
                     int64_t e = chosen[j], copies = first[e + 1] - first[e];
                     if (copies == 0)
                         continue;
-                    int64_t device = holder[first[e] + (int64_t)(pick(token, e) % (uint64_t)copies)];
+                    int64_t device = hashed_replica(first, holder, token, e);
                     int64_t domain = device / devices_per_domain;
                     dispatched[device]++;
                     if (device != own)

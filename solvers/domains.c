@@ -457,7 +457,7 @@ static bool search_open(struct search *s, const double *tokens, int64_t *copies,
         if (row[0] < 0)
             continue;
         for (int64_t j = 0; j < s->k; j++)
-            if (first_mention(row, j, experts))
+            if (row[j] >= 0)
                 s->first[row[j] + 1]++;
     }
     for (int64_t e = 0; e < experts; e++)
@@ -471,7 +471,7 @@ static bool search_open(struct search *s, const double *tokens, int64_t *copies,
         if (row[0] < 0)
             continue;
         for (int64_t j = 0; j < s->k; j++) {
-            if (!first_mention(row, j, experts))
+            if (row[j] < 0)
                 continue;
             s->user[fill[row[j]]++] = t;
             s->count[t * domains + domain_of[row[j]]]++;
