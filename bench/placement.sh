@@ -2,12 +2,11 @@
 # Expert placement on the cases of shared/data/moe-loads/eplb_results.csv: rackplan plans each
 # case, writes its physical-to-logical map, and build/bench/evaluate scores the map with EPLB's
 # metrics. Wall time is the median of RUNS runs of the whole `rackplan plan` command (reading the
-# model, topology, loads and trace included). Usage: bench/placement.sh [RUNS] [WEIGHTS...]
-# from the source root, after `ninja -C build`.
+# model, topology, loads and trace included). With the trace, each layer's placement minimises
+# its predicted time under --overlap on and off. Usage: bench/placement.sh [RUNS] from the source
+# root, after `ninja -C build`.
 set -eu
 runs=${1:-5}
-[ $# -gt 0 ] && shift
-weights=${*:-"0 0.1 0.3 1 1.5 3 10"}
 rp=build/rackplan
 ev=build/bench/evaluate
 tmp=$(mktemp -d)
@@ -52,11 +51,11 @@ case_row "b tl=0" 64 8 loads/dsv3_load.csv $trace $dsv3 topologies/hgx-h800.xml 
     --loads loads/dsv3_load.csv --time-limit 0
 case_row "d tl=0" 144 18 loads/dsv3_load.csv $trace $dsv3 topologies/hgx-h800.xml --racks 18 --ep 144 \
     --redundant 32 --loads loads/dsv3_load.csv --time-limit 0
-for w in $weights; do
-    case_row "a2 W=$w" 32 4 loads/dsv3_load.csv $trace $dsv3 topologies/hgx-h800.xml --racks 4 --redundant 32 \
-        --loads loads/dsv3_load.csv --trace $trace --traffic-weight "$w"
-    case_row "b W=$w" 64 8 loads/dsv3_load.csv $trace $dsv3 topologies/hgx-h800.xml --racks 8 --ep 64 \
-        --loads loads/dsv3_load.csv --trace $trace --traffic-weight "$w"
-    case_row "d W=$w" 144 18 loads/dsv3_load.csv $trace $dsv3 topologies/hgx-h800.xml --racks 18 --ep 144 \
-        --redundant 32 --loads loads/dsv3_load.csv --trace $trace --traffic-weight "$w"
+for overlap in on off; do
+    case_row "a2 overlap=$overlap" 32 4 loads/dsv3_load.csv $trace $dsv3 topologies/hgx-h800.xml --racks 4 \
+        --redundant 32 --loads loads/dsv3_load.csv --trace $trace --overlap $overlap
+    case_row "b overlap=$overlap" 64 8 loads/dsv3_load.csv $trace $dsv3 topologies/hgx-h800.xml --racks 8 --ep 64 \
+        --loads loads/dsv3_load.csv --trace $trace --overlap $overlap
+    case_row "d overlap=$overlap" 144 18 loads/dsv3_load.csv $trace $dsv3 topologies/hgx-h800.xml --racks 18 \
+        --ep 144 --redundant 32 --loads loads/dsv3_load.csv --trace $trace --overlap $overlap
 done

@@ -24,7 +24,7 @@ _rackplan_options() {
         ;;
     plan)
         echo "--racks --weights --kv --context --batch --reserve --tp --pp --format $shared" \
-            "--loads --trace --traffic-weight --overlap --redundant --ep --time-limit --expert-map --report --estimate --timings" \
+            "--loads --trace --overlap --redundant --ep --time-limit --expert-map --report --estimate --timings" \
             "$workload --ttft-ms --tpot-ms"
         ;;
     compare)
@@ -151,7 +151,7 @@ _rackplan() {
         ;;
     --price) ;; # DEVICE= from the topologies named so far, below
     --racks | --context | --batch | --reserve | --tp | --pp | --sweep | --eta-compute | \
-        --eta-memory | --eta-network | --traffic-weight | --ep | --time-limit | --tpot-ms | \
+        --eta-memory | --eta-network | --ep | --time-limit | --tpot-ms | \
         --domain-sizes | --devices | --shard | --isl | --osl | --ttft-ms | --prefix-hit | --mtp | \
         --mtp-accept | --chunk | --rate)
         return 0 # a number: nothing to offer

@@ -184,11 +184,9 @@ static void print_help(const struct command *c)
                "  --trace FILE     top-k routing trace (layer,token,e0..; .gz read too): experts that\n"
                "                   tokens pick together go to one scale-up domain, and the plan\n"
                "                   reports how much dispatch leaves the token's domain\n"
-               "  --traffic-weight W  with --trace: minimise imbalance + W x distinct domains a token\n"
-               "                   reaches (default 1; 0: balance alone; 10: keeps expert groups whole)\n"
-               "  --overlap on|off the MoE layer time plan prints: on (default), communication hides\n"
-               "                   under compute (two micro-batches, as DeepEP and SGLang run);\n"
-               "                   off, they add\n"
+               "  --overlap on|off the MoE layer time that plan prints and, with --trace, minimises:\n"
+               "                   on (default), communication hides under compute (two\n"
+               "                   micro-batches, as DeepEP and SGLang run); off, they add\n"
                "  --redundant N    spare expert slots in total for replicas of hot experts (they\n"
                "                   take HBM); default 0 (whole slots per device may add a few);\n"
                "                   auto: whole slots per device while the batch still fits\n"
@@ -234,7 +232,7 @@ static void print_help(const struct command *c)
 enum { OPT_RACKS = 256, OPT_WEIGHTS, OPT_KV, OPT_CONTEXT, OPT_BATCH, OPT_FORMAT, OPT_RESERVE,
        OPT_TP, OPT_PP, OPT_SWEEP, OPT_PHASE, OPT_PLOT, OPT_ETA_COMPUTE, OPT_ETA_MEMORY,
        OPT_ETA_NETWORK, OPT_LOADS, OPT_REDUNDANT, OPT_EP, OPT_TIME_LIMIT, OPT_EXPERT_MAP, OPT_REPORT, OPT_TRACE,
-       OPT_TRAFFIC_WEIGHT, OPT_OVERLAP, OPT_TPOT_MS, OPT_PRICE, OPT_DOMAIN_SIZES, OPT_DEVICES, OPT_SHARD, OPT_ESTIMATE,
+       OPT_OVERLAP, OPT_TPOT_MS, OPT_PRICE, OPT_DOMAIN_SIZES, OPT_DEVICES, OPT_SHARD, OPT_ESTIMATE,
        OPT_ISL, OPT_OSL, OPT_TTFT_MS, OPT_PREFIX_HIT, OPT_MTP, OPT_MTP_ACCEPT, OPT_MODE, OPT_CHUNK, OPT_RATE,
        OPT_PREFILL_TOPOLOGY, OPT_TIMINGS };
 
@@ -292,7 +290,6 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
     o->reserve_fraction = PLAN_DEFAULT_RESERVE_FRACTION;
     o->reserve_bytes = -1;
     o->time_limit_s = CLI_DEFAULT_TIME_LIMIT_S;
-    o->traffic_weight = 1;
     o->overlap = true;
     const struct {
         struct option option;
@@ -320,7 +317,6 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         {{"estimate", no_argument, NULL, OPT_ESTIMATE}, OPTS_COMPARE},
         {{"loads", required_argument, NULL, OPT_LOADS}, OPTS_PLAN},
         {{"trace", required_argument, NULL, OPT_TRACE}, OPTS_PLAN},
-        {{"traffic-weight", required_argument, NULL, OPT_TRAFFIC_WEIGHT}, OPTS_PLAN},
         {{"overlap", required_argument, NULL, OPT_OVERLAP}, OPTS_PLAN},
         {{"redundant", required_argument, NULL, OPT_REDUNDANT}, OPTS_PLAN},
         {{"ep", required_argument, NULL, OPT_EP}, OPTS_PLAN},
@@ -612,14 +608,6 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
                 return cli_usage_error(c, "--overlap takes on or off, not '%s'", arg);
             o->overlap = strcmp(arg, "on") == 0;
             break;
-        case OPT_TRAFFIC_WEIGHT: {
-            char *end;
-            errno = 0;
-            o->traffic_weight = strtod(arg, &end);
-            if (errno || end == arg || *end || !(o->traffic_weight >= 0 && o->traffic_weight <= 1e6))
-                return cli_usage_error(c, "--traffic-weight takes a number from 0 to 1000000, not '%s'", arg);
-            break;
-        }
         case OPT_TIME_LIMIT: {
             char *end;
             errno = 0;

@@ -117,7 +117,6 @@ struct options {
     bool redundant_auto;    /* as many as free HBM holds at the batch */
     int64_t ep;             /* 0 = choose */
     double time_limit_s;
-    double traffic_weight;  /* cost of a distinct domain per token, in units of imbalance */
     bool overlap;           /* MoE layer times: communication under compute (two micro-batches) */
     const char *expert_map; /* .csv or .json, or NULL */
     bool timings;           /* plan: the solver's seconds in JSON and YAML too */

@@ -286,11 +286,12 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct model *m
                  "greedy replicas, %sLPT, pairwise swaps, GLPK on the most loaded device's domain; "
                  "objective the mean GPU imbalance, bound the mean of max(mean load, heaviest copy, "
                  "and without spare slots the heaviest expert's full device) / mean load",
-                 p->experts.traffic_weight > 0 ? "experts to domains by co-activation swaps, " : "");
+                 p->experts.priced ? "experts to domains and devices by swaps that lower the predicted "
+                                     "layer time, " : "");
         json_key(&j, "method");
         json_string(&j, method);
-        json_key(&j, "traffic_weight");
-        json_number(&j, p->experts.traffic_weight);
+        json_key(&j, "placed_by_layer_time");
+        json_bool(&j, p->experts.priced);
         json_key(&j, "objective");
         json_number(&j, p->experts.gpu_imbalance_mean);
         json_key(&j, "bound");
@@ -461,10 +462,11 @@ static void write_text(FILE *out, const struct model *m, const struct topology *
                          " proven optimal, %" PRId64 " lowered a layer's maximum, %.3f s\n",
                     p->experts.ilp.problems, p->experts.ilp.proven, p->experts.ilp.improved,
                     p->experts.ilp.seconds);
-        if (p->experts.traffic_weight > 0)
-            fprintf(out, "  placed by co-activation: cost = imbalance + %g x distinct domains per token "
-                         "(%.3f in the trace)\n",
-                    p->experts.traffic_weight, p->experts.domains_per_token);
+        if (p->experts.priced)
+            fprintf(out, "  placed to lower the MoE layer time below, experts picked together in one domain "
+                         "(%.3f domains a token in the trace); the network sets %" PRId64 " of %" PRId64
+                         " layers (no GLPK there)\n",
+                    p->experts.domains_per_token, p->experts.network_bound, p->experts.layers);
         if (p->have_traffic)
             fprintf(out, "  dispatch leaving the token's domain: %.4f of pairs, %.3f domains per token "
                          "(local routing: %.4f, %.3f)\n",
@@ -479,6 +481,13 @@ static void write_text(FILE *out, const struct model *m, const struct topology *
             char naive[96];
             snprintf(naive, sizeof naive, "naive (expert e on device e mod %lld)", (long long)p->layout.ep);
             text_layer_times(out, naive, p->naive_times, p->experts.layers);
+            int64_t lean = (m->moe.experts + p->layout.ep - 1) / p->layout.ep;
+            struct layer_time_summary ours = summarise_layer_times(p->layer_times, p->experts.layers);
+            struct layer_time_summary theirs = summarise_layer_times(p->naive_times, p->experts.layers);
+            if (lean < p->slots && theirs.sum_s < ours.sum_s * (1 - 1e-9))
+                fprintf(out, "    the naive placement is faster: at this batch reading a device's %lld copies, not %lld, "
+                             "sets its compute; replicas of hot experts cost more than they balance (--redundant)\n",
+                        (long long)p->slots, (long long)lean);
         }
         fprintf(out, "  the per-device expert lists: --format json or --expert-map FILE.csv\n");
     }
@@ -912,22 +921,6 @@ int cmd_plan(int argc, char **argv)
         p.ep_devices = group < t.domain_devices ? group : t.domain_devices;
         p.ep_domains = group / p.ep_devices;
         p.slots = (m.moe.experts + p.layout.redundant + group - 1) / group;
-        double start = monotonic_seconds();
-        struct cluster_routing routing = {.chosen = trace.expert, .tokens = trace.tokens, .k = trace.k,
-                                          .groups = m.moe.groups, .traffic_weight = o.traffic_weight,
-                                          .deadline = deadline};
-        bool placed = cluster_place(p.loads.tokens, p.loads.layers, p.loads.experts, p.ep_domains,
-                                    p.ep_devices, p.slots, &routing, &p.experts);
-        p.expert_seconds = monotonic_seconds() - start;
-        p.time_limit_s = o.time_limit_s;
-        p.expert_time_limited = deadline > 0 && monotonic_seconds() >= deadline;
-        if (!placed) {
-            loads_release(&p.loads);
-            trace_release(&trace);
-            fprintf(stderr, "rackplan plan: no placement of %lld experts on %lld devices x %lld slots\n",
-                    (long long)m.moe.experts, (long long)group, (long long)p.slots);
-            return EXIT_NO_FIT;
-        }
         struct model_params params;
         model_params(&m, &params);
         p.overlap = o.overlap;
@@ -942,7 +935,25 @@ int cmd_plan(int argc, char **argv)
             .nic_bytes_per_s = topology_scale_out_bytes_per_s(&t),
             .scale_up_bytes_per_s = topology_scale_up_bytes_per_s(&t),
             .overlap = o.overlap};
-        if (physics.peak_flops_per_s > 0) {
+        bool priceable = physics.peak_flops_per_s > 0 && physics.hbm_bytes_per_s > 0 &&
+                         physics.nic_bytes_per_s > 0 && physics.scale_up_bytes_per_s > 0;
+        double start = monotonic_seconds();
+        struct cluster_routing routing = {.chosen = trace.expert, .tokens = trace.tokens, .k = trace.k,
+                                          .groups = m.moe.groups, .physics = priceable ? &physics : NULL,
+                                          .deadline = deadline};
+        bool placed = cluster_place(p.loads.tokens, p.loads.layers, p.loads.experts, p.ep_domains,
+                                    p.ep_devices, p.slots, &routing, &p.experts);
+        p.expert_seconds = monotonic_seconds() - start;
+        p.time_limit_s = o.time_limit_s;
+        p.expert_time_limited = deadline > 0 && monotonic_seconds() >= deadline;
+        if (!placed) {
+            loads_release(&p.loads);
+            trace_release(&trace);
+            fprintf(stderr, "rackplan plan: no placement of %lld experts on %lld devices x %lld slots\n",
+                    (long long)m.moe.experts, (long long)group, (long long)p.slots);
+            return EXIT_NO_FIT;
+        }
+        if (priceable) {
             int64_t layers = p.experts.layers, width = group * p.slots;
             p.layer_times = xmalloc((size_t)layers * sizeof *p.layer_times);
             p.naive_times = xmalloc((size_t)layers * sizeof *p.naive_times);

@@ -100,24 +100,34 @@ void traffic_measure(const struct trace *t, const int32_t *map, int64_t devices,
     free(seen);
 }
 
+void traffic_layer_pace(const struct moe_layer_physics *ph, double most_dispatches, double most_copies,
+                        double most_crossing, double busiest_nic_bytes, int64_t devices_per_domain,
+                        struct layer_time *out)
+{
+    double compute = fmax(most_dispatches * ph->flops_per_dispatch / ph->peak_flops_per_s,
+                          most_copies * ph->expert_bytes / ph->hbm_bytes_per_s);
+    double up = most_crossing * ph->hidden * 3 / ph->scale_up_bytes_per_s;
+    double nic = busiest_nic_bytes / ((double)devices_per_domain * ph->nic_bytes_per_s);
+    double comm = fmax(up, nic);
+    *out = (struct layer_time){.compute_s = compute, .scale_up_s = up, .scale_out_s = nic,
+                               .total_s = ph->overlap ? fmax(compute, comm) : compute + comm};
+}
+
 /* The pace of one layer from its per-device and per-domain counts (already scaled to the step). */
 static void layer_pace(const double *dispatched, const double *held, const double *crossing_up,
                        const double *sent, const double *received, int64_t devices,
                        int64_t devices_per_domain, const struct moe_layer_physics *ph, struct layer_time *out)
 {
-    double compute = 0, up = 0, nic = 0;
+    double most_dispatches = 0, most_copies = 0, most_crossing = 0, busiest = 0;
     for (int64_t g = 0; g < devices; g++) {
-        double work = fmax(dispatched[g] * ph->flops_per_dispatch / ph->peak_flops_per_s,
-                           held[g] * ph->expert_bytes / ph->hbm_bytes_per_s);
-        compute = fmax(compute, work);
-        up = fmax(up, crossing_up[g] * ph->hidden * 3 / ph->scale_up_bytes_per_s);
+        most_dispatches = fmax(most_dispatches, dispatched[g]);
+        most_copies = fmax(most_copies, held[g]);
+        most_crossing = fmax(most_crossing, crossing_up[g]);
     }
     int64_t domains = devices / devices_per_domain;
     for (int64_t j = 0; j < domains && domains > 1; j++)
-        nic = fmax(nic, fmax(sent[j], received[j]) / ((double)devices_per_domain * ph->nic_bytes_per_s));
-    double comm = fmax(up, nic);
-    *out = (struct layer_time){.compute_s = compute, .scale_up_s = up, .scale_out_s = nic,
-                               .total_s = ph->overlap ? fmax(compute, comm) : compute + comm};
+        busiest = fmax(busiest, fmax(sent[j], received[j]));
+    traffic_layer_pace(ph, most_dispatches, most_copies, most_crossing, busiest, devices_per_domain, out);
 }
 
 void traffic_layer_times(const struct trace *trace, const double *loads, int64_t layers,

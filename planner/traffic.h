@@ -55,6 +55,14 @@ struct layer_time {
     double compute_s, scale_up_s, scale_out_s, total_s;
 };
 
+/* A layer's time from its hottest resources, counts already scaled to the step: the most
+ * dispatches and the most held copies of any device, the most dispatches any device takes from
+ * tokens on other devices, and the busiest domain's NIC bytes (the larger of sent and received).
+ * Every other function here and the placement search (domains.h) price a layer through it. */
+void traffic_layer_pace(const struct moe_layer_physics *physics, double most_dispatches, double most_copies,
+                        double most_crossing, double busiest_nic_bytes, int64_t devices_per_domain,
+                        struct layer_time *out);
+
 /* One layer_time a layer into `out`; `trace` may be NULL (then `loads`, layers x experts). */
 void traffic_layer_times(const struct trace *trace, const double *loads, int64_t layers,
                          const int32_t *map, int64_t devices, int64_t slots, int64_t devices_per_domain,

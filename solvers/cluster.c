@@ -213,12 +213,18 @@ static void reassign_worst(const double *tokens, int64_t experts, int64_t domain
     free(copy_load);
 }
 
+/* A layer placed by domains_place, and what it reports. */
+struct routed_layer {
+    double domain_imbalance, lower, domains_per_token;
+    int64_t swaps;
+    struct layer_time time;
+};
+
 /* Co-activation aware: every copy of an expert in one domain, at most one copy a device. */
 static bool place_routed_layer(const double *tokens, int64_t experts, int64_t domains,
                                int64_t devices, int64_t slots, const struct layer_routing *routing,
                                const struct cluster_routing *options, int32_t *map,
-                               double *device_load, double *domain_imbalance, double *lower,
-                               double *domains_per_token, int64_t *swaps)
+                               double *device_load, struct routed_layer *out)
 {
     int64_t total = domains * devices * slots;
     int64_t *copies = xmalloc((size_t)experts * sizeof *copies);
@@ -233,15 +239,13 @@ static bool place_routed_layer(const double *tokens, int64_t experts, int64_t do
     else
         memcpy(tuned, copies, (size_t)experts * sizeof *tuned);
     struct domain_assignment a;
-    bool ok = domains_place(tokens, tuned, experts, routing, options->groups, domains, devices,
-                            slots, options->traffic_weight, options->deadline, map, device_load, &a);
+    bool ok = domains_place(tokens, tuned, experts, routing, options->physics, options->groups, domains,
+                            devices, slots, options->deadline, map, device_load, &a);
     free(tuned);
-    if (ok) {
-        *domain_imbalance = a.imbalance;
-        *lower = experts_lower_bound(tokens, copies, experts, domains * devices, slots);
-        *domains_per_token = a.domains_per_token;
-        *swaps = a.swaps;
-    }
+    if (ok)
+        *out = (struct routed_layer){.domain_imbalance = a.imbalance,
+                                     .lower = experts_lower_bound(tokens, copies, experts, domains * devices, slots),
+                                     .domains_per_token = a.domains_per_token, .swaps = a.swaps, .time = a.time};
     free(copies);
     return ok;
 }
@@ -362,18 +366,19 @@ bool cluster_place(const double *tokens, int64_t layers, int64_t experts, int64_
                    int64_t devices, int64_t slots, const struct cluster_routing *routing,
                    struct cluster_placement *out)
 {
-    bool routed = routing && routing->chosen && routing->traffic_weight > 0 && domains > 1;
+    bool routed = routing && routing->chosen && routing->physics && domains > 1;
     int64_t all = domains * devices;
     if (layers <= 0 || experts <= 0 || all * slots < experts)
         return false;
     struct cluster_placement p = {.layers = layers, .domains = domains, .devices = devices, .slots = slots,
-                                  .traffic_weight = routed ? routing->traffic_weight : 0};
+                                  .priced = routed};
     p.expert = xmalloc((size_t)(layers * all * slots) * sizeof *p.expert);
     p.device_load = xmalloc((size_t)(layers * all) * sizeof *p.device_load);
     bool ok = true;
     int64_t searched = 0;
     for (int64_t i = 0; i < layers && ok; i++) {
         double domain_imbalance = 1, lower = 0;
+        bool network_bound = false;
         double *loads = p.device_load + i * all;
         int32_t *map = p.expert + i * all * slots;
         double deadline = routing ? routing->deadline : 0;
@@ -384,13 +389,19 @@ bool cluster_place(const double *tokens, int64_t layers, int64_t experts, int64_
         } else if (routed) {
             struct layer_routing layer = {routing->tokens, routing->k,
                                           routing->chosen + i * routing->tokens * routing->k};
-            double reach = 0;
-            int64_t swaps = 0;
-            ok = place_routed_layer(tokens + i * experts, experts, domains, devices, slots, &layer,
-                                    routing, map, loads, &domain_imbalance, &lower, &reach, &swaps);
-            p.domains_per_token += reach;
+            struct routed_layer placed;
+            ok = place_routed_layer(tokens + i * experts, experts, domains, devices, slots, &layer, routing,
+                                    map, loads, &placed);
+            if (ok) {
+                domain_imbalance = placed.domain_imbalance;
+                lower = placed.lower;
+                network_bound = routing->physics->overlap &&
+                                placed.time.scale_out_s >= fmax(placed.time.compute_s, placed.time.scale_up_s);
+                p.network_bound += network_bound;
+                p.domains_per_token += placed.domains_per_token;
+                p.swaps += placed.swaps;
+            }
             searched++;
-            p.swaps += swaps;
         } else {
             ok = place_cluster_layer(tokens + i * experts, experts, domains, devices, slots,
                                      routing ? routing->deadline : 0, map, loads,
@@ -398,7 +409,7 @@ bool cluster_place(const double *tokens, int64_t layers, int64_t experts, int64_
         }
         if (!ok)
             break;
-        if (routing && routing->deadline > 0)
+        if (routing && routing->deadline > 0 && !network_bound)
             reassign_worst(tokens + i * experts, experts, domains, devices, slots, lower, map, loads,
                            routing->deadline, &p.ilp);
         double sum = 0, max = 0;

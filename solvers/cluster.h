@@ -6,6 +6,8 @@
 #ifndef RACKPLAN_CLUSTER_H
 #define RACKPLAN_CLUSTER_H
 
+#include "traffic.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -33,23 +35,26 @@ struct cluster_placement {
     double domains_per_token; /* distinct domains a token reaches, mean over the searched layers (routing only) */
     int64_t dealt_layers;     /* layers reached after the deadline, dealt without search (see below) */
     int64_t swaps;            /* improving swaps of the traffic search */
-    double traffic_weight;    /* the weight that steered the placement; 0: balance alone */
+    bool priced;              /* placed by predicted layer time (routing and physics given) */
+    int64_t network_bound;    /* searched layers whose time the network sets (GLPK skipped) */
 };
 
-/* With a routing sample (layers x tokens x k expert ids, the trace's layout) and a positive
- * traffic_weight on several domains, each layer is placed by domains_place (domains.h) to lower
- * domain imbalance + traffic_weight x distinct domains per token instead; `groups` is the
- * router's expert groups (1: none). The search stops improving at `deadline` (<= 0: none), and
- * every layer begun after it is dealt round-robin (heaviest copy first, one device after the
- * other) in time linear in the slots, so that a deadline holds on any cluster size.
- * With a deadline, GLPK then re-places the copies on the most loaded device and the devices of
- * its domain (or the lightest of them, at most 8 devices) while that lowers the layer's maximum;
- * copies never leave their domain, so the traffic is unchanged. */
+/* With a routing sample (layers x tokens x k expert ids, the trace's layout) and the layer's
+ * physics on several domains, each layer is placed by domains_place (domains.h) to lower its
+ * predicted time instead; `groups` is the router's expert groups (1: none). The search stops
+ * improving at `deadline` (<= 0: none), and every layer begun after it is dealt round-robin
+ * (heaviest copy first, one device after the other) in time linear in the slots, so that a
+ * deadline holds on any cluster size. With a deadline, GLPK then re-places the copies on the
+ * most loaded device and the devices of its domain (or the lightest of them, at most 8 devices)
+ * while that lowers the layer's maximum; copies never leave their domain, so the traffic is
+ * unchanged. It is skipped on a searched layer whose predicted time the network sets (overlap
+ * on and the NICs slower than the hottest device's compute and scale-up): a lighter hottest
+ * device would not make that layer faster. */
 struct cluster_routing {
     const int32_t *chosen;
     int64_t tokens, k;
     int64_t groups;
-    double traffic_weight;
+    const struct moe_layer_physics *physics;
     double deadline;
 };
 

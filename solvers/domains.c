@@ -3,12 +3,19 @@
 
 #include "diag.h"
 #include "experts.h"
+#include "traffic.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+/* Within this share of each part's time a cost still moves: a swap that leaves the binding part
+ * alone but lowers another wins over one that changes nothing, so the search keeps balancing
+ * devices while the network binds and keeps cutting traffic while compute does. */
+#define TIE_BREAK 1e-3
+
 struct search {
     int64_t experts, domains, tokens, k;
+    int64_t devices_per_domain, slots;
     const double *load;
     int64_t *copies; /* group_start and domains_place's tuning move replicas */
     int64_t max_copies; /* of one expert: one per device of its domain */
@@ -17,18 +24,27 @@ struct search {
     double *domain_load;
     int64_t *first, *user;  /* CSR: the tokens that chose each expert */
     uint8_t *count;         /* tokens x domains: the token's experts in that domain */
-    /* The change in the distinct sum if expert e moved to domain y is absent[e][y] - leaves[e]:
-     * its tokens that reach no expert in y, less those it alone takes to its own domain. Kept
-     * up to date per token as experts move, Fiduccia-Mattheyses style: a move changes two
-     * columns of a token's counts, so it touches k entries, not k x domains. */
+    /* The change in a domain's reach if expert e moved into domain y is absent[e][y], the tokens
+     * of e that reach no expert in y; the change in its own domain's reach is -leaves[e], the
+     * tokens it alone takes there. Kept up to date per token as experts move, Fiduccia-Mattheyses
+     * style: a move changes two columns of a token's counts, so it touches k entries, not
+     * k x domains. */
     int64_t *absent;        /* experts x domains */
     int64_t *leaves;        /* experts */
     int64_t *stamp;         /* tokens */
     int64_t now;
+    double *reach;          /* domains: routed tokens with an expert there */
     int64_t distinct;       /* sum over tokens of the domains they reach */
     int64_t routed;         /* tokens with a row */
-    double mean, weight;
-    bool peak_only; /* refine_devices pays traffic only for a lower maximum */
+    double mean;            /* a device's load, on average */
+    /* pricing (NULL: balance alone): step dispatches per unit of load, step tokens per routed
+     * token, and the share of a device's dispatches that come from other devices */
+    const struct moe_layer_physics *physics;
+    double dispatch_scale, token_scale, crossing_share;
+    double domain_copies;   /* most copies a device holds, at the domain level */
+    /* the device phase */
+    int32_t *map;
+    double *device_load, *held;
 };
 
 static const int32_t *row_of(const struct search *s, int64_t t)
@@ -47,18 +63,43 @@ static bool first_mention(const int32_t *row, int64_t j, int64_t experts)
     return true;
 }
 
-static int64_t move_gain(const struct search *s, int64_t e, int64_t y)
+static bool priced_traffic(const struct search *s)
 {
-    return s->absent[e * s->domains + y] - s->leaves[e];
+    return s->physics && s->routed > 0 && s->domains > 1;
 }
 
-/* Adds token t's share of every move gain and of the distinct sum. */
+/* The layer's predicted time (traffic_layer_pace) with the hottest device carrying `most_load`
+ * and holding `most_copies`, the busiest domain reached by `most_reach` tokens and `distinct`
+ * domains reached in all, plus TIE_BREAK of its parts. With every token's home an even draw over
+ * the devices, domain j receives reach_j (D - 1) / D dispatches and sends (distinct - reach_j) / D;
+ * each goes out at 1 B a value and comes back at 2 B, so its NIC carries the larger of
+ * out + 2 in and in + 2 out, which over all domains is (distinct + (2D - 3) max reach) / D. The
+ * placement never uses which device a sample token sits on. Without physics: device imbalance. */
+static double priced(const struct search *s, double most_load, double most_copies, double most_reach,
+                     int64_t distinct)
+{
+    if (!s->physics)
+        return most_load / s->mean;
+    double dispatches = most_load * s->dispatch_scale, nic = 0;
+    if (priced_traffic(s)) {
+        double d = (double)s->domains;
+        nic = s->physics->hidden * s->token_scale * ((double)distinct + (2 * d - 3) * most_reach) / d;
+    }
+    struct layer_time t;
+    traffic_layer_pace(s->physics, dispatches, most_copies, dispatches * s->crossing_share, nic,
+                       s->devices_per_domain, &t);
+    return t.total_s + TIE_BREAK * (t.compute_s + t.scale_up_s + t.scale_out_s);
+}
+
+/* Adds token t's share of every move gain, of every domain's reach and of the distinct sum. */
 static void account(struct search *s, int64_t t)
 {
     const int32_t *row = row_of(s, t);
     const uint8_t *c = s->count + t * s->domains;
-    for (int64_t y = 0; y < s->domains; y++)
+    for (int64_t y = 0; y < s->domains; y++) {
         s->distinct += c[y] > 0;
+        s->reach[y] += c[y] > 0;
+    }
     for (int64_t j = 0; j < s->k; j++) {
         if (row[j] < 0)
             continue;
@@ -77,6 +118,8 @@ static void account_columns(struct search *s, int64_t t, int64_t x, int64_t y, i
     const int32_t *row = row_of(s, t);
     const uint8_t *c = s->count + t * s->domains;
     s->distinct += sign * ((c[x] > 0) + (c[y] > 0));
+    s->reach[x] += sign * (c[x] > 0);
+    s->reach[y] += sign * (c[y] > 0);
     for (int64_t j = 0; j < s->k; j++) {
         if (row[j] < 0)
             continue;
@@ -96,12 +139,21 @@ static void move_counts(struct search *s, int64_t e, int64_t from, int64_t to)
     }
 }
 
-/* Exact change in the distinct sum when e (in x) and f (in y) trade domains: the two move gains
- * count every token that chose both as if the other stayed, so add those back. */
-static int64_t swap_traffic(struct search *s, int64_t e, int64_t f)
+/* When e (in x) and f (in y) trade domains, the least each domain's reach can change by:
+ * f's tokens that reach nothing in x arrive, e's that only e took there leave. */
+static void swap_gains(const struct search *s, int64_t e, int64_t f, int64_t *gain_x, int64_t *gain_y)
 {
     int64_t x = s->domain_of[e], y = s->domain_of[f];
-    int64_t delta = move_gain(s, e, y) + move_gain(s, f, x);
+    *gain_x = s->absent[f * s->domains + x] - s->leaves[e];
+    *gain_y = s->absent[e * s->domains + y] - s->leaves[f];
+}
+
+/* The exact changes: a token that chose both e and f keeps its counts in x and y, but the gains
+ * took it as leaving wherever the departing expert was alone, so add those back. */
+static void swap_reach(struct search *s, int64_t e, int64_t f, int64_t *change_x, int64_t *change_y)
+{
+    int64_t x = s->domain_of[e], y = s->domain_of[f];
+    swap_gains(s, e, f, change_x, change_y);
     s->now++;
     for (int64_t i = s->first[f]; i < s->first[f + 1]; i++)
         s->stamp[s->user[i]] = s->now;
@@ -110,9 +162,9 @@ static int64_t swap_traffic(struct search *s, int64_t e, int64_t f)
         if (s->stamp[t] != s->now)
             continue;
         const uint8_t *c = s->count + t * s->domains;
-        delta += (c[x] == 1) + (c[y] == 1);
+        *change_x += c[x] == 1;
+        *change_y += c[y] == 1;
     }
-    return delta;
 }
 
 static void apply_swap(struct search *s, int64_t e, int64_t f)
@@ -143,72 +195,73 @@ static void apply_swap(struct search *s, int64_t e, int64_t f)
             }
 }
 
-static double traffic_term(const struct search *s, int64_t distinct)
-{
-    return s->routed > 0 ? s->weight * (double)distinct / (double)s->routed : 0;
-}
-
-/* The three most loaded domains, so the maximum after changing two is found in O(1). */
-static void top_three(const struct search *s, int64_t top[3])
+/* The three largest of `v`, so the maximum after changing two entries is found in O(1). */
+static void top_three(const double *v, int64_t n, int64_t top[3])
 {
     top[0] = top[1] = top[2] = -1;
-    for (int64_t d = 0; d < s->domains; d++) {
-        double l = s->domain_load[d];
-        if (top[0] < 0 || l > s->domain_load[top[0]]) {
+    for (int64_t d = 0; d < n; d++) {
+        double l = v[d];
+        if (top[0] < 0 || l > v[top[0]]) {
             top[2] = top[1];
             top[1] = top[0];
             top[0] = d;
-        } else if (top[1] < 0 || l > s->domain_load[top[1]]) {
+        } else if (top[1] < 0 || l > v[top[1]]) {
             top[2] = top[1];
             top[1] = d;
-        } else if (top[2] < 0 || l > s->domain_load[top[2]]) {
+        } else if (top[2] < 0 || l > v[top[2]]) {
             top[2] = d;
         }
     }
 }
 
-static double peak_after(const struct search *s, const int64_t top[3], int64_t x, double lx,
-                         int64_t y, double ly)
+static double peak_after(const double *v, const int64_t top[3], int64_t x, double vx, int64_t y, double vy)
 {
-    double peak = lx > ly ? lx : ly;
+    double peak = vx > vy ? vx : vy;
     for (int i = 0; i < 3; i++)
-        if (top[i] >= 0 && top[i] != x && top[i] != y) {
-            double l = s->domain_load[top[i]];
-            return l > peak ? l : peak;
-        }
+        if (top[i] >= 0 && top[i] != x && top[i] != y)
+            return v[top[i]] > peak ? v[top[i]] : peak;
     return peak;
 }
 
-/* One sweep over the experts: each trades places with its best partner when that lowers the
- * cost. Returns the number of swaps made. */
+/* One sweep over the experts: each trades domains with the partner that lowers the price most.
+ * The gains bound each reach from below and the price only grows with reach, so a candidate is
+ * checked exactly only when its bound beats the best exact change so far. Returns the swaps. */
 static int64_t sweep(struct search *s, double deadline)
 {
     int64_t swaps = 0;
+    double per_device = (double)s->devices_per_domain;
     for (int64_t e = 0; e < s->experts; e++) {
         if (deadline > 0 && (e & 15) == 0 && monotonic_seconds() > deadline)
             break;
-        int64_t top[3];
-        top_three(s, top);
-        double peak = s->domain_load[top[0]];
-        double cost_now = peak / s->mean;
+        int64_t load_top[3], reach_top[3];
+        top_three(s->domain_load, s->domains, load_top);
+        top_three(s->reach, s->domains, reach_top);
+        double price_now = priced(s, s->domain_load[load_top[0]] / per_device, s->domain_copies,
+                                  s->reach[reach_top[0]], s->distinct);
         int64_t x = s->domain_of[e];
         int64_t best = -1;
-        double best_delta = -1e-12;
-        /* the swap bound never overstates the gain, so a candidate is checked exactly only
-         * when its bound beats the best exact delta so far */
+        double best_delta = -price_now * 1e-9;
         for (int64_t f = 0; f < s->experts; f++) {
             int64_t y = s->domain_of[f];
             if (y == x || s->copies[f] != s->copies[e])
                 continue;
             double lx = s->domain_load[x] - s->load[e] + s->load[f];
             double ly = s->domain_load[y] - s->load[f] + s->load[e];
-            double balance = peak_after(s, top, x, lx, y, ly) / s->mean - cost_now;
-            int64_t bound = move_gain(s, e, y) + move_gain(s, f, x);
-            double delta = balance + traffic_term(s, bound);
+            double most_load = peak_after(s->domain_load, load_top, x, lx, y, ly) / per_device;
+            int64_t gx = 0, gy = 0;
+            if (priced_traffic(s))
+                swap_gains(s, e, f, &gx, &gy);
+            double most_reach = peak_after(s->reach, reach_top, x, s->reach[x] + (double)gx, y,
+                                           s->reach[y] + (double)gy);
+            double delta = priced(s, most_load, s->domain_copies, most_reach, s->distinct + gx + gy) - price_now;
             if (delta >= best_delta)
                 continue;
-            if (s->routed > 0 && s->weight > 0)
-                delta = balance + traffic_term(s, swap_traffic(s, e, f));
+            if (priced_traffic(s)) {
+                swap_reach(s, e, f, &gx, &gy);
+                most_reach = peak_after(s->reach, reach_top, x, s->reach[x] + (double)gx, y,
+                                        s->reach[y] + (double)gy);
+                delta = priced(s, most_load, s->domain_copies, most_reach, s->distinct + gx + gy) - price_now;
+            }
             if (delta < best_delta) {
                 best_delta = delta;
                 best = f;
@@ -286,7 +339,7 @@ struct grouping {
 static double grouping_cost(const struct grouping *g)
 {
     const struct search *s = g->s;
-    double domain_load[16] = {0};
+    double domain_load[16] = {0}, reach[16] = {0};
     for (int64_t x = 0; x < g->groups; x++)
         domain_load[g->where[x]] += g->load[x];
     double peak = 0;
@@ -300,8 +353,13 @@ static double grouping_cost(const struct grouping *g)
         for (uint64_t rest = m; rest; rest &= rest - 1)
             reached |= 1ull << g->where[__builtin_ctzll(rest)];
         distinct += g->tokens_with[m] * __builtin_popcountll(reached);
+        for (uint64_t rest = reached; rest; rest &= rest - 1)
+            reach[__builtin_ctzll(rest)] += (double)g->tokens_with[m];
     }
-    return peak / s->mean + traffic_term(s, distinct);
+    double most_reach = 0;
+    for (int64_t d = 0; d < s->domains; d++)
+        most_reach = reach[d] > most_reach ? reach[d] : most_reach;
+    return priced(s, peak / (double)s->devices_per_domain, s->domain_copies, most_reach, distinct);
 }
 
 /* Every way to split the groups into domains of per_domain groups each: the lowest unplaced
@@ -384,7 +442,7 @@ static void replicas_within_domains(struct search *s, int64_t capacity)
 
 /* Whole expert groups to domains, when the router picks groups first (DeepSeek's group-limited
  * routing: groups are contiguous id ranges) and the groups divide evenly among the domains: the
- * split with the lowest domain imbalance + weight x distinct domains per token, tried one by one
+ * split with the lowest price (a domain's load spread evenly over its devices), tried one by one
  * (8 groups on 4 domains: 105 splits); then the replicas are dealt within each domain, as
  * EPLB's hierarchical policy does. At this grain a token's distinct domains follow from its
  * group mask. */
@@ -422,20 +480,27 @@ static void group_start(struct search *s, int64_t groups, int64_t capacity)
     free(tokens_with);
 }
 
-static bool search_open(struct search *s, const double *tokens, int64_t *copies,
-                        int64_t max_copies, int64_t experts, const struct layer_routing *routing,
-                        int64_t groups, int64_t domains, int64_t capacity, double traffic_weight,
+static bool search_open(struct search *s, const double *tokens, int64_t *copies, int64_t experts,
+                        const struct layer_routing *routing, const struct moe_layer_physics *physics,
+                        int64_t groups, int64_t domains, int64_t devices_per_domain, int64_t slots,
                         int64_t *domain_of)
 {
-    *s = (struct search){.experts = experts, .domains = domains, .load = tokens, .copies = copies,
-                         .max_copies = max_copies,
-                         .domain_of = domain_of, .weight = traffic_weight};
+    int64_t capacity = devices_per_domain * slots;
+    *s = (struct search){.experts = experts, .domains = domains, .devices_per_domain = devices_per_domain,
+                         .slots = slots, .load = tokens, .copies = copies, .max_copies = devices_per_domain,
+                         .domain_of = domain_of, .physics = physics};
     if (!fill_in_order(s, capacity) && !fill_by_size(s, capacity))
         return false;
     double total = 0;
-    for (int64_t e = 0; e < experts; e++)
+    int64_t all_copies = 0;
+    for (int64_t e = 0; e < experts; e++) {
         total += tokens[e];
-    s->mean = total > 0 ? total / (double)domains : 1;
+        all_copies += copies[e];
+    }
+    int64_t devices = domains * devices_per_domain;
+    s->mean = total > 0 ? total / (double)devices : 1;
+    s->domain_copies = (double)((all_copies + devices - 1) / devices);
+    s->reach = xcalloc((size_t)domains, sizeof *s->reach);
     if (routing && routing->k <= 255) {
         s->tokens = routing->tokens;
         s->k = routing->k;
@@ -446,8 +511,15 @@ static bool search_open(struct search *s, const double *tokens, int64_t *copies,
                 s->chosen[t * s->k + j] = row[0] < 0 || first_mention(row, j, experts) ? row[j] : -1;
             s->routed += row[0] >= 0;
         }
-        group_start(s, groups, capacity);
     }
+    if (physics) {
+        int64_t k = s->k > 0 ? s->k : 1;
+        s->dispatch_scale = total > 0 ? physics->step_tokens * (double)k / total : 0;
+        s->token_scale = s->routed > 0 ? physics->step_tokens / (double)s->routed : 0;
+        s->crossing_share = 1 - 1 / (double)devices;
+    }
+    if (s->routed > 0)
+        group_start(s, groups, capacity);
     s->domain_load = xcalloc((size_t)domains, sizeof *s->domain_load);
     for (int64_t e = 0; e < experts; e++)
         s->domain_load[domain_of[e]] += tokens[e];
@@ -497,17 +569,8 @@ static void search_close(struct search *s)
     free(s->absent);
     free(s->leaves);
     free(s->stamp);
-}
-
-/* Domain imbalance, distinct domains per routed token and the cost, as they stand. */
-static void summarise(const struct search *s, struct domain_assignment *out)
-{
-    double peak = 0;
-    for (int64_t d = 0; d < s->domains; d++)
-        peak = s->domain_load[d] > peak ? s->domain_load[d] : peak;
-    out->imbalance = peak / s->mean;
-    out->domains_per_token = s->routed > 0 ? (double)s->distinct / (double)s->routed : 0;
-    out->cost = out->imbalance + traffic_term(s, s->distinct);
+    free(s->reach);
+    free(s->held);
 }
 
 static void search_domains(struct search *s, double deadline, struct domain_assignment *out)
@@ -519,28 +582,7 @@ static void search_domains(struct search *s, double deadline, struct domain_assi
         if (made == 0 || (deadline > 0 && monotonic_seconds() > deadline))
             break;
     }
-    summarise(s, out);
     out->swaps = swaps;
-}
-
-bool domains_assign(const double *tokens, const int64_t *copies, int64_t experts,
-                    const struct layer_routing *routing, int64_t domains, int64_t capacity,
-                    double traffic_weight, double deadline, int64_t *domain_of,
-                    struct domain_assignment *out)
-{
-    if (experts <= 0 || domains <= 0 || capacity <= 0)
-        return false;
-    struct search s;
-    int64_t *own = xmalloc((size_t)experts * sizeof *own); /* without groups none move */
-    memcpy(own, copies, (size_t)experts * sizeof *own);
-    bool ok = search_open(&s, tokens, own, capacity, experts, routing, 0, domains, capacity,
-                          traffic_weight, domain_of);
-    if (ok) {
-        search_domains(&s, deadline, out);
-        search_close(&s);
-    }
-    free(own);
-    return ok;
 }
 
 static bool on_device(const int32_t *map, int64_t slots, int64_t device, int32_t expert)
@@ -554,11 +596,11 @@ static bool on_device(const int32_t *map, int64_t slots, int64_t device, int32_t
 /* Experts e (at slot i) and f (at slot j) of equal copy counts in different domains trade all
  * their copies: i with j, the others in slot order, so an expert never leaves copies behind.
  * Returns the largest load of a device that changes; with `apply` it also makes the trade. */
-static double trade(struct search *s, int64_t devices_per_domain, int64_t slots, int32_t *map,
-                    double *device_load, int64_t i, int64_t j, bool apply)
+static double trade(struct search *s, int64_t i, int64_t j, bool apply)
 {
+    int32_t *map = s->map;
     int32_t e = map[i], f = map[j];
-    int64_t capacity = devices_per_domain * slots;
+    int64_t slots = s->slots, capacity = s->devices_per_domain * slots;
     int64_t from_x = i / capacity * capacity, from_y = j / capacity * capacity;
     double shift = (s->load[e] - s->load[f]) / (double)s->copies[e];
     double peak = 0;
@@ -574,14 +616,14 @@ static double trade(struct search *s, int64_t devices_per_domain, int64_t slots,
             a = next_x++;
             b = next_y++;
         }
-        double la = device_load[a / slots] - shift, lb = device_load[b / slots] + shift;
+        double la = s->device_load[a / slots] - shift, lb = s->device_load[b / slots] + shift;
         peak = la > peak ? la : peak;
         peak = lb > peak ? lb : peak;
         if (apply) {
             map[a] = f;
             map[b] = e;
-            device_load[a / slots] = la;
-            device_load[b / slots] = lb;
+            s->device_load[a / slots] = la;
+            s->device_load[b / slots] = lb;
         }
     }
     if (apply)
@@ -589,31 +631,70 @@ static double trade(struct search *s, int64_t devices_per_domain, int64_t slots,
     return peak;
 }
 
+static int64_t device_count(const struct search *s)
+{
+    return s->domains * s->devices_per_domain;
+}
+
+static int64_t hottest_device(const struct search *s)
+{
+    int64_t worst = 0;
+    for (int64_t g = 1; g < device_count(s); g++)
+        if (s->device_load[g] > s->device_load[worst])
+            worst = g;
+    return worst;
+}
+
+static double most_held(const struct search *s)
+{
+    double most = 0;
+    for (int64_t g = 0; g < device_count(s); g++)
+        most = s->held[g] > most ? s->held[g] : most;
+    return most;
+}
+
+static void count_held(struct search *s)
+{
+    for (int64_t g = 0; g < device_count(s); g++) {
+        s->held[g] = 0;
+        for (int64_t i = g * s->slots; i < (g + 1) * s->slots; i++)
+            s->held[g] += s->map[i] >= 0;
+    }
+}
+
+/* The price of trading e (in x) for f (in y) with the hottest device at `most_load` after it:
+ * from the gains alone when `exact` is false (never above the exact price). */
+static double trade_price(struct search *s, int64_t e, int64_t f, double most_load, double most_copies,
+                          const int64_t reach_top[3], bool exact)
+{
+    int64_t x = s->domain_of[e], y = s->domain_of[f], gx, gy;
+    if (exact)
+        swap_reach(s, e, f, &gx, &gy);
+    else
+        swap_gains(s, e, f, &gx, &gy);
+    double most_reach = peak_after(s->reach, reach_top, x, s->reach[x] + (double)gx, y, s->reach[y] + (double)gy);
+    return priced(s, most_load, most_copies, most_reach, s->distinct + gx + gy);
+}
+
 /* Device level: swaps of a copy on the most loaded device with a lighter one elsewhere, within
  * its domain (no traffic change) or, as a trade of all copies, with an expert of as many copies
- * in another domain (traffic changes), while cost = device imbalance + weight x traffic falls. */
-static int64_t refine_devices(struct search *s, int64_t devices_per_domain, int64_t slots,
-                              int32_t *map, double *device_load, double deadline)
+ * in another domain (traffic changes), while the price falls. A swap is judged on the devices it
+ * touches: with several devices at the peak, each swap lowers one of them and the maximum falls
+ * once the last one has moved. */
+static int64_t refine_devices(struct search *s, double deadline)
 {
-    int64_t devices = s->domains * devices_per_domain, width = devices * slots;
-    double total = 0;
-    for (int64_t g = 0; g < devices; g++)
-        total += device_load[g];
-    double mean = total > 0 ? total / (double)devices : 1;
+    int64_t slots = s->slots, width = device_count(s) * slots, dpd = s->devices_per_domain;
+    int32_t *map = s->map;
     int64_t swaps = 0;
     for (int round = 0; round < 100000; round++) {
         if (deadline > 0 && (round & 15) == 0 && monotonic_seconds() > deadline)
             break;
-        int64_t worst = 0;
-        for (int64_t g = 1; g < devices; g++)
-            if (device_load[g] > device_load[worst])
-                worst = g;
-        double peak = device_load[worst], runner_up = 0;
-        for (int64_t g = 0; g < devices; g++)
-            if (g != worst && device_load[g] > runner_up)
-                runner_up = device_load[g];
+        int64_t worst = hottest_device(s), reach_top[3];
+        top_three(s->reach, s->domains, reach_top);
+        double peak = s->device_load[worst], most_copies = most_held(s);
+        double price_now = priced(s, peak, most_copies, s->reach[reach_top[0]], s->distinct);
         int64_t best_i = -1, best_j = -1;
-        double best_delta = -1e-12;
+        double best_delta = -price_now * 1e-9;
         for (int64_t i = worst * slots; i < (worst + 1) * slots; i++) {
             int32_t e = map[i];
             if (e < 0)
@@ -625,39 +706,30 @@ static int64_t refine_devices(struct search *s, int64_t devices_per_domain, int6
                 double lj = f >= 0 ? s->load[f] / (double)s->copies[f] : 0;
                 if (g == worst || lj >= li)
                     continue;
-                double new_worst = peak - li + lj, new_other = device_load[g] + li - lj;
-                /* judged on the two devices alone: with several devices at the peak, each
-                 * swap lowers one of them and the maximum falls once the last one has moved */
-                double delta = ((new_worst > new_other ? new_worst : new_other) - peak) / mean;
-                if (delta >= best_delta)
-                    continue;
-                bool across = g / devices_per_domain != worst / devices_per_domain;
-                if (across) {
+                double new_worst = peak - li + lj, new_other = s->device_load[g] + li - lj;
+                double most_load = new_worst > new_other ? new_worst : new_other;
+                double copies_after = f < 0 && s->held[g] + 1 > most_copies ? s->held[g] + 1 : most_copies;
+                double delta;
+                if (g / dpd != worst / dpd) {
                     if (f < 0 || s->copies[e] != s->copies[f])
                         continue;
-                    if (s->copies[e] > 1) {
-                        double after = trade(s, devices_per_domain, slots, map, device_load, i, j, false);
-                        delta = (after - peak) / mean;
+                    if (s->copies[e] > 1)
+                        most_load = trade(s, i, j, false);
+                    if (!priced_traffic(s)) {
+                        delta = priced(s, most_load, most_copies, 0, 0) - price_now;
+                    } else {
+                        delta = trade_price(s, e, f, most_load, most_copies, reach_top, false) - price_now;
                         if (delta >= best_delta)
                             continue;
+                        delta = trade_price(s, e, f, most_load, most_copies, reach_top, true) - price_now;
                     }
-                    if (s->routed > 0 && s->weight > 0) {
-                        if (s->peak_only) {
-                            double after = peak + delta * mean;
-                            delta = ((after > runner_up ? after : runner_up) - peak) / mean;
-                            if (delta >= best_delta)
-                                continue;
-                        }
-                        int64_t bound = move_gain(s, e, s->domain_of[f]) + move_gain(s, f, s->domain_of[e]);
-                        if (delta + traffic_term(s, bound) >= best_delta)
-                            continue;
-                        delta += traffic_term(s, swap_traffic(s, e, f));
-                        if (delta >= best_delta)
-                            continue;
-                    }
-                } else if ((f >= 0 && on_device(map, slots, worst, f)) || on_device(map, slots, g, e)) {
-                    continue;
+                } else {
+                    if ((f >= 0 && on_device(map, slots, worst, f)) || on_device(map, slots, g, e))
+                        continue;
+                    delta = priced(s, most_load, copies_after, s->reach[reach_top[0]], s->distinct) - price_now;
                 }
+                if (delta >= best_delta)
+                    continue;
                 best_delta = delta;
                 best_i = i;
                 best_j = j;
@@ -667,32 +739,35 @@ static int64_t refine_devices(struct search *s, int64_t devices_per_domain, int6
             break;
         int32_t e = map[best_i], f = map[best_j];
         int64_t g = best_j / slots;
-        if (g / devices_per_domain != worst / devices_per_domain) {
-            trade(s, devices_per_domain, slots, map, device_load, best_i, best_j, true);
+        if (g / dpd != worst / dpd) {
+            trade(s, best_i, best_j, true);
         } else {
             double li = s->load[e] / (double)s->copies[e];
             double lj = f >= 0 ? s->load[f] / (double)s->copies[f] : 0;
             map[best_i] = f;
             map[best_j] = e;
-            device_load[worst] += lj - li;
-            device_load[g] += li - lj;
+            s->device_load[worst] += lj - li;
+            s->device_load[g] += li - lj;
+            if (f < 0) {
+                s->held[worst]--;
+                s->held[g]++;
+            }
         }
         swaps++;
     }
     return swaps;
 }
 
-/* Device level, traffic only: experts of equal copy counts trade places across domains when
- * that lowers the traffic and no device ends above the current most loaded one. */
-static int64_t untangle_devices(struct search *s, int64_t devices_per_domain, int64_t slots,
-                                int32_t *map, double *device_load, double deadline)
+/* Device level, anywhere: experts of equal copy counts trade places across domains when that
+ * lowers the price, the hottest device taken as the larger of today's and the trade's own. A
+ * trade that raises no domain's reach nor the distinct sum cannot lower it, and is passed over
+ * without pricing. */
+static int64_t untangle_devices(struct search *s, double deadline)
 {
-    int64_t devices = s->domains * devices_per_domain, width = devices * slots;
-    if (s->routed == 0 || s->weight <= 0)
+    int64_t width = device_count(s) * s->slots;
+    if (!priced_traffic(s))
         return 0;
-    double peak = 0;
-    for (int64_t g = 0; g < devices; g++)
-        peak = device_load[g] > peak ? device_load[g] : peak;
+    int32_t *map = s->map;
     int64_t swaps = 0;
     for (int64_t i = 0; i < width; i++) {
         if (deadline > 0 && (i & 15) == 0 && monotonic_seconds() > deadline)
@@ -700,17 +775,27 @@ static int64_t untangle_devices(struct search *s, int64_t devices_per_domain, in
         int32_t e = map[i];
         if (e < 0)
             continue;
-        int64_t x = s->domain_of[e];
-        int64_t best_j = -1, best_delta = 0;
+        int64_t x = s->domain_of[e], reach_top[3];
+        top_three(s->reach, s->domains, reach_top);
+        double peak = s->device_load[hottest_device(s)], most_copies = most_held(s);
+        double price_now = priced(s, peak, most_copies, s->reach[reach_top[0]], s->distinct);
+        int64_t best_j = -1;
+        double best_delta = -price_now * 1e-9;
         for (int64_t j = 0; j < width; j++) {
             int32_t f = map[j];
             if (f < 0 || s->copies[f] != s->copies[e] || s->domain_of[f] == x)
                 continue;
-            if (move_gain(s, e, s->domain_of[f]) + move_gain(s, f, x) >= best_delta)
+            int64_t gx, gy;
+            swap_gains(s, e, f, &gx, &gy);
+            if (gx >= 0 && gy >= 0)
                 continue;
-            if (trade(s, devices_per_domain, slots, map, device_load, i, j, false) > peak)
+            if (trade_price(s, e, f, peak, most_copies, reach_top, false) - price_now >= best_delta)
                 continue;
-            int64_t delta = swap_traffic(s, e, f);
+            double after = trade(s, i, j, false);
+            double most_load = after > peak ? after : peak;
+            if (trade_price(s, e, f, most_load, most_copies, reach_top, false) - price_now >= best_delta)
+                continue;
+            double delta = trade_price(s, e, f, most_load, most_copies, reach_top, true) - price_now;
             if (delta < best_delta) {
                 best_delta = delta;
                 best_j = j;
@@ -718,7 +803,7 @@ static int64_t untangle_devices(struct search *s, int64_t devices_per_domain, in
         }
         if (best_j < 0)
             continue;
-        trade(s, devices_per_domain, slots, map, device_load, i, best_j, true);
+        trade(s, i, best_j, true);
         swaps++;
     }
     return swaps;
@@ -734,22 +819,19 @@ static int64_t experts_in(const struct search *s, int64_t d, int32_t *ids)
     return n;
 }
 
-static void install(int64_t d, int64_t devices_per_domain, int64_t slots,
-                    const struct layer_placement *inner, int32_t *map, double *device_load)
+static void install(struct search *s, int64_t d, const struct layer_placement *inner)
 {
-    memcpy(map + d * devices_per_domain * slots, inner->expert,
-           (size_t)(devices_per_domain * slots) * sizeof *map);
-    memcpy(device_load + d * devices_per_domain, inner->device_load,
-           (size_t)devices_per_domain * sizeof *device_load);
+    int64_t per_domain = s->devices_per_domain;
+    memcpy(s->map + d * per_domain * s->slots, inner->expert, (size_t)(per_domain * s->slots) * sizeof *s->map);
+    memcpy(s->device_load + d * per_domain, inner->device_load, (size_t)per_domain * sizeof *s->device_load);
 }
 
-static int64_t refine_rounds(struct search *s, int64_t devices_per_domain, int64_t slots,
-                             int32_t *map, double *device_load, double deadline)
+static int64_t refine_rounds(struct search *s, double deadline)
 {
     int64_t swaps = 0;
     for (int round = 0; round < 20; round++) {
-        int64_t made = refine_devices(s, devices_per_domain, slots, map, device_load, deadline);
-        made += untangle_devices(s, devices_per_domain, slots, map, device_load, deadline);
+        int64_t made = refine_devices(s, deadline);
+        made += untangle_devices(s, deadline);
         swaps += made;
         if (made == 0)
             break;
@@ -760,125 +842,71 @@ static int64_t refine_rounds(struct search *s, int64_t devices_per_domain, int64
 /* Each domain re-placed with its replicas tuned (experts_place_tuned), kept where that lowers
  * the domain's most loaded device. Replicas stay inside their domain, so traffic and domain
  * loads do not change. Returns the number of domains changed. */
-static int64_t tune_domains(struct search *s, int64_t devices_per_domain, int64_t slots,
-                            int32_t *map, double *device_load, double deadline)
+static int64_t tune_domains(struct search *s, double deadline)
 {
+    int64_t per_domain = s->devices_per_domain;
     int32_t *ids = xmalloc((size_t)s->experts * sizeof *ids);
     int64_t *trial = xmalloc((size_t)s->experts * sizeof *trial);
     int64_t changed = 0;
     for (int64_t d = 0; d < s->domains; d++) {
         double most = 0;
-        for (int64_t g = d * devices_per_domain; g < (d + 1) * devices_per_domain; g++)
-            most = device_load[g] > most ? device_load[g] : most;
+        for (int64_t g = d * per_domain; g < (d + 1) * per_domain; g++)
+            most = s->device_load[g] > most ? s->device_load[g] : most;
         int64_t n = experts_in(s, d, ids);
         memcpy(trial, s->copies, (size_t)s->experts * sizeof *trial);
         struct layer_placement inner;
-        if (!experts_place_tuned(s->load, ids, n, trial, devices_per_domain, devices_per_domain,
-                                 slots, deadline, &inner))
+        if (!experts_place_tuned(s->load, ids, n, trial, per_domain, per_domain, s->slots, deadline, &inner))
             continue;
         if (inner.max_load < most * (1 - 1e-12)) {
-            install(d, devices_per_domain, slots, &inner, map, device_load);
+            install(s, d, &inner);
             for (int64_t i = 0; i < n; i++)
                 s->copies[ids[i]] = trial[ids[i]];
             changed++;
         }
         layer_placement_release(&inner);
     }
+    if (changed > 0)
+        count_held(s);
     free(trial);
     free(ids);
     return changed;
 }
 
-/* Everything the device phase changes, to try it two ways from the same start. */
-struct snapshot {
-    int64_t *domain_of, *copies, *absent, *leaves, distinct;
-    uint8_t *count;
-    double *domain_load, *device_load;
-    int32_t *map;
-};
-
-static void *duplicate(const void *from, size_t bytes)
+/* What the search arrived at, priced as traffic_layer_pace prices a placement. */
+static void summarise(const struct search *s, struct domain_assignment *out)
 {
-    void *to = xmalloc(bytes > 0 ? bytes : 1);
-    memcpy(to, from, bytes);
-    return to;
-}
-
-static void snapshot_take(const struct search *s, const int32_t *map, const double *device_load,
-                          int64_t devices, int64_t slots, struct snapshot *out)
-{
-    size_t experts = (size_t)s->experts, domains = (size_t)s->domains;
-    out->domain_of = duplicate(s->domain_of, experts * sizeof *s->domain_of);
-    out->copies = duplicate(s->copies, experts * sizeof *s->copies);
-    out->absent = duplicate(s->absent, experts * domains * sizeof *s->absent);
-    out->leaves = duplicate(s->leaves, experts * sizeof *s->leaves);
-    out->count = duplicate(s->count, (size_t)s->tokens * domains * sizeof *s->count);
-    out->domain_load = duplicate(s->domain_load, domains * sizeof *s->domain_load);
-    out->device_load = duplicate(device_load, (size_t)devices * sizeof *device_load);
-    out->map = duplicate(map, (size_t)(devices * slots) * sizeof *map);
-    out->distinct = s->distinct;
-}
-
-static void snapshot_restore(struct search *s, int32_t *map, double *device_load, int64_t devices,
-                             int64_t slots, const struct snapshot *from)
-{
-    size_t experts = (size_t)s->experts, domains = (size_t)s->domains;
-    memcpy(s->domain_of, from->domain_of, experts * sizeof *s->domain_of);
-    memcpy(s->copies, from->copies, experts * sizeof *s->copies);
-    memcpy(s->absent, from->absent, experts * domains * sizeof *s->absent);
-    memcpy(s->leaves, from->leaves, experts * sizeof *s->leaves);
-    memcpy(s->count, from->count, (size_t)s->tokens * domains * sizeof *s->count);
-    memcpy(s->domain_load, from->domain_load, domains * sizeof *s->domain_load);
-    memcpy(device_load, from->device_load, (size_t)devices * sizeof *device_load);
-    memcpy(map, from->map, (size_t)(devices * slots) * sizeof *map);
-    s->distinct = from->distinct;
-}
-
-static void snapshot_release(struct snapshot *p)
-{
-    free(p->domain_of);
-    free(p->copies);
-    free(p->absent);
-    free(p->leaves);
-    free(p->count);
-    free(p->domain_load);
-    free(p->device_load);
-    free(p->map);
-}
-
-/* The device phase: swaps and trades, then replicas tuned inside domains, until neither helps.
- * Returns the placement's cost: device imbalance + weight x distinct domains per token. */
-static double finish(struct search *s, int64_t devices_per_domain, int64_t slots, int32_t *map,
-                     double *device_load, double deadline, int64_t *swaps)
-{
-    *swaps += refine_rounds(s, devices_per_domain, slots, map, device_load, deadline);
-    for (int round = 0; round < 5; round++) {
-        if (tune_domains(s, devices_per_domain, slots, map, device_load, deadline) == 0)
-            break;
-        *swaps += refine_rounds(s, devices_per_domain, slots, map, device_load, deadline);
+    double peak = 0;
+    for (int64_t d = 0; d < s->domains; d++)
+        peak = s->domain_load[d] > peak ? s->domain_load[d] : peak;
+    out->imbalance = peak / (s->mean * (double)s->devices_per_domain);
+    out->domains_per_token = s->routed > 0 ? (double)s->distinct / (double)s->routed : 0;
+    out->time = (struct layer_time){0};
+    if (!s->physics)
+        return;
+    double dispatches = s->device_load[hottest_device(s)] * s->dispatch_scale, nic = 0, most_reach = 0;
+    for (int64_t d = 0; d < s->domains; d++)
+        most_reach = s->reach[d] > most_reach ? s->reach[d] : most_reach;
+    if (priced_traffic(s)) {
+        double d = (double)s->domains;
+        nic = s->physics->hidden * s->token_scale * ((double)s->distinct + (2 * d - 3) * most_reach) / d;
     }
-    int64_t devices = s->domains * devices_per_domain;
-    double most = 0, total = 0;
-    for (int64_t g = 0; g < devices; g++) {
-        total += device_load[g];
-        most = device_load[g] > most ? device_load[g] : most;
-    }
-    return (total > 0 ? most / (total / (double)devices) : 1) + traffic_term(s, s->distinct);
+    traffic_layer_pace(s->physics, dispatches, most_held(s), dispatches * s->crossing_share, nic,
+                       s->devices_per_domain, &out->time);
 }
 
-bool domains_place(const double *tokens, int64_t *copies, int64_t experts,
-                   const struct layer_routing *routing, int64_t groups, int64_t domains,
-                   int64_t devices_per_domain, int64_t slots, double traffic_weight,
-                   double deadline, int32_t *map, double *device_load,
-                   struct domain_assignment *out)
+bool domains_place(const double *tokens, int64_t *copies, int64_t experts, const struct layer_routing *routing,
+                   const struct moe_layer_physics *physics, int64_t groups, int64_t domains,
+                   int64_t devices_per_domain, int64_t slots, double deadline, int32_t *map,
+                   double *device_load, struct domain_assignment *out)
 {
     int64_t capacity = devices_per_domain * slots;
     if (experts <= 0 || domains <= 0 || capacity <= 0)
         return false;
     int64_t *domain_of = xmalloc((size_t)experts * sizeof *domain_of);
     struct search s;
-    if (!search_open(&s, tokens, copies, devices_per_domain, experts, routing, groups, domains, capacity,
-                     traffic_weight, domain_of)) {
+    if (!search_open(&s, tokens, copies, experts, routing, physics, groups, domains, devices_per_domain, slots,
+                     domain_of)) {
+        search_close(&s);
         free(domain_of);
         return false;
     }
@@ -886,6 +914,9 @@ bool domains_place(const double *tokens, int64_t *copies, int64_t experts,
     int32_t *members = xmalloc((size_t)experts * sizeof *members);
     int32_t *ids = xmalloc((size_t)capacity * sizeof *ids);
     double *loads = xmalloc((size_t)capacity * sizeof *loads);
+    s.map = map;
+    s.device_load = device_load;
+    s.held = xcalloc((size_t)(domains * devices_per_domain), sizeof *s.held);
     bool ok = true;
     for (int64_t d = 0; d < domains && ok; d++) {
         int64_t n = experts_copy_list(tokens, copies, members, experts_in(&s, d, members), ids, loads);
@@ -893,38 +924,16 @@ bool domains_place(const double *tokens, int64_t *copies, int64_t experts,
         ok = experts_place_copies(ids, loads, n, devices_per_domain, slots, deadline, &inner);
         if (!ok)
             break;
-        install(d, devices_per_domain, slots, &inner, map, device_load);
+        install(&s, d, &inner);
         layer_placement_release(&inner);
     }
     if (ok) {
-        /* Two ways to spend traffic on device balance, both judged by the placement's cost:
-         * trades that lower one device at the peak (several devices at the peak fall one by
-         * one) or only trades that lower the maximum itself. Neither wins everywhere: on
-         * DeepSeek's EP144 (case d) the first balances devices to 1.047 where the second stays
-         * at 1.13, on EP32 (case a2) the second keeps 2.35 remote nodes where the first pays
-         * 2.39 for about 0.02 of balance. */
-        int64_t devices = domains * devices_per_domain, before = out->swaps;
-        bool traffic = s.routed > 0 && s.weight > 0; /* without it both ways are the same */
-        struct snapshot start;
-        if (traffic)
-            snapshot_take(&s, map, device_load, devices, slots, &start);
-        double first_cost = finish(&s, devices_per_domain, slots, map, device_load, deadline,
-                                   &out->swaps);
-        if (traffic) {
-            struct snapshot first;
-            int64_t first_swaps = out->swaps;
-            snapshot_take(&s, map, device_load, devices, slots, &first);
-            snapshot_restore(&s, map, device_load, devices, slots, &start);
-            s.peak_only = true;
-            out->swaps = before;
-            double second_cost = finish(&s, devices_per_domain, slots, map, device_load, deadline,
-                                        &out->swaps);
-            if (first_cost <= second_cost) {
-                snapshot_restore(&s, map, device_load, devices, slots, &first);
-                out->swaps = first_swaps;
-            }
-            snapshot_release(&start);
-            snapshot_release(&first);
+        count_held(&s);
+        out->swaps += refine_rounds(&s, deadline);
+        for (int round = 0; round < 5; round++) {
+            if (tune_domains(&s, deadline) == 0)
+                break;
+            out->swaps += refine_rounds(&s, deadline);
         }
         summarise(&s, out);
     }
