@@ -22,6 +22,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,6 +57,26 @@ struct planned {
     bool served;                         /* the batch fits and its prefill fits the chunk budget */
     double ttft_s, tpot_s;
 };
+
+/* traffic_layer_times' arguments, so that the naive map is timed on a second thread while this
+ * placement is timed on the first (each walks the whole trace). */
+struct timed_map {
+    const struct trace *trace;
+    const double *loads;
+    int64_t layers;
+    const int32_t *map;
+    int64_t devices, slots, devices_per_domain, experts, k;
+    const struct moe_layer_physics *physics;
+    struct layer_time *out;
+};
+
+static void *time_map(void *data)
+{
+    const struct timed_map *j = data;
+    traffic_layer_times(j->trace, j->loads, j->layers, j->map, j->devices, j->slots, j->devices_per_domain,
+                        j->experts, j->k, j->physics, j->out, NULL);
+    return NULL;
+}
 
 /* The mean of each term over the MoE layers, their total, and the slowest layer. */
 struct layer_time_summary {
@@ -960,15 +981,29 @@ int cmd_plan(int argc, char **argv)
             int32_t *naive = xmalloc((size_t)(layers * width) * sizeof *naive);
             traffic_naive_map(layers, m.moe.experts, group, p.slots, naive);
             const struct trace *sample = o.trace ? &trace : NULL;
+            struct timed_map naive_job = {.trace = sample, .loads = p.loads.tokens, .layers = layers, .map = naive,
+                                          .devices = group, .slots = p.slots, .devices_per_domain = p.ep_devices,
+                                          .experts = m.moe.experts, .k = m.moe.experts_per_token,
+                                          .physics = &physics, .out = p.naive_times};
+            pthread_t helper;
+            bool helped = pthread_create(&helper, NULL, time_map, &naive_job) == 0;
             traffic_layer_times(sample, p.loads.tokens, layers, p.experts.expert, group, p.slots, p.ep_devices,
-                                m.moe.experts, m.moe.experts_per_token, &physics, p.layer_times);
-            traffic_layer_times(sample, p.loads.tokens, layers, naive, group, p.slots, p.ep_devices,
-                                m.moe.experts, m.moe.experts_per_token, &physics, p.naive_times);
+                                m.moe.experts, m.moe.experts_per_token, &physics, p.layer_times, &p.hashed);
+            if (helped)
+                pthread_join(helper, NULL);
+            else
+                time_map(&naive_job);
             free(naive);
         }
         if (o.trace) {
-            traffic_measure(&trace, p.experts.expert, group, p.slots, p.ep_devices, m.moe.experts, false, &p.hashed);
-            traffic_measure(&trace, p.experts.expert, group, p.slots, p.ep_devices, m.moe.experts, true, &p.local);
+            if (!priceable)
+                traffic_measure(&trace, p.experts.expert, group, p.slots, p.ep_devices, m.moe.experts, false,
+                                &p.hashed);
+            if (traffic_experts_whole(p.experts.expert, p.experts.layers, group, p.slots, p.ep_devices, m.moe.experts))
+                p.local = p.hashed;
+            else
+                traffic_measure(&trace, p.experts.expert, group, p.slots, p.ep_devices, m.moe.experts, true,
+                                &p.local);
             p.have_traffic = true;
         }
     }

@@ -17,7 +17,9 @@ struct row {
     int32_t experts[64];
 };
 
-/* Parses one unsigned integer field at *p; returns false when there is none. */
+/* Parses one unsigned integer field at *p; returns false when there is none or it has more than
+ * 18 significant digits (beyond any range a trace accepts). By hand rather than strtoll: a trace
+ * holds millions of fields and this is most of its reading. */
 static bool field(const char **p, int64_t *out)
 {
     const char *s = *p;
@@ -25,15 +27,18 @@ static bool field(const char **p, int64_t *out)
         s++;
     if (*s < '0' || *s > '9')
         return false;
-    errno = 0;
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (errno)
-        return false;
-    while (*end == ' ' || *end == '\r' || *end == '\n')
-        end++;
+    int64_t v = 0;
+    int significant = 0;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        significant += v > 0 || *s != '0';
+        if (significant > 18)
+            return false;
+        v = v * 10 + (*s - '0');
+    }
+    while (*s == ' ' || *s == '\r' || *s == '\n')
+        s++;
     *out = v;
-    *p = end;
+    *p = s;
     return true;
 }
 

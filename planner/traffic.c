@@ -19,7 +19,8 @@ static uint64_t pick(int64_t token, int64_t expert)
 /* The replica of expert e that token t is sent to, by the hash, among all of e's copies. */
 static int64_t hashed_replica(const int64_t *first, const int64_t *holder, int64_t token, int64_t e)
 {
-    return holder[first[e] + (int64_t)(pick(token, e) % (uint64_t)(first[e + 1] - first[e]))];
+    int64_t copies = first[e + 1] - first[e];
+    return copies == 1 ? holder[first[e]] : holder[first[e] + (int64_t)(pick(token, e) % (uint64_t)copies)];
 }
 
 /* Per expert, the devices holding its replicas, in slot order: holder[first[e] .. first[e + 1]). */
@@ -113,6 +114,28 @@ void traffic_layer_pace(const struct moe_layer_physics *ph, double most_dispatch
                                .total_s = ph->overlap ? fmax(compute, comm) : compute + comm};
 }
 
+bool traffic_experts_whole(const int32_t *map, int64_t layers, int64_t devices, int64_t slots,
+                           int64_t devices_per_domain, int64_t experts)
+{
+    int64_t width = devices * slots;
+    int64_t *home = xmalloc((size_t)(experts > 0 ? experts : 1) * sizeof *home);
+    bool whole = true;
+    for (int64_t layer = 0; layer < layers && whole; layer++) {
+        for (int64_t e = 0; e < experts; e++)
+            home[e] = -1;
+        for (int64_t s = 0; s < width && whole; s++) {
+            int32_t e = map[layer * width + s];
+            if (e < 0 || e >= experts)
+                continue;
+            int64_t domain = s / slots / devices_per_domain;
+            whole = home[e] < 0 || home[e] == domain;
+            home[e] = domain;
+        }
+    }
+    free(home);
+    return whole;
+}
+
 /* The pace of one layer from its per-device and per-domain counts (already scaled to the step). */
 static void layer_pace(const double *dispatched, const double *held, const double *crossing_up,
                        const double *sent, const double *received, int64_t devices,
@@ -133,8 +156,9 @@ static void layer_pace(const double *dispatched, const double *held, const doubl
 void traffic_layer_times(const struct trace *trace, const double *loads, int64_t layers,
                          const int32_t *map, int64_t devices, int64_t slots, int64_t devices_per_domain,
                          int64_t experts, int64_t k, const struct moe_layer_physics *ph,
-                         struct layer_time *out)
+                         struct layer_time *out, struct traffic *hashed)
 {
+    double all_dispatches = 0, all_remote = 0, all_remote_domains = 0, all_tokens = 0;
     int64_t width = devices * slots, domains = devices / devices_per_domain;
     int64_t *first = xmalloc((size_t)(experts + 1) * sizeof *first);
     int64_t *holder = xmalloc((size_t)(width > 0 ? width : 1) * sizeof *holder);
@@ -173,10 +197,13 @@ void traffic_layer_times(const struct trace *trace, const double *loads, int64_t
                     int64_t device = hashed_replica(first, holder, token, e);
                     int64_t domain = device / devices_per_domain;
                     dispatched[device]++;
+                    all_dispatches++;
+                    all_remote += domain != home;
                     if (device != own)
                         crossing_up[device]++;
                     if (domain != home && seen[domain] != stamp) {
                         seen[domain] = stamp;
+                        all_remote_domains++;
                         sent[home] += ph->hidden * 1;     /* dispatch out */
                         received[domain] += ph->hidden * 1;
                         sent[domain] += ph->hidden * 2;   /* combine back */
@@ -210,6 +237,7 @@ void traffic_layer_times(const struct trace *trace, const double *loads, int64_t
                     }
             }
         }
+        all_tokens += trace ? tokens : 0;
         double scale = tokens > 0 ? ph->step_tokens / tokens : 0;
         for (int64_t g = 0; g < devices; g++) {
             dispatched[g] *= scale;
@@ -221,6 +249,9 @@ void traffic_layer_times(const struct trace *trace, const double *loads, int64_t
         }
         layer_pace(dispatched, held, crossing_up, sent, received, devices, devices_per_domain, ph, &out[layer]);
     }
+    if (hashed)
+        *hashed = (struct traffic){.remote_dispatch_fraction = all_dispatches > 0 ? all_remote / all_dispatches : 0,
+                                   .remote_domains_per_token = all_tokens > 0 ? all_remote_domains / all_tokens : 0};
     free(first);
     free(holder);
     free(seen);

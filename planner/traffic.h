@@ -24,6 +24,12 @@ void traffic_measure(const struct trace *t, const int32_t *map, int64_t devices,
                      int64_t devices_per_domain, int64_t experts, bool local_routing,
                      struct traffic *out);
 
+/* Whether every expert's copies sit in one domain, in every layer of `map`: then a token finds
+ * either all of an expert's copies in its own domain or none, and local routing picks what
+ * hashed routing picks. */
+bool traffic_experts_whole(const int32_t *map, int64_t layers, int64_t devices, int64_t slots,
+                           int64_t devices_per_domain, int64_t experts);
+
 /* What one MoE layer of a decode step costs on a placement, in seconds, as roofline.h counts
  * it, the hottest resource of each kind setting the pace:
  * - compute: the most loaded device, the longer of its dispatches x flops_per_dispatch at the
@@ -63,11 +69,13 @@ void traffic_layer_pace(const struct moe_layer_physics *physics, double most_dis
                         double most_crossing, double busiest_nic_bytes, int64_t devices_per_domain,
                         struct layer_time *out);
 
-/* One layer_time a layer into `out`; `trace` may be NULL (then `loads`, layers x experts). */
+/* One layer_time a layer into `out`; `trace` may be NULL (then `loads`, layers x experts). With
+ * a trace, `hashed` (unless NULL) gets what traffic_measure gives with hashed routing, from the
+ * same walk. */
 void traffic_layer_times(const struct trace *trace, const double *loads, int64_t layers,
                          const int32_t *map, int64_t devices, int64_t slots, int64_t devices_per_domain,
                          int64_t experts, int64_t k, const struct moe_layer_physics *physics,
-                         struct layer_time *out);
+                         struct layer_time *out, struct traffic *hashed);
 
 /* The placement a planner without loads makes: expert e on device e mod `devices`, slot e /
  * devices; no replicas, spare slots empty. `map` holds layers x devices x slots. */

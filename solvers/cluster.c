@@ -7,8 +7,11 @@
 #include "lp.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* GLPK's neighbourhood: at most 8 devices (e.g. one HGX node; 32 copies at 4 slots is 228
  * binaries), branch and bound cut after a fixed number of nodes so that the result does not
@@ -230,14 +233,7 @@ static bool place_routed_layer(const double *tokens, int64_t experts, int64_t do
     int64_t *copies = xmalloc((size_t)experts * sizeof *copies);
     int64_t *tuned = xmalloc((size_t)experts * sizeof *tuned);
     experts_replicas(tokens, experts, total, devices, copies);
-    /* counts tuned for the whole cluster as the start: domains_place re-deals or tunes them
-     * per domain, and they pair better than the greedy ones (EP144: 1.047 vs 1.053 GPU) */
-    struct layer_placement flat;
-    if (experts_place_all_tuned(tokens, experts, copies, devices, domains * devices, slots,
-                        options->deadline, tuned, &flat))
-        layer_placement_release(&flat);
-    else
-        memcpy(tuned, copies, (size_t)experts * sizeof *tuned);
+    memcpy(tuned, copies, (size_t)experts * sizeof *tuned);
     struct domain_assignment a;
     bool ok = domains_place(tokens, tuned, experts, routing, options->physics, options->groups, domains,
                             devices, slots, options->deadline, map, device_load, &a);
@@ -362,6 +358,86 @@ static void deal_layer(const double *tokens, int64_t experts, int64_t domains, i
     free(copies);
 }
 
+/* What placing one layer gave, kept until every layer is placed. */
+struct layer_outcome {
+    double domain_imbalance, lower, domains_per_token;
+    int64_t swaps;
+    bool ok, dealt, searched, network_bound;
+};
+
+/* The layers shared among the threads: each takes the next unplaced one. A layer's placement
+ * depends on nothing but its own inputs, so the result does not depend on the threads. */
+struct cluster_work {
+    const double *tokens;
+    int64_t layers, experts, domains, devices, slots;
+    const struct cluster_routing *routing;
+    bool routed;
+    struct cluster_placement *p;
+    struct layer_outcome *outcome;
+    atomic_llong next;
+};
+
+static void place_layer(struct cluster_work *w, int64_t i)
+{
+    const struct cluster_routing *routing = w->routing;
+    int64_t all = w->domains * w->devices, experts = w->experts;
+    double *loads = w->p->device_load + i * all;
+    int32_t *map = w->p->expert + i * all * w->slots;
+    const double *tokens = w->tokens + i * experts;
+    struct layer_outcome *o = &w->outcome[i];
+    *o = (struct layer_outcome){.domain_imbalance = 1, .ok = true};
+    double deadline = routing ? routing->deadline : 0;
+    if (deadline > 0 && monotonic_seconds() > deadline) {
+        deal_layer(tokens, experts, w->domains, w->devices, w->slots, map, loads, &o->domain_imbalance, &o->lower);
+        o->dealt = true;
+    } else if (w->routed) {
+        struct layer_routing layer = {routing->tokens, routing->k, routing->chosen + i * routing->tokens * routing->k};
+        struct routed_layer placed;
+        o->searched = true;
+        o->ok = place_routed_layer(tokens, experts, w->domains, w->devices, w->slots, &layer, routing, map, loads,
+                                   &placed);
+        if (o->ok) {
+            o->domain_imbalance = placed.domain_imbalance;
+            o->lower = placed.lower;
+            o->network_bound = routing->physics->overlap &&
+                               placed.time.scale_out_s >= fmax(placed.time.compute_s, placed.time.scale_up_s);
+            o->domains_per_token = placed.domains_per_token;
+            o->swaps = placed.swaps;
+        }
+    } else {
+        o->ok = place_cluster_layer(tokens, experts, w->domains, w->devices, w->slots, deadline, map, loads,
+                                    &o->domain_imbalance, &o->lower);
+    }
+}
+
+static void *place_layers(void *data)
+{
+    struct cluster_work *w = data;
+    for (;;) {
+        long long i = atomic_fetch_add(&w->next, 1);
+        if (i >= w->layers)
+            return NULL;
+        place_layer(w, i);
+    }
+}
+
+/* One thread per core (at most 8 and the layers), the calling thread among them; fewer when a
+ * thread cannot start, down to the caller alone. */
+static void place_in_parallel(struct cluster_work *w)
+{
+    enum { MOST_THREADS = 8 };
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int64_t threads = cores < 1 ? 1 : cores > MOST_THREADS ? MOST_THREADS : cores;
+    threads = threads > w->layers ? w->layers : threads;
+    pthread_t helper[MOST_THREADS];
+    int64_t started = 0;
+    while (started + 1 < threads && pthread_create(&helper[started], NULL, place_layers, w) == 0)
+        started++;
+    place_layers(w);
+    for (int64_t i = 0; i < started; i++)
+        pthread_join(helper[i], NULL);
+}
+
 bool cluster_place(const double *tokens, int64_t layers, int64_t experts, int64_t domains,
                    int64_t devices, int64_t slots, const struct cluster_routing *routing,
                    struct cluster_placement *out)
@@ -374,43 +450,28 @@ bool cluster_place(const double *tokens, int64_t layers, int64_t experts, int64_
                                   .priced = routed};
     p.expert = xmalloc((size_t)(layers * all * slots) * sizeof *p.expert);
     p.device_load = xmalloc((size_t)(layers * all) * sizeof *p.device_load);
+    struct cluster_work work = {.tokens = tokens, .layers = layers, .experts = experts, .domains = domains,
+                                .devices = devices, .slots = slots, .routing = routing, .routed = routed, .p = &p};
+    work.outcome = xmalloc((size_t)layers * sizeof *work.outcome);
+    atomic_init(&work.next, 0);
+    place_in_parallel(&work);
     bool ok = true;
     int64_t searched = 0;
+    /* GLPK is not thread-safe: it runs here, layer by layer, after the threads */
     for (int64_t i = 0; i < layers && ok; i++) {
-        double domain_imbalance = 1, lower = 0;
-        bool network_bound = false;
-        double *loads = p.device_load + i * all;
-        int32_t *map = p.expert + i * all * slots;
-        double deadline = routing ? routing->deadline : 0;
-        if (deadline > 0 && monotonic_seconds() > deadline) {
-            deal_layer(tokens + i * experts, experts, domains, devices, slots, map, loads,
-                       &domain_imbalance, &lower);
-            p.dealt_layers++;
-        } else if (routed) {
-            struct layer_routing layer = {routing->tokens, routing->k,
-                                          routing->chosen + i * routing->tokens * routing->k};
-            struct routed_layer placed;
-            ok = place_routed_layer(tokens + i * experts, experts, domains, devices, slots, &layer, routing,
-                                    map, loads, &placed);
-            if (ok) {
-                domain_imbalance = placed.domain_imbalance;
-                lower = placed.lower;
-                network_bound = routing->physics->overlap &&
-                                placed.time.scale_out_s >= fmax(placed.time.compute_s, placed.time.scale_up_s);
-                p.network_bound += network_bound;
-                p.domains_per_token += placed.domains_per_token;
-                p.swaps += placed.swaps;
-            }
-            searched++;
-        } else {
-            ok = place_cluster_layer(tokens + i * experts, experts, domains, devices, slots,
-                                     routing ? routing->deadline : 0, map, loads,
-                                     &domain_imbalance, &lower);
-        }
+        const struct layer_outcome *o = &work.outcome[i];
+        ok = o->ok;
         if (!ok)
             break;
-        if (routing && routing->deadline > 0 && !network_bound)
-            reassign_worst(tokens + i * experts, experts, domains, devices, slots, lower, map, loads,
+        double *loads = p.device_load + i * all;
+        int32_t *map = p.expert + i * all * slots;
+        p.dealt_layers += o->dealt;
+        searched += o->searched;
+        p.network_bound += o->network_bound;
+        p.domains_per_token += o->domains_per_token;
+        p.swaps += o->swaps;
+        if (routing && routing->deadline > 0 && !o->network_bound)
+            reassign_worst(tokens + i * experts, experts, domains, devices, slots, o->lower, map, loads,
                            routing->deadline, &p.ilp);
         double sum = 0, max = 0;
         for (int64_t d = 0; d < all; d++) {
@@ -419,15 +480,16 @@ bool cluster_place(const double *tokens, int64_t layers, int64_t experts, int64_
         }
         double mean = sum / (double)all;
         double gpu = sum > 0 ? max / mean : 1;
-        double gap = lower > 0 ? max / lower - 1 : 0;
-        p.bound_mean += (sum > 0 ? lower / mean : 1) / (double)layers;
+        double gap = o->lower > 0 ? max / o->lower - 1 : 0;
+        p.bound_mean += (sum > 0 ? o->lower / mean : 1) / (double)layers;
         p.gpu_imbalance_mean += gpu / (double)layers;
         p.gpu_imbalance_worst = gpu > p.gpu_imbalance_worst ? gpu : p.gpu_imbalance_worst;
-        p.domain_imbalance_mean += domain_imbalance / (double)layers;
-        p.domain_imbalance_worst = domain_imbalance > p.domain_imbalance_worst ? domain_imbalance
-                                                                               : p.domain_imbalance_worst;
+        p.domain_imbalance_mean += o->domain_imbalance / (double)layers;
+        p.domain_imbalance_worst = o->domain_imbalance > p.domain_imbalance_worst ? o->domain_imbalance
+                                                                                  : p.domain_imbalance_worst;
         p.worst_gap = gap > p.worst_gap ? gap : p.worst_gap;
     }
+    free(work.outcome);
     if (!ok) {
         cluster_placement_release(&p);
         return false;

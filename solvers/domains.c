@@ -5,6 +5,8 @@
 #include "experts.h"
 #include "traffic.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +14,10 @@
  * alone but lowers another wins over one that changes nothing, so the search keeps balancing
  * devices while the network binds and keeps cutting traffic while compute does. */
 #define TIE_BREAK 1e-3
+
+/* A domain swap must gain this share of the price: each one re-counts every token of both
+ * experts, and below it they only trade tie-break terms (a third of the swaps on EP144). */
+#define SWEEP_GAIN 1e-4
 
 struct search {
     int64_t experts, domains, tokens, k;
@@ -41,6 +47,10 @@ struct search {
      * token, and the share of a device's dispatches that come from other devices */
     const struct moe_layer_physics *physics;
     double dispatch_scale, token_scale, crossing_share;
+    /* traffic_layer_pace's rates per unit of what the search counts, read off it once: seconds
+     * a unit of load on the hottest device (compute, scale-up), a held copy, and a unit of
+     * (distinct + (2D - 3) x max reach) on the busiest domain's NICs */
+    double compute_per_load, read_per_copy, up_per_load, nic_per_reach;
     double domain_copies;   /* most copies a device holds, at the domain level */
     /* the device phase */
     int32_t *map;
@@ -80,15 +90,32 @@ static double priced(const struct search *s, double most_load, double most_copie
 {
     if (!s->physics)
         return most_load / s->mean;
-    double dispatches = most_load * s->dispatch_scale, nic = 0;
+    double compute = most_load * s->compute_per_load, reads = most_copies * s->read_per_copy;
+    compute = compute > reads ? compute : reads;
+    double up = most_load * s->up_per_load;
+    double nic = ((double)distinct + (double)(2 * s->domains - 3) * most_reach) * s->nic_per_reach;
+    double comm = up > nic ? up : nic;
+    double total = s->physics->overlap ? (compute > comm ? compute : comm) : compute + comm;
+    return total + TIE_BREAK * (compute + up + nic);
+}
+
+/* Reads the rates of priced() off traffic_layer_pace, one input at a time (each part is linear
+ * in its input), so that the search and the printed time cannot disagree. */
+static void read_rates(struct search *s)
+{
+    struct layer_time unit;
+    const struct moe_layer_physics *ph = s->physics;
+    traffic_layer_pace(ph, s->dispatch_scale, 0, s->dispatch_scale * s->crossing_share, 0, s->devices_per_domain,
+                       &unit);
+    s->compute_per_load = unit.compute_s;
+    s->up_per_load = unit.scale_up_s;
+    traffic_layer_pace(ph, 0, 1, 0, 0, s->devices_per_domain, &unit);
+    s->read_per_copy = unit.compute_s;
     if (priced_traffic(s)) {
-        double d = (double)s->domains;
-        nic = s->physics->hidden * s->token_scale * ((double)distinct + (2 * d - 3) * most_reach) / d;
+        traffic_layer_pace(ph, 0, 0, 0, ph->hidden * s->token_scale / (double)s->domains, s->devices_per_domain,
+                           &unit);
+        s->nic_per_reach = unit.scale_out_s;
     }
-    struct layer_time t;
-    traffic_layer_pace(s->physics, dispatches, most_copies, dispatches * s->crossing_share, nic,
-                       s->devices_per_domain, &t);
-    return t.total_s + TIE_BREAK * (t.compute_s + t.scale_up_s + t.scale_out_s);
 }
 
 /* Adds token t's share of every move gain, of every domain's reach and of the distinct sum. */
@@ -108,34 +135,6 @@ static void account(struct search *s, int64_t t)
         int64_t *a = s->absent + e * s->domains;
         for (int64_t y = 0; y < s->domains; y++)
             a[y] += c[y] == 0;
-    }
-}
-
-/* Adds (sign +1) or removes (-1) token t's share in columns x and y, the two a swap changes,
- * and its experts' leaves (whose homes may be x or y, or move). */
-static void account_columns(struct search *s, int64_t t, int64_t x, int64_t y, int sign)
-{
-    const int32_t *row = row_of(s, t);
-    const uint8_t *c = s->count + t * s->domains;
-    s->distinct += sign * ((c[x] > 0) + (c[y] > 0));
-    s->reach[x] += sign * (c[x] > 0);
-    s->reach[y] += sign * (c[y] > 0);
-    for (int64_t j = 0; j < s->k; j++) {
-        if (row[j] < 0)
-            continue;
-        int64_t e = row[j];
-        s->leaves[e] += sign * (c[s->domain_of[e]] == 1);
-        s->absent[e * s->domains + x] += sign * (c[x] == 0);
-        s->absent[e * s->domains + y] += sign * (c[y] == 0);
-    }
-}
-
-static void move_counts(struct search *s, int64_t e, int64_t from, int64_t to)
-{
-    for (int64_t i = s->first[e]; i < s->first[e + 1]; i++) {
-        uint8_t *c = s->count + s->user[i] * s->domains;
-        c[from]--;
-        c[to]++;
     }
 }
 
@@ -167,32 +166,73 @@ static void swap_reach(struct search *s, int64_t e, int64_t f, int64_t *change_x
     }
 }
 
+/* Token t's counts in x and y go from (cx, cy) to (nx, ny) as e moves x -> y and f y -> x: its
+ * share of the distinct sum, the reaches, and its experts' absent and leaves entries change with
+ * them, in one pass (the two homes that move, e's and f's, by hand). */
+static void account_swap(struct search *s, int64_t t, int64_t e, int64_t f, int64_t x, int64_t y, int cx,
+                         int cy, int nx, int ny)
+{
+    int reach_x = (nx > 0) - (cx > 0), reach_y = (ny > 0) - (cy > 0);
+    s->distinct += reach_x + reach_y;
+    s->reach[x] += reach_x;
+    s->reach[y] += reach_y;
+    int absent_x = (nx == 0) - (cx == 0), absent_y = (ny == 0) - (cy == 0);
+    int alone_x = (nx == 1) - (cx == 1), alone_y = (ny == 1) - (cy == 1);
+    const int32_t *row = row_of(s, t);
+    for (int64_t j = 0; j < s->k; j++) {
+        int64_t g = row[j];
+        if (g < 0)
+            continue;
+        s->absent[g * s->domains + x] += absent_x;
+        s->absent[g * s->domains + y] += absent_y;
+        if (g == e)
+            s->leaves[g] += (ny == 1) - (cx == 1);
+        else if (g == f)
+            s->leaves[g] += (nx == 1) - (cy == 1);
+        else if (s->domain_of[g] == x)
+            s->leaves[g] += alone_x;
+        else if (s->domain_of[g] == y)
+            s->leaves[g] += alone_y;
+    }
+}
+
 static void apply_swap(struct search *s, int64_t e, int64_t f)
 {
     int64_t x = s->domain_of[e], y = s->domain_of[f];
     if (x == y)
         return;
+    /* stamp f's tokens; e's tokens that carry the stamp chose both and keep their counts */
     s->now++;
-    int64_t lists[2] = {e, f};
-    for (int l = 0; l < 2; l++)
-        for (int64_t i = s->first[lists[l]]; i < s->first[lists[l] + 1]; i++)
-            if (s->stamp[s->user[i]] != s->now) {
-                s->stamp[s->user[i]] = s->now;
-                account_columns(s, s->user[i], x, y, -1);
-            }
-    move_counts(s, e, x, y);
-    move_counts(s, f, y, x);
+    int64_t both = s->now;
+    for (int64_t i = s->first[f]; i < s->first[f + 1]; i++)
+        s->stamp[s->user[i]] = both;
+    s->now++;
+    for (int64_t i = s->first[e]; i < s->first[e + 1]; i++) {
+        int64_t t = s->user[i];
+        uint8_t *c = s->count + t * s->domains;
+        bool shared = s->stamp[t] == both;
+        s->stamp[t] = s->now;
+        int cx = c[x], cy = c[y];
+        if (!shared) {
+            c[x]--;
+            c[y]++;
+        }
+        account_swap(s, t, e, f, x, y, cx, cy, c[x], c[y]);
+    }
+    for (int64_t i = s->first[f]; i < s->first[f + 1]; i++) {
+        int64_t t = s->user[i];
+        if (s->stamp[t] == s->now)
+            continue;
+        uint8_t *c = s->count + t * s->domains;
+        int cx = c[x], cy = c[y];
+        c[x]++;
+        c[y]--;
+        account_swap(s, t, e, f, x, y, cx, cy, c[x], c[y]);
+    }
     s->domain_of[e] = y;
     s->domain_of[f] = x;
     s->domain_load[x] += s->load[f] - s->load[e];
     s->domain_load[y] += s->load[e] - s->load[f];
-    s->now++;
-    for (int l = 0; l < 2; l++)
-        for (int64_t i = s->first[lists[l]]; i < s->first[lists[l] + 1]; i++)
-            if (s->stamp[s->user[i]] != s->now) {
-                s->stamp[s->user[i]] = s->now;
-                account_columns(s, s->user[i], x, y, +1);
-            }
 }
 
 /* The three largest of `v`, so the maximum after changing two entries is found in O(1). */
@@ -236,21 +276,27 @@ static int64_t sweep(struct search *s, double deadline)
         int64_t load_top[3], reach_top[3];
         top_three(s->domain_load, s->domains, load_top);
         top_three(s->reach, s->domains, reach_top);
-        double price_now = priced(s, s->domain_load[load_top[0]] / per_device, s->domain_copies,
-                                  s->reach[reach_top[0]], s->distinct);
+        double most_load_now = s->domain_load[load_top[0]];
+        double price_now = priced(s, most_load_now / per_device, s->domain_copies, s->reach[reach_top[0]],
+                                  s->distinct);
         int64_t x = s->domain_of[e];
         int64_t best = -1;
-        double best_delta = -price_now * 1e-9;
+        double best_delta = -price_now * SWEEP_GAIN;
         for (int64_t f = 0; f < s->experts; f++) {
             int64_t y = s->domain_of[f];
             if (y == x || s->copies[f] != s->copies[e])
                 continue;
             double lx = s->domain_load[x] - s->load[e] + s->load[f];
             double ly = s->domain_load[y] - s->load[f] + s->load[e];
-            double most_load = peak_after(s->domain_load, load_top, x, lx, y, ly) / per_device;
             int64_t gx = 0, gy = 0;
             if (priced_traffic(s))
                 swap_gains(s, e, f, &gx, &gy);
+            /* the price only grows with its three inputs: unless one of them can fall, skip */
+            bool load_may_fall = (x == load_top[0] && lx < most_load_now) || (y == load_top[0] && ly < most_load_now);
+            bool reach_may_fall = (x == reach_top[0] && gx < 0) || (y == reach_top[0] && gy < 0);
+            if (!load_may_fall && !reach_may_fall && gx + gy >= 0)
+                continue;
+            double most_load = peak_after(s->domain_load, load_top, x, lx, y, ly) / per_device;
             double most_reach = peak_after(s->reach, reach_top, x, s->reach[x] + (double)gx, y,
                                            s->reach[y] + (double)gy);
             double delta = priced(s, most_load, s->domain_copies, most_reach, s->distinct + gx + gy) - price_now;
@@ -517,6 +563,7 @@ static bool search_open(struct search *s, const double *tokens, int64_t *copies,
         s->dispatch_scale = total > 0 ? physics->step_tokens * (double)k / total : 0;
         s->token_scale = s->routed > 0 ? physics->step_tokens / (double)s->routed : 0;
         s->crossing_share = 1 - 1 / (double)devices;
+        read_rates(s);
     }
     if (s->routed > 0)
         group_start(s, groups, capacity);
@@ -579,6 +626,8 @@ static void search_domains(struct search *s, double deadline, struct domain_assi
     for (int pass = 0; pass < 100; pass++) {
         int64_t made = sweep(s, deadline);
         swaps += made;
+        if (getenv("RP_DEBUG")) { int64_t lt[3], rt[3]; top_three(s->domain_load, s->domains, lt); top_three(s->reach, s->domains, rt);
+            fprintf(stderr, "pass %d: %lld swaps price %.2f us\n", pass, (long long)made, 1e6*priced(s, s->domain_load[lt[0]]/(double)s->devices_per_domain, s->domain_copies, s->reach[rt[0]], s->distinct)); }
         if (made == 0 || (deadline > 0 && monotonic_seconds() > deadline))
             break;
     }
@@ -894,6 +943,14 @@ static void summarise(const struct search *s, struct domain_assignment *out)
                        s->devices_per_domain, &out->time);
 }
 
+/* With overlap, a layer whose NICs are slower than its hottest device's compute and scale-up
+ * gains nothing from a lighter hottest device, and the domain search has already priced its
+ * traffic: the device phase would only move the tie-break. */
+static bool network_sets_time(const struct search *s, const struct layer_time *t)
+{
+    return s->physics && s->physics->overlap && priced_traffic(s) && t->scale_out_s >= fmax(t->compute_s, t->scale_up_s);
+}
+
 bool domains_place(const double *tokens, int64_t *copies, int64_t experts, const struct layer_routing *routing,
                    const struct moe_layer_physics *physics, int64_t groups, int64_t domains,
                    int64_t devices_per_domain, int64_t slots, double deadline, int32_t *map,
@@ -929,13 +986,18 @@ bool domains_place(const double *tokens, int64_t *copies, int64_t experts, const
     }
     if (ok) {
         count_held(&s);
-        out->swaps += refine_rounds(&s, deadline);
-        for (int round = 0; round < 5; round++) {
-            if (tune_domains(&s, deadline) == 0)
-                break;
+        summarise(&s, out);
+        if (getenv("RP_DEBUG")) { fprintf(stderr, "packed: %.2f us\n", out->time.total_s*1e6); }
+        if (!network_sets_time(&s, &out->time)) {
             out->swaps += refine_rounds(&s, deadline);
+            for (int round = 0; round < 5; round++) {
+                if (tune_domains(&s, deadline) == 0)
+                    break;
+                out->swaps += refine_rounds(&s, deadline);
+            }
         }
         summarise(&s, out);
+        if (getenv("RP_DEBUG")) fprintf(stderr, "final: %.2f us\n", out->time.total_s*1e6);
     }
     free(members);
     free(ids);

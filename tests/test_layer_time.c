@@ -30,18 +30,18 @@ static void by_hand(void)
                                    .peak_flops_per_s = 1, .hbm_bytes_per_s = 1, .nic_bytes_per_s = 1,
                                    .scale_up_bytes_per_s = 1, .overlap = true};
     struct layer_time time;
-    traffic_layer_times(&t, NULL, 1, map, 2, 1, 1, 2, 1, &ph, &time);
+    traffic_layer_times(&t, NULL, 1, map, 2, 1, 1, 2, 1, &ph, &time, NULL);
     CHECK(time.compute_s == 2 && time.scale_up_s == 3 && time.scale_out_s == 2 && time.total_s == 3,
           "by hand, from the trace: compute 2, scale-up 3, scale-out 2, layer 3 (got %g %g %g %g)", time.compute_s,
           time.scale_up_s, time.scale_out_s, time.total_s);
     ph.overlap = false;
-    traffic_layer_times(&t, NULL, 1, map, 2, 1, 1, 2, 1, &ph, &time);
+    traffic_layer_times(&t, NULL, 1, map, 2, 1, 1, 2, 1, &ph, &time, NULL);
     CHECK(time.total_s == 5, "without overlap the layer is compute + communication: 5 (got %g)", time.total_s);
     /* from the loads alone: expert 1 carries both tokens; half of them sit elsewhere (1 crosses
      * the scale-up links), domain 1 holds all the load so the other domain's token reaches it */
     double loads[2] = {0, 2};
     ph.overlap = true;
-    traffic_layer_times(NULL, loads, 1, map, 2, 1, 1, 2, 1, &ph, &time);
+    traffic_layer_times(NULL, loads, 1, map, 2, 1, 1, 2, 1, &ph, &time, NULL);
     CHECK(time.compute_s == 2 && time.scale_up_s == 3 && time.scale_out_s == 2 && time.total_s == 3,
           "by hand, from the loads: the same 2, 3, 2 and 3 (got %g %g %g %g)", time.compute_s, time.scale_up_s,
           time.scale_out_s, time.total_s);
@@ -116,9 +116,9 @@ static void against_eplb(const struct eplb_case *c, const struct loads *l, const
             exit(1);
         }
         traffic_layer_times(t, l->tokens, l->layers, cp.expert, devices, c->slots, c->devices, l->experts,
-                            m.moe.experts_per_token, &ph, ours);
+                            m.moe.experts_per_token, &ph, ours, NULL);
         traffic_layer_times(t, l->tokens, l->layers, eplb, devices, c->slots, c->devices, l->experts,
-                            m.moe.experts_per_token, &ph, theirs);
+                            m.moe.experts_per_token, &ph, theirs, NULL);
         double a = total(ours, l->layers), b = total(theirs, l->layers), network = 0;
         for (int64_t i = 0; i < l->layers; i++)
             network += theirs[i].scale_out_s >= fmax(theirs[i].compute_s, theirs[i].scale_up_s);
