@@ -49,7 +49,9 @@ struct cluster_placement {
  * while that lowers the layer's maximum; copies never leave their domain, so the traffic is
  * unchanged. It is skipped on a searched layer whose predicted time the network sets (overlap
  * on and the NICs slower than the hottest device's compute and scale-up): a lighter hottest
- * device would not make that layer faster. */
+ * device would not make that layer faster. The layers are placed on every core, each on its own
+ * inputs alone, so the placement does not depend on the number of cores; GLPK runs after them,
+ * on one. */
 struct cluster_routing {
     const int32_t *chosen;
     int64_t tokens, k;

@@ -6,7 +6,6 @@
 #include "traffic.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -626,8 +625,6 @@ static void search_domains(struct search *s, double deadline, struct domain_assi
     for (int pass = 0; pass < 100; pass++) {
         int64_t made = sweep(s, deadline);
         swaps += made;
-        if (getenv("RP_DEBUG")) { int64_t lt[3], rt[3]; top_three(s->domain_load, s->domains, lt); top_three(s->reach, s->domains, rt);
-            fprintf(stderr, "pass %d: %lld swaps price %.2f us\n", pass, (long long)made, 1e6*priced(s, s->domain_load[lt[0]]/(double)s->devices_per_domain, s->domain_copies, s->reach[rt[0]], s->distinct)); }
         if (made == 0 || (deadline > 0 && monotonic_seconds() > deadline))
             break;
     }
@@ -987,7 +984,6 @@ bool domains_place(const double *tokens, int64_t *copies, int64_t experts, const
     if (ok) {
         count_held(&s);
         summarise(&s, out);
-        if (getenv("RP_DEBUG")) { fprintf(stderr, "packed: %.2f us\n", out->time.total_s*1e6); }
         if (!network_sets_time(&s, &out->time)) {
             out->swaps += refine_rounds(&s, deadline);
             for (int round = 0; round < 5; round++) {
@@ -997,7 +993,6 @@ bool domains_place(const double *tokens, int64_t *copies, int64_t experts, const
             }
         }
         summarise(&s, out);
-        if (getenv("RP_DEBUG")) fprintf(stderr, "final: %.2f us\n", out->time.total_s*1e6);
     }
     free(members);
     free(ids);
