@@ -15,7 +15,7 @@
 #define TIE_BREAK 1e-3
 
 /* A domain swap must gain this share of the price: each one re-counts every token of both
- * experts, and below it they only trade tie-break terms (a third of the swaps on EP144). */
+ * experts, and on EP144 three swaps in four gained under 0.02%, most of it tie-break terms. */
 #define SWEEP_GAIN 1e-4
 
 struct search {
