@@ -68,13 +68,14 @@ struct timed_map {
     int64_t devices, slots, devices_per_domain, experts, k;
     const struct moe_layer_physics *physics;
     struct layer_time *out;
+    struct traffic *hashed;
 };
 
 static void *time_map(void *data)
 {
     const struct timed_map *j = data;
     traffic_layer_times(j->trace, j->loads, j->layers, j->map, j->devices, j->slots, j->devices_per_domain,
-                        j->experts, j->k, j->physics, j->out, NULL);
+                        j->experts, j->k, j->physics, j->out, j->hashed);
     return NULL;
 }
 
@@ -981,14 +982,18 @@ int cmd_plan(int argc, char **argv)
             int32_t *naive = xmalloc((size_t)(layers * width) * sizeof *naive);
             traffic_naive_map(layers, m.moe.experts, group, p.slots, naive);
             const struct trace *sample = o.trace ? &trace : NULL;
-            struct timed_map naive_job = {.trace = sample, .loads = p.loads.tokens, .layers = layers, .map = naive,
-                                          .devices = group, .slots = p.slots, .devices_per_domain = p.ep_devices,
-                                          .experts = m.moe.experts, .k = m.moe.experts_per_token,
-                                          .physics = &physics, .out = p.naive_times};
+            struct timed_map ours = {.trace = sample, .loads = p.loads.tokens, .layers = layers,
+                                     .map = p.experts.expert, .devices = group, .slots = p.slots,
+                                     .devices_per_domain = p.ep_devices, .experts = m.moe.experts,
+                                     .k = m.moe.experts_per_token, .physics = &physics, .out = p.layer_times,
+                                     .hashed = &p.hashed};
+            struct timed_map naive_job = ours;
+            naive_job.map = naive;
+            naive_job.out = p.naive_times;
+            naive_job.hashed = NULL;
             pthread_t helper;
             bool helped = pthread_create(&helper, NULL, time_map, &naive_job) == 0;
-            traffic_layer_times(sample, p.loads.tokens, layers, p.experts.expert, group, p.slots, p.ep_devices,
-                                m.moe.experts, m.moe.experts_per_token, &physics, p.layer_times, &p.hashed);
+            time_map(&ours);
             if (helped)
                 pthread_join(helper, NULL);
             else

@@ -216,36 +216,6 @@ static void reassign_worst(const double *tokens, int64_t experts, int64_t domain
     free(copy_load);
 }
 
-/* A layer placed by domains_place, and what it reports. */
-struct routed_layer {
-    double domain_imbalance, lower, domains_per_token;
-    int64_t swaps;
-    struct layer_time time;
-};
-
-/* Co-activation aware: every copy of an expert in one domain, at most one copy a device. */
-static bool place_routed_layer(const double *tokens, int64_t experts, int64_t domains,
-                               int64_t devices, int64_t slots, const struct layer_routing *routing,
-                               const struct cluster_routing *options, int32_t *map,
-                               double *device_load, struct routed_layer *out)
-{
-    int64_t total = domains * devices * slots;
-    int64_t *copies = xmalloc((size_t)experts * sizeof *copies);
-    int64_t *tuned = xmalloc((size_t)experts * sizeof *tuned);
-    experts_replicas(tokens, experts, total, devices, copies);
-    memcpy(tuned, copies, (size_t)experts * sizeof *tuned);
-    struct domain_assignment a;
-    bool ok = domains_place(tokens, tuned, experts, routing, options->physics, options->groups, domains,
-                            devices, slots, options->deadline, map, device_load, &a);
-    free(tuned);
-    if (ok)
-        *out = (struct routed_layer){.domain_imbalance = a.imbalance,
-                                     .lower = experts_lower_bound(tokens, copies, experts, domains * devices, slots),
-                                     .domains_per_token = a.domains_per_token, .swaps = a.swaps, .time = a.time};
-    free(copies);
-    return ok;
-}
-
 /* max / mean of the domains' summed device loads. */
 static double domain_spread(const double *device_load, int64_t domains, int64_t devices)
 {
@@ -365,6 +335,32 @@ struct layer_outcome {
     bool ok, dealt, searched, network_bound;
 };
 
+/* Co-activation aware: every copy of an expert in one domain, at most one copy a device. */
+static bool place_routed_layer(const double *tokens, int64_t experts, int64_t domains,
+                               int64_t devices, int64_t slots, const struct layer_routing *routing,
+                               const struct cluster_routing *options, int32_t *map,
+                               double *device_load, struct layer_outcome *out)
+{
+    int64_t total = domains * devices * slots;
+    int64_t *copies = xmalloc((size_t)experts * sizeof *copies);
+    int64_t *moved = xmalloc((size_t)experts * sizeof *moved); /* domains_place moves replicas */
+    experts_replicas(tokens, experts, total, devices, copies);
+    memcpy(moved, copies, (size_t)experts * sizeof *moved);
+    struct domain_assignment a;
+    bool ok = domains_place(tokens, moved, experts, routing, options->physics, options->groups, domains,
+                            devices, slots, options->deadline, map, device_load, &a);
+    free(moved);
+    if (ok) {
+        out->domain_imbalance = a.imbalance;
+        out->lower = experts_lower_bound(tokens, copies, experts, domains * devices, slots);
+        out->domains_per_token = a.domains_per_token;
+        out->swaps = a.swaps;
+        out->network_bound = a.network_bound;
+    }
+    free(copies);
+    return ok;
+}
+
 /* The layers shared among the threads: each takes the next unplaced one. A layer's placement
  * depends on nothing but its own inputs, so the result does not depend on the threads. */
 struct cluster_work {
@@ -392,18 +388,8 @@ static void place_layer(struct cluster_work *w, int64_t i)
         o->dealt = true;
     } else if (w->routed) {
         struct layer_routing layer = {routing->tokens, routing->k, routing->chosen + i * routing->tokens * routing->k};
-        struct routed_layer placed;
         o->searched = true;
-        o->ok = place_routed_layer(tokens, experts, w->domains, w->devices, w->slots, &layer, routing, map, loads,
-                                   &placed);
-        if (o->ok) {
-            o->domain_imbalance = placed.domain_imbalance;
-            o->lower = placed.lower;
-            o->network_bound = routing->physics->overlap &&
-                               placed.time.scale_out_s >= fmax(placed.time.compute_s, placed.time.scale_up_s);
-            o->domains_per_token = placed.domains_per_token;
-            o->swaps = placed.swaps;
-        }
+        o->ok = place_routed_layer(tokens, experts, w->domains, w->devices, w->slots, &layer, routing, map, loads, o);
     } else {
         o->ok = place_cluster_layer(tokens, experts, w->domains, w->devices, w->slots, deadline, map, loads,
                                     &o->domain_imbalance, &o->lower);

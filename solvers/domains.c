@@ -77,6 +77,20 @@ static bool priced_traffic(const struct search *s)
     return s->physics && s->routed > 0 && s->domains > 1;
 }
 
+/* distinct + (2D - 3) x max reach: what the busiest domain's NICs carry in a step, in units of
+ * nic_bytes_per_unit (priced() says why). */
+static double nic_units(const struct search *s, double most_reach, int64_t distinct)
+{
+    return (double)distinct + (double)(2 * s->domains - 3) * most_reach;
+}
+
+/* The bytes one of nic_units carries over a step: a hidden state for each step token a sample
+ * token stands for, shared over the D domains. */
+static double nic_bytes_per_unit(const struct search *s)
+{
+    return s->physics->hidden * s->token_scale / (double)s->domains;
+}
+
 /* The layer's predicted time (traffic_layer_pace) with the hottest device carrying `most_load`
  * and holding `most_copies`, the busiest domain reached by `most_reach` tokens and `distinct`
  * domains reached in all, plus TIE_BREAK of its parts. With every token's home an even draw over
@@ -92,7 +106,7 @@ static double priced(const struct search *s, double most_load, double most_copie
     double compute = most_load * s->compute_per_load, reads = most_copies * s->read_per_copy;
     compute = compute > reads ? compute : reads;
     double up = most_load * s->up_per_load;
-    double nic = ((double)distinct + (double)(2 * s->domains - 3) * most_reach) * s->nic_per_reach;
+    double nic = nic_units(s, most_reach, distinct) * s->nic_per_reach;
     double comm = up > nic ? up : nic;
     double total = s->physics->overlap ? (compute > comm ? compute : comm) : compute + comm;
     return total + TIE_BREAK * (compute + up + nic);
@@ -111,8 +125,7 @@ static void read_rates(struct search *s)
     traffic_layer_pace(ph, 0, 1, 0, 0, s->devices_per_domain, &unit);
     s->read_per_copy = unit.compute_s;
     if (priced_traffic(s)) {
-        traffic_layer_pace(ph, 0, 0, 0, ph->hidden * s->token_scale / (double)s->domains, s->devices_per_domain,
-                           &unit);
+        traffic_layer_pace(ph, 0, 0, 0, nic_bytes_per_unit(s), s->devices_per_domain, &unit);
         s->nic_per_reach = unit.scale_out_s;
     }
 }
@@ -262,6 +275,20 @@ static double peak_after(const double *v, const int64_t top[3], int64_t x, doubl
     return peak;
 }
 
+/* The price of trading e (in x) for f (in y) with the hottest device at `most_load` after it:
+ * from the gains alone when `exact` is false (never above the exact price). */
+static double trade_price(struct search *s, int64_t e, int64_t f, double most_load, double most_copies,
+                          const int64_t reach_top[3], bool exact)
+{
+    int64_t x = s->domain_of[e], y = s->domain_of[f], gx, gy;
+    if (exact)
+        swap_reach(s, e, f, &gx, &gy);
+    else
+        swap_gains(s, e, f, &gx, &gy);
+    double most_reach = peak_after(s->reach, reach_top, x, s->reach[x] + (double)gx, y, s->reach[y] + (double)gy);
+    return priced(s, most_load, most_copies, most_reach, s->distinct + gx + gy);
+}
+
 /* One sweep over the experts: each trades domains with the partner that lowers the price most.
  * The gains bound each reach from below and the price only grows with reach, so a candidate is
  * checked exactly only when its bound beats the best exact change so far. Returns the swaps. */
@@ -296,17 +323,11 @@ static int64_t sweep(struct search *s, double deadline)
             if (!load_may_fall && !reach_may_fall && gx + gy >= 0)
                 continue;
             double most_load = peak_after(s->domain_load, load_top, x, lx, y, ly) / per_device;
-            double most_reach = peak_after(s->reach, reach_top, x, s->reach[x] + (double)gx, y,
-                                           s->reach[y] + (double)gy);
-            double delta = priced(s, most_load, s->domain_copies, most_reach, s->distinct + gx + gy) - price_now;
+            double delta = trade_price(s, e, f, most_load, s->domain_copies, reach_top, false) - price_now;
             if (delta >= best_delta)
                 continue;
-            if (priced_traffic(s)) {
-                swap_reach(s, e, f, &gx, &gy);
-                most_reach = peak_after(s->reach, reach_top, x, s->reach[x] + (double)gx, y,
-                                        s->reach[y] + (double)gy);
-                delta = priced(s, most_load, s->domain_copies, most_reach, s->distinct + gx + gy) - price_now;
-            }
+            if (priced_traffic(s))
+                delta = trade_price(s, e, f, most_load, s->domain_copies, reach_top, true) - price_now;
             if (delta < best_delta) {
                 best_delta = delta;
                 best = f;
@@ -708,20 +729,6 @@ static void count_held(struct search *s)
     }
 }
 
-/* The price of trading e (in x) for f (in y) with the hottest device at `most_load` after it:
- * from the gains alone when `exact` is false (never above the exact price). */
-static double trade_price(struct search *s, int64_t e, int64_t f, double most_load, double most_copies,
-                          const int64_t reach_top[3], bool exact)
-{
-    int64_t x = s->domain_of[e], y = s->domain_of[f], gx, gy;
-    if (exact)
-        swap_reach(s, e, f, &gx, &gy);
-    else
-        swap_gains(s, e, f, &gx, &gy);
-    double most_reach = peak_after(s->reach, reach_top, x, s->reach[x] + (double)gx, y, s->reach[y] + (double)gy);
-    return priced(s, most_load, most_copies, most_reach, s->distinct + gx + gy);
-}
-
 /* Device level: swaps of a copy on the most loaded device with a lighter one elsewhere, within
  * its domain (no traffic change) or, as a trade of all copies, with an expert of as many copies
  * in another domain (traffic changes), while the price falls. A swap is judged on the devices it
@@ -761,14 +768,11 @@ static int64_t refine_devices(struct search *s, double deadline)
                         continue;
                     if (s->copies[e] > 1)
                         most_load = trade(s, i, j, false);
-                    if (!priced_traffic(s)) {
-                        delta = priced(s, most_load, most_copies, 0, 0) - price_now;
-                    } else {
-                        delta = trade_price(s, e, f, most_load, most_copies, reach_top, false) - price_now;
-                        if (delta >= best_delta)
-                            continue;
+                    delta = trade_price(s, e, f, most_load, most_copies, reach_top, false) - price_now;
+                    if (delta >= best_delta)
+                        continue;
+                    if (priced_traffic(s))
                         delta = trade_price(s, e, f, most_load, most_copies, reach_top, true) - price_now;
-                    }
                 } else {
                     if ((f >= 0 && on_device(map, slots, worst, f)) || on_device(map, slots, g, e))
                         continue;
@@ -918,6 +922,14 @@ static int64_t tune_domains(struct search *s, double deadline)
     return changed;
 }
 
+/* With overlap, a layer whose NICs are slower than its hottest device's compute and scale-up
+ * gains nothing from a lighter hottest device, and the domain search has already priced its
+ * traffic: the device phase would only move the tie-break. */
+static bool network_sets_time(const struct search *s, const struct layer_time *t)
+{
+    return s->physics && s->physics->overlap && priced_traffic(s) && t->scale_out_s >= fmax(t->compute_s, t->scale_up_s);
+}
+
 /* What the search arrived at, priced as traffic_layer_pace prices a placement. */
 static void summarise(const struct search *s, struct domain_assignment *out)
 {
@@ -929,23 +941,15 @@ static void summarise(const struct search *s, struct domain_assignment *out)
     out->time = (struct layer_time){0};
     if (!s->physics)
         return;
-    double dispatches = s->device_load[hottest_device(s)] * s->dispatch_scale, nic = 0, most_reach = 0;
-    for (int64_t d = 0; d < s->domains; d++)
-        most_reach = s->reach[d] > most_reach ? s->reach[d] : most_reach;
+    double dispatches = s->device_load[hottest_device(s)] * s->dispatch_scale, nic = 0;
     if (priced_traffic(s)) {
-        double d = (double)s->domains;
-        nic = s->physics->hidden * s->token_scale * ((double)s->distinct + (2 * d - 3) * most_reach) / d;
+        int64_t reach_top[3];
+        top_three(s->reach, s->domains, reach_top);
+        nic = nic_units(s, s->reach[reach_top[0]], s->distinct) * nic_bytes_per_unit(s);
     }
     traffic_layer_pace(s->physics, dispatches, most_held(s), dispatches * s->crossing_share, nic,
                        s->devices_per_domain, &out->time);
-}
-
-/* With overlap, a layer whose NICs are slower than its hottest device's compute and scale-up
- * gains nothing from a lighter hottest device, and the domain search has already priced its
- * traffic: the device phase would only move the tie-break. */
-static bool network_sets_time(const struct search *s, const struct layer_time *t)
-{
-    return s->physics && s->physics->overlap && priced_traffic(s) && t->scale_out_s >= fmax(t->compute_s, t->scale_up_s);
+    out->network_bound = network_sets_time(s, &out->time);
 }
 
 bool domains_place(const double *tokens, int64_t *copies, int64_t experts, const struct layer_routing *routing,
@@ -984,15 +988,15 @@ bool domains_place(const double *tokens, int64_t *copies, int64_t experts, const
     if (ok) {
         count_held(&s);
         summarise(&s, out);
-        if (!network_sets_time(&s, &out->time)) {
+        if (!out->network_bound) {
             out->swaps += refine_rounds(&s, deadline);
             for (int round = 0; round < 5; round++) {
                 if (tune_domains(&s, deadline) == 0)
                     break;
                 out->swaps += refine_rounds(&s, deadline);
             }
+            summarise(&s, out);
         }
-        summarise(&s, out);
     }
     free(members);
     free(ids);

@@ -35,6 +35,8 @@ struct domain_assignment {
     double imbalance;         /* max / mean domain load */
     double domains_per_token; /* distinct domains a routed token reaches */
     struct layer_time time;   /* the search's own prediction (physics given), homes an even draw */
+    bool network_bound;       /* with overlap, the NICs set `time`: a lighter hottest device would
+                               * not lower it, so the device phase was skipped */
     int64_t swaps;
 };
 
