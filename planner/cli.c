@@ -818,6 +818,7 @@ void cli_workload(const struct options *o, struct workload *out)
         .reserve_bytes = o->reserve_bytes,
         .tp = o->tp,
         .pp = o->pp,
+        .mtp = o->mtp > 0,
     };
 }
 

@@ -150,7 +150,9 @@ static void write_text(FILE *out, const struct model *m, const struct topology *
     fprintf(out, "per device (the most loaded)            GB\n");
     row(out, "weights", mem->weights_bytes);
     format_count((double)mem->sequences, a, sizeof a);
-    snprintf(label, sizeof label, "KV cache (%s sequence%s)", a, mem->sequences == 1 ? "" : "s");
+    snprintf(label, sizeof label, "%s (%s sequence%s)",
+             model_state_bytes_per_sequence(m) > 0 ? "KV cache and state" : "KV cache", a,
+             mem->sequences == 1 ? "" : "s");
     row(out, label, mem->kv_bytes);
     row(out, "activations", mem->activation_bytes);
     if (w->reserve_bytes >= 0)

@@ -24,6 +24,67 @@ static int64_t windowed_layers(const struct model *m)
     return n;
 }
 
+/* Layers that hold the same per token and per sequence, in order of first appearance. */
+enum layer_kind {
+    KIND_ATTENTION,
+    KIND_WINDOWED,
+    KIND_SPARSE,
+    KIND_SPARSE_SHARED,
+    KIND_LINEAR,
+    KIND_MAMBA,
+    KIND_FFN_ONLY,
+    KIND_COUNT
+};
+
+struct kind_summary {
+    int64_t layers;
+    double kv_bytes_per_token;  /* one layer, uncapped */
+    double index_key_bytes;     /* one layer's share of that */
+    double state_bytes;         /* one layer */
+    double sequence_bytes;      /* all its layers, one sequence at the context */
+};
+
+static enum layer_kind layer_kind(const struct model *m, int64_t layer)
+{
+    switch (model_layer_mixer(m, layer)) {
+    case MIXER_LINEAR:
+        return KIND_LINEAR;
+    case MIXER_MAMBA:
+        return KIND_MAMBA;
+    case MIXER_NONE:
+        return KIND_FFN_ONLY;
+    default:
+        if (model_layer_is_windowed(m, layer))
+            return KIND_WINDOWED;
+        if (m->attention.indexer.heads > 0)
+            return model_layer_has_indexer(m, layer) ? KIND_SPARSE : KIND_SPARSE_SHARED;
+        return KIND_ATTENTION;
+    }
+}
+
+static const char *const kind_names[KIND_COUNT] = {
+    "attention", "windowed attention", "sparse attention", "sparse attention (shared indexer)",
+    "linear attention", "Mamba-2", "FFN-only"};
+
+static const char *const kind_keys[KIND_COUNT] = {"attention",        "windowed_attention", "sparse_attention",
+                                                  "sparse_attention_shared_indexer", "linear_attention",
+                                                  "mamba",            "ffn_only"};
+
+static void summarise_kinds(const struct model *m, enum precision kv, int64_t context,
+                            struct kind_summary out[KIND_COUNT])
+{
+    for (int k = 0; k < KIND_COUNT; k++)
+        out[k] = (struct kind_summary){0};
+    for (int64_t layer = 0; layer < m->layers; layer++) {
+        struct kind_summary *s = &out[layer_kind(m, layer)];
+        s->layers++;
+        s->kv_bytes_per_token = model_layer_kv_bytes_per_token(m, layer, kv);
+        s->index_key_bytes = model_layer_has_indexer(m, layer) ? model_index_key_bytes(m) : 0;
+        s->state_bytes = model_layer_state_bytes(m, layer);
+        s->sequence_bytes += model_sequence_bytes_layers(m, kv, context, layer, layer + 1, 1);
+    }
+}
+
 static void write_tree(FILE *out, enum json_syntax syntax, const struct model *m, const struct options *o)
 {
     struct model_params p;
@@ -66,15 +127,22 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct model *m
     json_number(&j, p.active);
     json_key(&j, "embedding_params");
     json_number(&j, p.embedding);
+    json_key(&j, "mtp_layers");
+    json_int(&j, m->mtp_layers);
+    json_key(&j, "total_params_with_mtp");
+    json_number(&j, p.total + p.mtp);
     json_key(&j, "params");
     json_begin_object(&j);
     const struct {
         const char *key;
         double value;
     } parts[] = {{"embedding", p.embedding},         {"lm_head", p.lm_head},
-                 {"attention", p.attention},         {"dense_ffn", p.dense_ffn},
+                 {"attention", p.attention},         {"indexer", p.indexer},
+                 {"linear_attention", p.linear_attention}, {"mamba", p.mamba},
+                 {"dense_ffn", p.dense_ffn},
                  {"shared_experts", p.shared_experts}, {"routed_experts", p.routed_experts},
-                 {"routers", p.routers},             {"norms", p.norms}};
+                 {"routers", p.routers},             {"norms", p.norms},
+                 {"mtp", p.mtp}};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         json_key(&j, parts[i].key);
         json_number(&j, parts[i].value);
@@ -88,6 +156,8 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct model *m
     json_string(&j, precision_name(o->expert_weights));
     json_key(&j, "kv");
     json_string(&j, precision_name(o->kv));
+    json_key(&j, "state");
+    json_string(&j, precision_name(m->state_precision));
     json_end_object(&j);
     json_key(&j, "weight_bytes");
     json_number(&j, model_weight_bytes(m, o->weights, o->expert_weights));
@@ -100,10 +170,37 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct model *m
     json_end_object(&j);
     json_key(&j, "kv_bytes_per_token");
     json_number(&j, model_kv_bytes_per_token(m, o->kv));
+    json_key(&j, "state_bytes_per_sequence");
+    json_number(&j, model_state_bytes_per_sequence(m));
     json_key(&j, "context");
     json_int(&j, o->context);
     json_key(&j, "kv_bytes_per_sequence");
-    json_number(&j, model_kv_bytes_per_sequence(m, o->kv, o->context));
+    json_number(&j, model_sequence_bytes(m, o->kv, o->context) - model_state_bytes_per_sequence(m));
+    json_key(&j, "bytes_per_sequence");
+    json_number(&j, model_sequence_bytes(m, o->kv, o->context));
+    struct kind_summary kinds[KIND_COUNT];
+    summarise_kinds(m, o->kv, o->context, kinds);
+    json_key(&j, "layer_kinds");
+    json_begin_array(&j);
+    for (int k = 0; k < KIND_COUNT; k++) {
+        if (kinds[k].layers == 0)
+            continue;
+        json_begin_object(&j);
+        json_key(&j, "kind");
+        json_string(&j, kind_keys[k]);
+        json_key(&j, "layers");
+        json_int(&j, kinds[k].layers);
+        json_key(&j, "kv_bytes_per_token_layer");
+        json_number(&j, kinds[k].kv_bytes_per_token);
+        json_key(&j, "index_key_bytes_per_token_layer");
+        json_number(&j, kinds[k].index_key_bytes);
+        json_key(&j, "state_bytes_per_sequence_layer");
+        json_number(&j, kinds[k].state_bytes);
+        json_key(&j, "bytes_per_sequence");
+        json_number(&j, kinds[k].sequence_bytes);
+        json_end_object(&j);
+    }
+    json_end_array(&j);
     json_key(&j, "matmul_flops_per_token");
     json_number(&j, model_matmul_flops_per_token(m));
     json_key(&j, "attention_flops_per_token");
@@ -138,6 +235,18 @@ static void write_text(FILE *out, const struct model *m, const struct options *o
                 windowed_layers(m),
                 m->attention.window_kind == WINDOW_CHUNKED ? "chunked" : "sliding", a);
     }
+    if (m->attention.indexer.heads > 0) {
+        format_count((double)m->attention.indexer.topk, a, sizeof a);
+        fprintf(out, "  sparse attention (DSA): an indexer of %" PRId64 " heads of %" PRId64 " scores every cached token; attention reads the top %s\n",
+                m->attention.indexer.heads, m->attention.indexer.head_dim, a);
+    }
+    if (m->linear.value_heads > 0)
+        fprintf(out, "  linear attention (Gated DeltaNet): %" PRId64 " key / %" PRId64 " value heads, state %" PRId64 " x %" PRId64 " per value head, conv %" PRId64 "\n",
+                m->linear.key_heads, m->linear.value_heads, m->linear.key_head_dim, m->linear.value_head_dim,
+                m->linear.conv_kernel);
+    if (m->mamba.heads > 0)
+        fprintf(out, "  Mamba-2: %" PRId64 " heads of %" PRId64 ", state %" PRId64 ", %" PRId64 " groups, conv %" PRId64 "\n",
+                m->mamba.heads, m->mamba.head_dim, m->mamba.state_size, m->mamba.groups, m->mamba.conv_kernel);
     if (model_is_moe(m)) {
         fprintf(out, "  experts: %" PRId64 " routed (%" PRId64 " per token)", m->moe.experts,
                 m->moe.experts_per_token);
@@ -151,6 +260,22 @@ static void write_text(FILE *out, const struct model *m, const struct options *o
     fprintf(out, "\nparameters\n  total        %s\n  active       %s per token (matmul weights)\n"
                  "  embedding    %s (a lookup, not counted as active)\n",
             a, b, c);
+    const struct {
+        const char *name;
+        double value;
+    } mixers[] = {{"indexers", p.indexer}, {"linear attention", p.linear_attention}, {"Mamba-2", p.mamba}};
+    for (size_t i = 0; i < sizeof mixers / sizeof mixers[0]; i++) {
+        if (mixers[i].value <= 0)
+            continue;
+        format_count(mixers[i].value, a, sizeof a);
+        fprintf(out, "  in total     %s %s\n", a, mixers[i].name);
+    }
+    if (m->mtp_layers > 0) {
+        format_count(p.mtp, a, sizeof a);
+        format_count(p.total + p.mtp, b, sizeof b);
+        fprintf(out, "  MTP          %s in %" PRId64 " module%s, not in the total (with them %s); held only with --mtp\n", a,
+                m->mtp_layers, m->mtp_layers == 1 ? "" : "s", b);
+    }
     format_gb(model_weight_bytes(m, o->weights, o->expert_weights), a, sizeof a);
     fprintf(out, "\nweights: %s GB at %s", a, precision_name(o->weights));
     if (o->expert_weights != o->weights)
@@ -161,13 +286,44 @@ static void write_text(FILE *out, const struct model *m, const struct options *o
         fprintf(out, "  all %-5s %12s GB\n", precision_name((enum precision)q), a);
     }
     format_count(model_kv_bytes_per_token(m, o->kv), a, sizeof a);
-    format_gb(model_kv_bytes_per_sequence(m, o->kv, o->context), b, sizeof b);
+    double state = model_state_bytes_per_sequence(m);
+    format_gb(model_sequence_bytes(m, o->kv, o->context) - state, b, sizeof b);
     format_count((double)o->context, c, sizeof c);
     fprintf(out, "\nKV cache at %s: %s bytes per token; %s GB per %s-token sequence",
             precision_name(o->kv), a, b, c);
     if (windowed_layers(m) && o->context > m->attention.window_tokens)
         fprintf(out, " (windowed layers keep %" PRId64 " tokens)", m->attention.window_tokens);
     fprintf(out, "\n");
+    if (state > 0) {
+        format_count(state, a, sizeof a);
+        format_gb(model_sequence_bytes(m, o->kv, o->context), b, sizeof b);
+        fprintf(out, "fixed state at %s: %s bytes per sequence, whatever its length; %s GB per sequence in all\n",
+                precision_name(m->state_precision), a, b);
+    }
+    struct kind_summary kinds[KIND_COUNT];
+    summarise_kinds(m, o->kv, o->context, kinds);
+    if (kinds[KIND_ATTENTION].layers < m->layers) {
+        fprintf(out, "  by layer kind, per layer:\n");
+        for (int k = 0; k < KIND_COUNT; k++) {
+            if (kinds[k].layers == 0)
+                continue;
+            fprintf(out, "    %3" PRId64 " %-34s", kinds[k].layers, kind_names[k]);
+            if (kinds[k].state_bytes > 0) {
+                format_count(kinds[k].state_bytes, a, sizeof a);
+                fprintf(out, " %s bytes of state per sequence", a);
+            } else if (kinds[k].kv_bytes_per_token > 0) {
+                format_count(kinds[k].kv_bytes_per_token, a, sizeof a);
+                fprintf(out, " %s bytes per token", a);
+                if (kinds[k].index_key_bytes > 0) {
+                    format_count(kinds[k].index_key_bytes, b, sizeof b);
+                    fprintf(out, " (%s of them index keys)", b);
+                }
+            } else {
+                fprintf(out, " nothing per sequence");
+            }
+            fprintf(out, "\n");
+        }
+    }
     fprintf(out, "FLOPs per token: %.4g matmul + %.4g attention at %s tokens\n",
             model_matmul_flops_per_token(m), model_attention_flops_per_token(m, o->context), c);
 }

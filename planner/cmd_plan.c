@@ -157,10 +157,10 @@ static void explain_no_fit(const struct model *m, const struct topology *t, cons
     format_count((double)w->batch, batch, sizeof batch);
     fprintf(stderr,
             "rackplan plan: stage %" PRId64 " (layers %" PRId64 "-%" PRId64 ", devices %" PRId64 "-%" PRId64
-            ") does not fit: weights %.3f + KV %.3f (%s sequence%s x %s tokens) + activations %.3f + reserve "
+            ") does not fit: weights %.3f + %s %.3f (%s sequence%s x %s tokens) + activations %.3f + reserve "
             "%.3f = %.3f GB per device, %.3f GB more than its HBM (%.3f GB)\n",
             worst, first, end - 1, worst * per_stage, (worst + 1) * per_stage - 1, d->weights_bytes / 1e9,
-            d->kv_bytes / 1e9, sequences, d->sequences == 1 ? "" : "s", context, d->activation_bytes / 1e9,
+            model_state_bytes_per_sequence(m) > 0 ? "KV and state" : "KV", d->kv_bytes / 1e9, sequences, d->sequences == 1 ? "" : "s", context, d->activation_bytes / 1e9,
             d->reserve_bytes / 1e9, (d->weights_bytes + d->kv_bytes + d->activation_bytes + d->reserve_bytes) / 1e9,
             -d->free_bytes / 1e9, d->hbm_bytes / 1e9);
     struct fit f;
@@ -189,10 +189,10 @@ static void plan_stages(const struct model *m, const struct topology *t, const s
     double bandwidth = per_device * t->hbm_bytes_per_s;
     for (int64_t i = 0; i < L; i++) {
         struct layer_params layer;
-        plan_layer_params(m, &params, i, &layer);
+        plan_layer_params(m, i, &layer);
         double bytes = layer.replicated * precision_bytes(w->weights) +
                        layer.routed_experts * precision_bytes(w->expert_weights);
-        bytes += (double)w->batch * model_kv_bytes_per_sequence_layers(m, w->kv, w->context, i, i + 1);
+        bytes += (double)w->batch * model_sequence_bytes_layers(m, w->kv, w->context, i, i + 1, 1);
         time[i] = bytes / bandwidth;
         memory[i] = bytes;
     }

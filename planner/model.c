@@ -2,12 +2,42 @@
  * schemas/model.schema.yaml for the conventions. */
 #include "model.h"
 
+#include <math.h>
+
 bool model_is_moe(const struct model *m) { return m->moe.experts > 0; }
+
+const char *mixer_name(enum mixer kind)
+{
+    static const char *const names[MIXER_KINDS] = {"attention", "linear_attention", "mamba", "none"};
+    return names[kind];
+}
+
+enum mixer model_layer_mixer(const struct model *m, int64_t layer)
+{
+    if (m->pattern.length == 0)
+        return MIXER_ATTENTION;
+    return (enum mixer)m->pattern.mixer[layer % m->pattern.length];
+}
+
+static enum layer_ffn layer_ffn(const struct model *m, int64_t layer)
+{
+    enum layer_ffn ffn = m->pattern.length ? (enum layer_ffn)m->pattern.ffn[layer % m->pattern.length]
+                                           : LAYER_FFN_RULE;
+    if (ffn != LAYER_FFN_RULE)
+        return ffn;
+    bool moe = m->moe.experts > 0 && layer >= m->moe.first_dense_layers &&
+               (layer + 1) % m->moe.interleave == 0;
+    return moe ? LAYER_FFN_MOE : LAYER_FFN_DENSE;
+}
 
 bool model_layer_is_moe(const struct model *m, int64_t layer)
 {
-    return m->moe.experts > 0 && layer >= m->moe.first_dense_layers &&
-           (layer + 1) % m->moe.interleave == 0;
+    return layer_ffn(m, layer) == LAYER_FFN_MOE;
+}
+
+bool model_layer_is_dense(const struct model *m, int64_t layer)
+{
+    return layer_ffn(m, layer) == LAYER_FFN_DENSE;
 }
 
 int64_t model_moe_layers(const struct model *m)
@@ -18,11 +48,29 @@ int64_t model_moe_layers(const struct model *m)
     return n;
 }
 
+int64_t model_mixer_layers(const struct model *m, enum mixer kind)
+{
+    int64_t n = 0;
+    for (int64_t i = 0; i < m->layers; i++)
+        n += model_layer_mixer(m, i) == kind;
+    return n;
+}
+
 bool model_layer_is_windowed(const struct model *m, int64_t layer)
 {
-    if (m->attention.window_kind == WINDOW_NONE || m->attention.window_pattern_length == 0)
+    if (m->attention.window_kind == WINDOW_NONE || m->attention.window_pattern_length == 0 ||
+        model_layer_mixer(m, layer) != MIXER_ATTENTION)
         return false;
     return m->attention.window_pattern[layer % m->attention.window_pattern_length] != 0;
+}
+
+static bool sparse_attention(const struct model *m) { return m->attention.indexer.heads > 0; }
+
+bool model_layer_has_indexer(const struct model *m, int64_t layer)
+{
+    if (!sparse_attention(m) || model_layer_mixer(m, layer) != MIXER_ATTENTION)
+        return false;
+    return m->pattern.length == 0 || !m->pattern.shares_indexer[layer % m->pattern.length];
 }
 
 double model_attention_params_per_layer(const struct model *m)
@@ -45,7 +93,7 @@ double model_attention_params_per_layer(const struct model *m)
     }
     double q = h * (double)m->attention.head_dim;
     double kv = (double)m->attention.kv_heads * (double)m->attention.head_dim;
-    p = d * q + 2 * d * kv + q * d;
+    p = d * q * (m->attention.output_gate ? 2 : 1) + 2 * d * kv + q * d;
     if (m->attention.bias)
         p += q + 2 * kv;
     if (m->attention.output_bias)
@@ -54,6 +102,65 @@ double model_attention_params_per_layer(const struct model *m)
         p += 2 * (double)m->attention.head_dim;
     if (m->attention.sinks)
         p += h;
+    return p;
+}
+
+/* DeepSeek-V3.2's Indexer: wq_b from the query latent (the hidden state without one) to
+ * heads x head_dim, wk from the hidden state to one key head, its LayerNorm (weight and bias)
+ * and weights_proj, a weight per head. */
+double model_indexer_params_per_layer(const struct model *m)
+{
+    double d = (double)m->hidden_size, h = (double)m->attention.indexer.heads;
+    double dim = (double)m->attention.indexer.head_dim;
+    double query_in = m->attention.q_lora_rank > 0 ? (double)m->attention.q_lora_rank : d;
+    return query_in * h * dim + d * dim + 2 * dim + d * h;
+}
+
+static double linear_key_dim(const struct model *m)
+{
+    return (double)(m->linear.key_heads * m->linear.key_head_dim);
+}
+
+static double linear_value_dim(const struct model *m)
+{
+    return (double)(m->linear.value_heads * m->linear.value_head_dim);
+}
+
+static double linear_conv_channels(const struct model *m)
+{
+    return 2 * linear_key_dim(m) + linear_value_dim(m); /* q, k and v pass the convolution */
+}
+
+/* Qwen3-Next's Gated DeltaNet: in_proj_qkvz (q, k, v and the output gate z), in_proj_ba (the
+ * update strength beta and decay a per value head), the depthwise convolution (no bias),
+ * dt_bias and A_log per value head, the gated RMSNorm over a value head and out_proj. */
+double model_linear_params_per_layer(const struct model *m)
+{
+    double d = (double)m->hidden_size, keys = linear_key_dim(m), values = linear_value_dim(m);
+    double heads = (double)m->linear.value_heads;
+    return d * (2 * keys + 2 * values) + d * 2 * heads + linear_conv_channels(m) * (double)m->linear.conv_kernel +
+           2 * heads + (double)m->linear.value_head_dim + values * d;
+}
+
+static double mamba_inner(const struct model *m) { return (double)(m->mamba.heads * m->mamba.head_dim); }
+
+static double mamba_conv_channels(const struct model *m)
+{
+    return mamba_inner(m) + 2 * (double)(m->mamba.groups * m->mamba.state_size); /* x, B and C */
+}
+
+/* Mamba-2: in_proj to the gate z, x, B, C and dt per head; the depthwise convolution over x, B
+ * and C; dt_bias, A_log and D per head; the gated RMSNorm over the inner width; out_proj. */
+double model_mamba_params_per_layer(const struct model *m)
+{
+    double d = (double)m->hidden_size, inner = mamba_inner(m), conv = mamba_conv_channels(m);
+    double heads = (double)m->mamba.heads;
+    double in_width = inner + conv + heads;
+    double p = d * in_width + conv * (double)m->mamba.conv_kernel + 3 * heads + inner + inner * d;
+    if (m->mamba.conv_bias)
+        p += conv;
+    if (m->mamba.bias)
+        p += in_width + d;
     return p;
 }
 
@@ -67,32 +174,145 @@ static double ffn_params(const struct model *m, int64_t intermediate)
     return p;
 }
 
+static void moe_parts(const struct model *m, struct layer_parts *out)
+{
+    double d = (double)m->hidden_size, e = (double)m->moe.experts;
+    out->shared_experts = (double)m->moe.shared_experts * ffn_params(m, m->moe.shared_intermediate_size) +
+                          (m->moe.shared_expert_gate ? d : 0);
+    out->routers = d * e + (m->moe.router_bias ? e : 0);
+    out->routed_experts = e * ffn_params(m, m->moe.intermediate_size);
+}
+
+/* A layer's parameters follow from its mixer, its FFN and whether it runs an indexer. */
+static void parts_of(const struct model *m, enum mixer mixer, enum layer_ffn ffn, bool indexer,
+                     struct layer_parts *out)
+{
+    struct layer_parts p = {0};
+    double d = (double)m->hidden_size;
+    if (mixer == MIXER_ATTENTION) {
+        p.attention = model_attention_params_per_layer(m);
+        if (indexer)
+            p.indexer = model_indexer_params_per_layer(m);
+    } else if (mixer == MIXER_LINEAR) {
+        p.linear_attention = model_linear_params_per_layer(m);
+    } else if (mixer == MIXER_MAMBA) {
+        p.mamba = model_mamba_params_per_layer(m);
+    }
+    if (ffn == LAYER_FFN_MOE)
+        moe_parts(m, &p);
+    else if (ffn == LAYER_FFN_DENSE)
+        p.dense_ffn = ffn_params(m, m->ffn.intermediate_size);
+    p.norms = d * ((mixer != MIXER_NONE) + (ffn != LAYER_FFN_NONE));
+    *out = p;
+}
+
+void model_layer_parts(const struct model *m, int64_t layer, struct layer_parts *out)
+{
+    parts_of(m, model_layer_mixer(m, layer), layer_ffn(m, layer), model_layer_has_indexer(m, layer), out);
+}
+
+static void add_parts(struct layer_parts *sum, const struct layer_parts *p, double times)
+{
+    sum->attention += times * p->attention;
+    sum->indexer += times * p->indexer;
+    sum->linear_attention += times * p->linear_attention;
+    sum->mamba += times * p->mamba;
+    sum->dense_ffn += times * p->dense_ffn;
+    sum->shared_experts += times * p->shared_experts;
+    sum->routers += times * p->routers;
+    sum->routed_experts += times * p->routed_experts;
+    sum->norms += times * p->norms;
+    sum->projection += times * p->projection;
+}
+
+/* The layers are counted by kind first: the search prices thousands of layouts, and a kind's
+ * parameters are the same in every layer of it. */
+int64_t model_layers_parts(const struct model *m, int64_t first, int64_t last, struct layer_parts *out)
+{
+    int64_t count[MIXER_KINDS][LAYER_FFN_NONE + 1][2] = {{{0}}};
+    if (m->pattern.length == 0) {
+        /* every layer attention, MoE by the rule: the multiples of interleave among layer + 1
+         * past the dense prefix */
+        int64_t moe = 0;
+        if (model_is_moe(m)) {
+            int64_t from = first > m->moe.first_dense_layers ? first : m->moe.first_dense_layers;
+            int64_t i = m->moe.interleave;
+            moe = from < last ? last / i - from / i : 0;
+        }
+        count[MIXER_ATTENTION][LAYER_FFN_MOE][sparse_attention(m)] = moe;
+        count[MIXER_ATTENTION][LAYER_FFN_DENSE][sparse_attention(m)] = last - first - moe;
+    } else {
+        for (int64_t layer = first; layer < last; layer++)
+            count[model_layer_mixer(m, layer)][layer_ffn(m, layer)][model_layer_has_indexer(m, layer)]++;
+    }
+    struct layer_parts sum = {0};
+    int64_t moe_layers = 0;
+    for (int mixer = 0; mixer < MIXER_KINDS; mixer++)
+        for (int ffn = 0; ffn <= LAYER_FFN_NONE; ffn++)
+            for (int indexer = 0; indexer < 2; indexer++) {
+                int64_t n = count[mixer][ffn][indexer];
+                if (n == 0)
+                    continue;
+                struct layer_parts p;
+                parts_of(m, (enum mixer)mixer, (enum layer_ffn)ffn, indexer, &p);
+                add_parts(&sum, &p, (double)n);
+                moe_layers += ffn == LAYER_FFN_MOE ? n : 0;
+            }
+    *out = sum;
+    return moe_layers;
+}
+
+void model_mtp_parts(const struct model *m, struct layer_parts *out)
+{
+    struct layer_parts p = {0};
+    double d = (double)m->hidden_size;
+    p.attention = model_attention_params_per_layer(m);
+    if (sparse_attention(m))
+        p.indexer = model_indexer_params_per_layer(m);
+    if (model_is_moe(m))
+        moe_parts(m, &p);
+    else
+        p.dense_ffn = ffn_params(m, m->ffn.intermediate_size);
+    p.projection = 2 * d * d;
+    p.norms = 2 * d + 3 * d; /* the layer's two; the embedding's, the hidden state's, the output's */
+    *out = p;
+}
+
+double layer_parts_sum(const struct layer_parts *p)
+{
+    return p->attention + p->indexer + p->linear_attention + p->mamba + p->dense_ffn + p->shared_experts +
+           p->routers + p->routed_experts + p->norms + p->projection;
+}
+
 void model_params(const struct model *m, struct model_params *out)
 {
     struct model_params p = {0};
     double d = (double)m->hidden_size;
-    int64_t moe_layers = model_moe_layers(m);
-    double dense_layers = (double)(m->layers - moe_layers);
-
     p.embedding = (double)m->vocab_size * d;
     p.lm_head = m->tie_embeddings ? 0 : p.embedding;
-    p.attention = model_attention_params_per_layer(m) * (double)m->layers;
-    p.dense_ffn = dense_layers * ffn_params(m, m->ffn.intermediate_size);
-    p.norms = 2 * d * (double)m->layers + d;
-    p.moe_layers = moe_layers;
-    if (moe_layers > 0) {
-        double e = (double)m->moe.experts;
+    struct layer_parts l;
+    p.moe_layers = model_layers_parts(m, 0, m->layers, &l);
+    p.attention = l.attention;
+    p.indexer = l.indexer;
+    p.linear_attention = l.linear_attention;
+    p.mamba = l.mamba;
+    p.dense_ffn = l.dense_ffn;
+    p.shared_experts = l.shared_experts;
+    p.routers = l.routers;
+    p.routed_experts = l.routed_experts;
+    p.norms = l.norms + d; /* and the final norm */
+    if (p.moe_layers > 0)
         p.routed_expert = ffn_params(m, m->moe.intermediate_size);
-        p.routed_experts = (double)moe_layers * e * p.routed_expert;
-        p.shared_experts = (double)moe_layers * (double)m->moe.shared_experts *
-                           ffn_params(m, m->moe.shared_intermediate_size);
-        p.routers = (double)moe_layers * (d * e + (m->moe.router_bias ? e : 0));
-    }
-    p.total = p.embedding + p.lm_head + p.attention + p.dense_ffn + p.shared_experts +
-              p.routed_experts + p.routers + p.norms;
+    p.total = p.embedding + p.lm_head + p.attention + p.indexer + p.linear_attention + p.mamba + p.dense_ffn +
+              p.shared_experts + p.routed_experts + p.routers + p.norms;
     double head = m->tie_embeddings ? p.embedding : p.lm_head;
-    p.active = p.attention + p.dense_ffn + p.shared_experts + p.routers + head +
-               (double)moe_layers * (double)m->moe.experts_per_token * p.routed_expert;
+    p.active = p.attention + p.indexer + p.linear_attention + p.mamba + p.dense_ffn + p.shared_experts +
+               p.routers + head + (double)p.moe_layers * (double)m->moe.experts_per_token * p.routed_expert;
+    if (m->mtp_layers > 0) {
+        struct layer_parts mtp;
+        model_mtp_parts(m, &mtp);
+        p.mtp = (double)m->mtp_layers * layer_parts_sum(&mtp);
+    }
     *out = p;
 }
 
@@ -112,31 +332,200 @@ double model_kv_elements_per_token_layer(const struct model *m)
     return 2.0 * (double)m->attention.kv_heads * (double)m->attention.head_dim;
 }
 
-double model_kv_bytes_per_token(const struct model *m, enum precision kv)
+double model_index_key_bytes(const struct model *m)
 {
-    return model_kv_elements_per_token_layer(m) * precision_bytes(kv) * (double)m->layers;
+    double dim = (double)m->attention.indexer.head_dim;
+    enum precision key = m->attention.indexer.key_precision;
+    double scales = key == PREC_FP8 || key == PREC_FP4 ? 4 * ceil(dim / 128) : 0;
+    return dim * precision_bytes(key) + scales;
 }
 
-static int64_t tokens_seen(const struct model *m, int64_t layer, int64_t context)
+double model_layer_kv_bytes_per_token(const struct model *m, int64_t layer, enum precision kv)
+{
+    if (model_layer_mixer(m, layer) != MIXER_ATTENTION)
+        return 0;
+    double bytes = model_kv_elements_per_token_layer(m) * precision_bytes(kv);
+    if (model_layer_has_indexer(m, layer))
+        bytes += model_index_key_bytes(m);
+    return bytes;
+}
+
+static const double conv_state_bytes = 2; /* the convolution's inputs stay in BF16 */
+
+double model_layer_state_bytes(const struct model *m, int64_t layer)
+{
+    double state = precision_bytes(m->state_precision);
+    switch (model_layer_mixer(m, layer)) {
+    case MIXER_LINEAR:
+        return (double)(m->linear.value_heads * m->linear.key_head_dim * m->linear.value_head_dim) * state +
+               linear_conv_channels(m) * (double)(m->linear.conv_kernel - 1) * conv_state_bytes;
+    case MIXER_MAMBA:
+        return mamba_inner(m) * (double)m->mamba.state_size * state +
+               mamba_conv_channels(m) * (double)(m->mamba.conv_kernel - 1) * conv_state_bytes;
+    default:
+        return 0;
+    }
+}
+
+double model_kv_bytes_per_token(const struct model *m, enum precision kv)
+{
+    double bytes = 0;
+    for (int64_t layer = 0; layer < m->layers; layer++)
+        bytes += model_layer_kv_bytes_per_token(m, layer, kv);
+    return bytes;
+}
+
+double model_state_bytes_per_sequence(const struct model *m)
+{
+    double bytes = 0;
+    for (int64_t layer = 0; layer < m->layers; layer++)
+        bytes += model_layer_state_bytes(m, layer);
+    return bytes;
+}
+
+/* Tokens a layer keeps in its cache at `context`. */
+static int64_t tokens_held(const struct model *m, int64_t layer, int64_t context)
 {
     if (model_layer_is_windowed(m, layer) && context > m->attention.window_tokens)
         return m->attention.window_tokens;
     return context;
 }
 
-double model_kv_bytes_per_sequence_layers(const struct model *m, enum precision kv,
-                                          int64_t context, int64_t first, int64_t last)
+/* Tokens whose KV an attention layer holding `held` reads: a DSA layer reads only the top-k. */
+static double tokens_attended(const struct model *m, int64_t held)
 {
-    double per_token_layer = model_kv_elements_per_token_layer(m) * precision_bytes(kv);
-    double tokens = 0;
-    for (int64_t layer = first; layer < last; layer++)
-        tokens += (double)tokens_seen(m, layer, context);
-    return tokens * per_token_layer;
+    if (sparse_attention(m) && held > m->attention.indexer.topk)
+        return (double)m->attention.indexer.topk;
+    return (double)held;
 }
 
-double model_kv_bytes_per_sequence(const struct model *m, enum precision kv, int64_t context)
+static double kv_split(const struct model *m, int64_t tp)
 {
-    return model_kv_bytes_per_sequence_layers(m, kv, context, 0, m->layers);
+    if (m->attention.type == ATTENTION_MLA)
+        return 1;
+    return (double)(tp < m->attention.kv_heads ? tp : m->attention.kv_heads);
+}
+
+static double state_split(const struct model *m, int64_t layer, int64_t tp)
+{
+    int64_t heads = model_layer_mixer(m, layer) == MIXER_LINEAR ? m->linear.value_heads : m->mamba.heads;
+    return (double)(tp < heads ? tp : heads);
+}
+
+/* Every layer an unwindowed attention layer, each with its own indexer when the model is
+ * sparse: the layer loops below reduce to a product. */
+static bool all_full_attention(const struct model *m)
+{
+    return m->pattern.length == 0 &&
+           (m->attention.window_kind == WINDOW_NONE || m->attention.window_pattern_length == 0);
+}
+
+/* What one attention layer costs per token, on one device of a `tp`-way group: worked out once
+ * per call, as the layer loops below run for every layout the search prices. */
+struct attention_costs {
+    double kv_bytes;          /* per held token */
+    double index_key_bytes;   /* per held token, in a layer with its own indexer */
+    double attended_flops;    /* per attended token */
+    double indexed_flops;     /* per held token, in a layer with its own indexer */
+};
+
+static struct attention_costs attention_costs(const struct model *m, enum precision kv, int64_t tp)
+{
+    double h = (double)m->attention.heads;
+    return (struct attention_costs){
+        .kv_bytes = model_kv_elements_per_token_layer(m) * precision_bytes(kv) / kv_split(m, tp),
+        .index_key_bytes = sparse_attention(m) ? model_index_key_bytes(m) : 0,
+        .attended_flops = m->attention.type == ATTENTION_MLA
+                              ? 2.0 * h * (2.0 * (double)m->attention.kv_lora_rank + (double)m->attention.qk_rope_head_dim)
+                              : 4.0 * h * (double)m->attention.head_dim,
+        .indexed_flops = 2.0 * (double)(m->attention.indexer.heads * m->attention.indexer.head_dim),
+    };
+}
+
+/* An attention layer holding `held` tokens: what it caches, what a decode step reads of it, and
+ * the FLOPs of one new token (the indexer's alone in indexer_flops). */
+static double attention_held_bytes(const struct attention_costs *c, int64_t held, bool indexer)
+{
+    return (double)held * (c->kv_bytes + (indexer ? c->index_key_bytes : 0));
+}
+
+static double attention_read_bytes(const struct model *m, const struct attention_costs *c, int64_t held,
+                                   bool indexer)
+{
+    return tokens_attended(m, held) * c->kv_bytes + (indexer ? (double)held * c->index_key_bytes : 0);
+}
+
+static double indexer_flops(const struct attention_costs *c, int64_t held)
+{
+    return c->indexed_flops * (double)held;
+}
+
+static double attention_flops(const struct model *m, const struct attention_costs *c, int64_t held, bool indexer)
+{
+    return c->attended_flops * tokens_attended(m, held) + (indexer ? indexer_flops(c, held) : 0);
+}
+
+double model_sequence_bytes_layers(const struct model *m, enum precision kv, int64_t context,
+                                   int64_t first, int64_t last, int64_t tp)
+{
+    struct attention_costs c = attention_costs(m, kv, tp);
+    if (all_full_attention(m))
+        return (double)(last - first) * attention_held_bytes(&c, context, sparse_attention(m));
+    double bytes = 0;
+    for (int64_t layer = first; layer < last; layer++) {
+        enum mixer mixer = model_layer_mixer(m, layer);
+        if (mixer == MIXER_ATTENTION)
+            bytes += attention_held_bytes(&c, tokens_held(m, layer, context), model_layer_has_indexer(m, layer));
+        else if (mixer != MIXER_NONE)
+            bytes += model_layer_state_bytes(m, layer) / state_split(m, layer, tp);
+    }
+    return bytes;
+}
+
+double model_sequence_bytes(const struct model *m, enum precision kv, int64_t context)
+{
+    return model_sequence_bytes_layers(m, kv, context, 0, m->layers, 1);
+}
+
+double model_step_cache_bytes_layers(const struct model *m, enum precision kv, int64_t context,
+                                     int64_t first, int64_t last, int64_t tp)
+{
+    struct attention_costs c = attention_costs(m, kv, tp);
+    if (all_full_attention(m))
+        return (double)(last - first) * attention_read_bytes(m, &c, context, sparse_attention(m));
+    double bytes = 0;
+    for (int64_t layer = first; layer < last; layer++) {
+        enum mixer mixer = model_layer_mixer(m, layer);
+        if (mixer == MIXER_ATTENTION)
+            bytes += attention_read_bytes(m, &c, tokens_held(m, layer, context), model_layer_has_indexer(m, layer));
+        else if (mixer != MIXER_NONE)
+            bytes += 2 * model_layer_state_bytes(m, layer) / state_split(m, layer, tp);
+    }
+    return bytes;
+}
+
+double model_mtp_sequence_bytes(const struct model *m, enum precision kv, int64_t context, int64_t tp)
+{
+    struct attention_costs c = attention_costs(m, kv, tp);
+    return (double)m->mtp_layers * attention_held_bytes(&c, context, sparse_attention(m));
+}
+
+double model_mtp_step_cache_bytes(const struct model *m, enum precision kv, int64_t context, int64_t tp)
+{
+    struct attention_costs c = attention_costs(m, kv, tp);
+    return attention_read_bytes(m, &c, context, sparse_attention(m));
+}
+
+double model_mtp_attention_flops(const struct model *m, int64_t context)
+{
+    struct attention_costs c = attention_costs(m, m->kv_precision, 1);
+    return attention_flops(m, &c, context, sparse_attention(m));
+}
+
+double model_mtp_indexer_flops(const struct model *m, int64_t context)
+{
+    struct attention_costs c = attention_costs(m, m->kv_precision, 1);
+    return sparse_attention(m) ? indexer_flops(&c, context) : 0;
 }
 
 double model_matmul_flops_per_token(const struct model *m)
@@ -146,17 +535,50 @@ double model_matmul_flops_per_token(const struct model *m)
     return 2.0 * p.active;
 }
 
+double model_attention_flops_layers(const struct model *m, int64_t context, int64_t first,
+                                    int64_t last)
+{
+    struct attention_costs c = attention_costs(m, m->kv_precision, 1);
+    double linear = 7.0 * (double)(m->linear.value_heads * m->linear.key_head_dim * m->linear.value_head_dim) +
+                    2.0 * linear_conv_channels(m) * (double)m->linear.conv_kernel;
+    double mamba = 5.0 * mamba_inner(m) * (double)m->mamba.state_size +
+                   2.0 * mamba_conv_channels(m) * (double)m->mamba.conv_kernel;
+    if (all_full_attention(m))
+        return (double)(last - first) * attention_flops(m, &c, context, sparse_attention(m));
+    double flops = 0;
+    for (int64_t layer = first; layer < last; layer++) {
+        switch (model_layer_mixer(m, layer)) {
+        case MIXER_ATTENTION:
+            flops += attention_flops(m, &c, tokens_held(m, layer, context), model_layer_has_indexer(m, layer));
+            break;
+        case MIXER_LINEAR:
+            flops += linear;
+            break;
+        case MIXER_MAMBA:
+            flops += mamba;
+            break;
+        default:
+            break;
+        }
+    }
+    return flops;
+}
+
+double model_indexer_flops_layers(const struct model *m, int64_t context, int64_t first, int64_t last)
+{
+    struct attention_costs c = attention_costs(m, m->kv_precision, 1);
+    if (!sparse_attention(m))
+        return 0;
+    if (all_full_attention(m))
+        return (double)(last - first) * indexer_flops(&c, context);
+    double flops = 0;
+    for (int64_t layer = first; layer < last; layer++)
+        if (model_layer_has_indexer(m, layer))
+            flops += indexer_flops(&c, tokens_held(m, layer, context));
+    return flops;
+}
+
 double model_attention_flops_per_token(const struct model *m, int64_t context)
 {
-    double per_cached_token;
-    double h = (double)m->attention.heads;
-    if (m->attention.type == ATTENTION_MLA)
-        per_cached_token =
-            2.0 * h * (2.0 * (double)m->attention.kv_lora_rank + (double)m->attention.qk_rope_head_dim);
-    else
-        per_cached_token = 4.0 * h * (double)m->attention.head_dim;
-    double tokens = 0;
-    for (int64_t layer = 0; layer < m->layers; layer++)
-        tokens += (double)tokens_seen(m, layer, context);
-    return per_cached_token * tokens;
+    return model_attention_flops_layers(m, context, 0, m->layers);
 }

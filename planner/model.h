@@ -1,5 +1,11 @@
 /* model.h: a transformer's architecture and what follows from it: parameters, weight bytes,
- * KV-cache bytes and FLOPs per token.
+ * what a sequence holds (KV cache per token, fixed recurrent state) and FLOPs per token.
+ *
+ * A layer is a token mixer followed by an FFN. The mixer is full attention (GQA or MLA, possibly
+ * windowed, possibly sparse through a DSA indexer), linear attention (Gated DeltaNet) or a Mamba-2
+ * state-space block; hybrids say which layer is which with a layer pattern, and a layer may have
+ * no mixer or no FFN (Nemotron-H's blocks are one of the two). Attention layers cache keys and
+ * values per token; linear-attention and Mamba layers hold a fixed state per sequence instead.
  *
  * A model comes from a rackplan model spec (YAML, schemas/model.schema.yaml) or a Hugging Face
  * config.json (told apart by content). Readers validate everything: a struct model that a reader
@@ -16,9 +22,13 @@
 #include <stdint.h>
 
 #define MODEL_MAX_PATTERN 64
+#define MODEL_MAX_LAYER_PATTERN 1024
 
 enum attention_type { ATTENTION_GQA, ATTENTION_MLA };
 enum window_kind { WINDOW_NONE, WINDOW_SLIDING, WINDOW_CHUNKED };
+enum mixer { MIXER_ATTENTION, MIXER_LINEAR, MIXER_MAMBA, MIXER_NONE, MIXER_KINDS };
+/* LAYER_FFN_RULE: dense or MoE by moe.first_dense_layers and moe.interleave */
+enum layer_ffn { LAYER_FFN_RULE, LAYER_FFN_DENSE, LAYER_FFN_MOE, LAYER_FFN_NONE };
 
 struct model {
     char name[128];
@@ -32,6 +42,17 @@ struct model {
     enum precision weights_precision;
     enum precision expert_weights_precision;
     enum precision kv_precision;
+    enum precision state_precision; /* linear-attention and SSM recurrent states */
+
+    /* Repeats over the layers from layer 0; length 0: every layer is attention + RULE. */
+    struct {
+        int length;
+        unsigned char mixer[MODEL_MAX_LAYER_PATTERN]; /* enum mixer */
+        unsigned char ffn[MODEL_MAX_LAYER_PATTERN];   /* enum layer_ffn */
+        /* 1: a sparse attention layer reuses the previous layer's top-k and has no indexer of its
+         * own, no weights and no cached index keys (GLM-5.2's IndexShare) */
+        unsigned char shares_indexer[MODEL_MAX_LAYER_PATTERN];
+    } pattern;
 
     struct {
         enum attention_type type;
@@ -45,7 +66,32 @@ struct model {
         int64_t window_tokens;
         int window_pattern[MODEL_MAX_PATTERN]; /* 1 = windowed layer; repeats over layers */
         int window_pattern_length;
+        bool output_gate; /* a sigmoid gate on the output, from a doubled query projection (Qwen3-Next) */
+        /* DeepSeek sparse attention: a lightning indexer scores every cached token with `heads`
+         * small heads of `head_dim` over one cached index key per token, and the attention reads
+         * only the `topk` best. heads 0 = dense attention. */
+        struct {
+            int64_t heads, head_dim, topk;
+            enum precision key_precision; /* FP8 with an FP32 scale per 128 elements below BF16 */
+        } indexer;
     } attention;
+
+    /* Gated DeltaNet (Qwen3-Next, Qwen3.5): per value head a key_head_dim x value_head_dim state. */
+    struct {
+        int64_t key_heads, value_heads, key_head_dim, value_head_dim, conv_kernel;
+    } linear;
+
+    /* Mamba-2 (Nemotron-H): heads x head_dim channels, each with a state_size state; B and C
+     * shared within `groups`. */
+    struct {
+        int64_t heads, head_dim, state_size, groups, conv_kernel;
+        bool conv_bias, bias;
+    } mamba;
+
+    /* Multi-token prediction modules beyond `layers` (DeepSeek's num_nextn_predict_layers): each is
+     * a projection of [embedding; hidden] (2d x d), three norms and one attention + FFN layer.
+     * Counted only when speculative decoding runs them. */
+    int64_t mtp_layers;
 
     struct {
         int64_t intermediate_size; /* dense layers; 0 when every layer is MoE */
@@ -64,6 +110,7 @@ struct model {
         bool router_bias;
         int64_t groups;
         int64_t groups_per_token;
+        bool shared_expert_gate; /* a d -> 1 sigmoid gate on the shared expert (Qwen3-Next) */
     } moe;
 };
 
@@ -71,7 +118,10 @@ struct model {
 struct model_params {
     double embedding;      /* input table (lookup, not a matmul) */
     double lm_head;        /* 0 when tied to the embedding */
-    double attention;      /* all layers, with biases, q/k norms, sinks */
+    double attention;      /* all attention layers, with biases, q/k norms, sinks, gates */
+    double indexer;        /* DSA indexers */
+    double linear_attention; /* Gated DeltaNet layers */
+    double mamba;          /* Mamba-2 layers */
     double dense_ffn;      /* dense layers' FFNs */
     double shared_experts; /* all MoE layers */
     double routed_experts; /* all MoE layers, all experts */
@@ -79,8 +129,16 @@ struct model_params {
     double norms;
     double routed_expert;  /* one routed expert of one layer */
     int64_t moe_layers;
-    double total;
+    double total;  /* without MTP modules, as DeepSeek's 671B */
     double active;
+    double mtp;    /* all MTP modules; embedding and LM head shared with the model */
+};
+
+/* One layer's parameters by part. */
+struct layer_parts {
+    double attention, indexer, linear_attention, mamba;
+    double dense_ffn, shared_experts, routers, routed_experts, norms;
+    double projection; /* an MTP module's 2d x d */
 };
 
 enum model_status {
@@ -98,38 +156,101 @@ enum model_status model_load_buffer(const char *path, const char *data, size_t s
                                     struct model *out, struct diags *d);
 
 bool model_is_moe(const struct model *m);
+enum mixer model_layer_mixer(const struct model *m, int64_t layer);
 bool model_layer_is_moe(const struct model *m, int64_t layer);
+bool model_layer_is_dense(const struct model *m, int64_t layer); /* has a dense FFN */
 int64_t model_moe_layers(const struct model *m);
+int64_t model_mixer_layers(const struct model *m, enum mixer kind);
 bool model_layer_is_windowed(const struct model *m, int64_t layer);
+/* An attention layer that runs its own DSA indexer (and caches index keys). */
+bool model_layer_has_indexer(const struct model *m, int64_t layer);
+const char *mixer_name(enum mixer kind);
 
-/* Attention parameters of one layer. */
+/* Attention parameters of one attention layer (without its indexer). */
 double model_attention_params_per_layer(const struct model *m);
+double model_indexer_params_per_layer(const struct model *m);
+double model_linear_params_per_layer(const struct model *m);
+double model_mamba_params_per_layer(const struct model *m);
+void model_layer_parts(const struct model *m, int64_t layer, struct layer_parts *out);
+/* The parts of layers [first, last) summed; returns how many of them are MoE layers. */
+int64_t model_layers_parts(const struct model *m, int64_t first, int64_t last, struct layer_parts *out);
+/* One MTP module: its layer (attention with an indexer where the model has one, and the FFN of
+ * the model's MoE layers), the 2d x d projection and its norms. */
+void model_mtp_parts(const struct model *m, struct layer_parts *out);
+double layer_parts_sum(const struct layer_parts *p);
 void model_params(const struct model *m, struct model_params *out);
 
 /* Weight bytes: routed experts at `expert_weights`, everything else at `weights`. */
 double model_weight_bytes(const struct model *m, enum precision weights,
                           enum precision expert_weights);
 
-/* KV-cache elements one token adds to one layer: GQA 2 * kv_heads * head_dim, MLA
+/* KV-cache elements one token adds to one attention layer: GQA 2 * kv_heads * head_dim, MLA
  * kv_lora_rank + qk_rope_head_dim. */
 double model_kv_elements_per_token_layer(const struct model *m);
 
-/* KV bytes one token adds over all layers, ignoring windows. */
+/* Bytes of the index key a DSA indexer caches per token: head_dim at the key precision, plus
+ * an FP32 scale per 128 elements when that is FP8 or FP4 (DeepSeek's kernels). */
+double model_index_key_bytes(const struct model *m);
+
+/* Bytes one token adds to one layer's caches: attention KV plus index keys; 0 for the layers
+ * that hold a fixed state. Windows ignored. */
+double model_layer_kv_bytes_per_token(const struct model *m, int64_t layer, enum precision kv);
+
+/* Fixed bytes one sequence holds in one layer: Gated DeltaNet value_heads x key_head_dim x
+ * value_head_dim, Mamba-2 heads x head_dim x state_size, at the state precision, plus the
+ * short convolution's last conv_kernel - 1 inputs at BF16. 0 for attention layers. */
+double model_layer_state_bytes(const struct model *m, int64_t layer);
+
+/* KV bytes one token adds over all layers (index keys included), ignoring windows. */
 double model_kv_bytes_per_token(const struct model *m, enum precision kv);
 
-/* KV bytes one sequence of `context` tokens holds: windowed layers keep at most their window. */
-double model_kv_bytes_per_sequence(const struct model *m, enum precision kv, int64_t context);
+/* Fixed state bytes one sequence holds over all layers. */
+double model_state_bytes_per_sequence(const struct model *m);
 
-/* The same for the layers [first, last) only (a pipeline stage). */
-double model_kv_bytes_per_sequence_layers(const struct model *m, enum precision kv,
-                                          int64_t context, int64_t first, int64_t last);
+/* Bytes one sequence of `context` tokens holds: its KV (windowed layers keep at most their
+ * window) and its fixed state. */
+double model_sequence_bytes(const struct model *m, enum precision kv, int64_t context);
+
+/* The same for the layers [first, last) only (a pipeline stage), on one device of a `tp`-way
+ * tensor-parallel group: GQA KV split by KV heads (at most kv_heads ways), states by heads, an
+ * MLA latent and index keys whole on every device. */
+double model_sequence_bytes_layers(const struct model *m, enum precision kv, int64_t context,
+                                   int64_t first, int64_t last, int64_t tp);
+
+/* Bytes one decode step reads (and, for states, writes) for one sequence at `context` tokens
+ * in the layers [first, last) on one device of a `tp`-way group: attention the KV of the
+ * tokens it attends to (a window, or the indexer's top-k plus every index key), recurrent
+ * layers their state read and written back. */
+double model_step_cache_bytes_layers(const struct model *m, enum precision kv, int64_t context,
+                                     int64_t first, int64_t last, int64_t tp);
+
+/* The MTP modules, which hold HBM only when speculative decoding runs them: the KV their
+ * attention layers cache for one sequence of `context` tokens (index keys included where the
+ * model is sparse), on one device of a `tp`-way group; what one pass of one module reads of it
+ * in a decode step; the FLOPs of that pass's attention for one token, and its indexer's share. */
+double model_mtp_sequence_bytes(const struct model *m, enum precision kv, int64_t context, int64_t tp);
+double model_mtp_step_cache_bytes(const struct model *m, enum precision kv, int64_t context, int64_t tp);
+double model_mtp_attention_flops(const struct model *m, int64_t context);
+double model_mtp_indexer_flops(const struct model *m, int64_t context);
 
 /* FLOPs of matmuls per token: 2 * active parameters. */
 double model_matmul_flops_per_token(const struct model *m);
 
 /* Attention FLOPs for one new token attending to `context` cached tokens, all layers; windowed
  * layers attend to at most their window. GQA/MHA 4 * heads * head_dim per cached token per
- * layer; MLA (absorbed decode form) 2 * heads * (2 * kv_lora_rank + qk_rope_head_dim). */
+ * layer; MLA (absorbed decode form) 2 * heads * (2 * kv_lora_rank + qk_rope_head_dim). DSA: the
+ * indexer 2 * index heads * index head_dim per cached token, the attention over at most topk.
+ * Gated DeltaNet 7 * value_heads * key_head_dim * value_head_dim per token (decay 1, S^T k 2,
+ * rank-1 update 2, S^T q 2), Mamba-2 5 * heads * head_dim * state_size (decay 1, update 2,
+ * read-out 2), each plus its convolution, 2 * channels * conv_kernel. */
 double model_attention_flops_per_token(const struct model *m, int64_t context);
+
+/* The DSA indexers' share of model_attention_flops_layers: they run at the index keys'
+ * precision (FP8 in DeepSeek's kernels) whatever the KV's. */
+double model_indexer_flops_layers(const struct model *m, int64_t context, int64_t first, int64_t last);
+
+/* The same for the layers [first, last) only. */
+double model_attention_flops_layers(const struct model *m, int64_t context, int64_t first,
+                                    int64_t last);
 
 #endif

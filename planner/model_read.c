@@ -282,11 +282,66 @@ static void set_defaults(struct model *m)
     m->weights_precision = PREC_BF16;
     m->expert_weights_precision = PREC_BF16;
     m->kv_precision = PREC_BF16;
+    /* SGLang keeps recurrent states in FP32 by default, and recent vLLM does for Nemotron-H and
+     * Qwen3.5 (their configs ask for float32) */
+    m->state_precision = PREC_FP32;
     m->attention.type = ATTENTION_GQA;
+    m->attention.indexer.key_precision = PREC_FP8; /* DeepSeek's and vLLM's index-key cache */
+    m->mamba.groups = 1;
     m->ffn.gated = true;
     m->moe.interleave = 1;
     m->moe.groups = 1;
     m->moe.groups_per_token = 1;
+}
+
+/* The layer pattern against the sections that describe each kind of layer. */
+static void check_layer_kinds(struct reader *r, const struct doc_node *at, const struct model *m)
+{
+    struct {
+        enum mixer kind;
+        bool described;
+        const char *section;
+    } mixers[] = {{MIXER_LINEAR, m->linear.value_heads > 0, "linear_attention"},
+                  {MIXER_MAMBA, m->mamba.heads > 0, "mamba"}};
+    for (size_t i = 0; i < sizeof mixers / sizeof mixers[0]; i++) {
+        int64_t layers = model_mixer_layers(m, mixers[i].kind);
+        if (layers > 0 && !mixers[i].described)
+            error_at(r, at, "%" PRId64 " layers are %s but the model has no '%s' section", layers,
+                     mixer_name(mixers[i].kind), mixers[i].section);
+        else if (layers == 0 && mixers[i].described)
+            error_at(r, at, "the model has a '%s' section but no %s layer (see 'layer_pattern')",
+                     mixers[i].section, mixer_name(mixers[i].kind));
+    }
+    bool seen_attention = false;
+    for (int64_t i = 0; i < m->layers && i < MODEL_MAX_LAYER_PATTERN && m->pattern.length; i++) {
+        enum mixer mixer = model_layer_mixer(m, i);
+        bool shares = m->pattern.shares_indexer[i % m->pattern.length];
+        if (mixer == MIXER_NONE && !model_layer_is_moe(m, i) && !model_layer_is_dense(m, i)) {
+            error_at(r, at, "layer %" PRId64 " has neither a mixer nor an FFN", i);
+            return;
+        }
+        if (model_layer_is_moe(m, i) && !model_is_moe(m)) {
+            error_at(r, at, "layer %" PRId64 " is MoE but the model has no 'moe' section", i);
+            return;
+        }
+        if (shares && (m->attention.indexer.heads == 0 || mixer != MIXER_ATTENTION)) {
+            error_at(r, at, "layer %" PRId64 " shares an indexer but is not a sparse attention layer", i);
+            return;
+        }
+        if (shares && !seen_attention) {
+            error_at(r, at, "layer %" PRId64 " shares the indexer of an earlier layer, and none comes before it", i);
+            return;
+        }
+        seen_attention |= mixer == MIXER_ATTENTION;
+    }
+    if (m->linear.value_heads > 0 && m->linear.value_heads % m->linear.key_heads != 0)
+        error_at(r, field_node(r, &m->linear.key_heads, at), "field '%s' (%" PRId64 ") must divide '%s' (%" PRId64 ")",
+                 field_name(r, &m->linear.key_heads, "linear_attention.key_heads"), m->linear.key_heads,
+                 field_name(r, &m->linear.value_heads, "linear_attention.value_heads"), m->linear.value_heads);
+    if (m->mamba.heads > 0 && m->mamba.heads % m->mamba.groups != 0)
+        error_at(r, field_node(r, &m->mamba.groups, at), "field '%s' (%" PRId64 ") must divide '%s' (%" PRId64 ")",
+                 field_name(r, &m->mamba.groups, "mamba.groups"), m->mamba.groups,
+                 field_name(r, &m->mamba.heads, "mamba.heads"), m->mamba.heads);
 }
 
 /* Checks that hold across fields, for both readers. `at` locates messages. */
@@ -331,7 +386,12 @@ static void check_model(struct reader *r, const struct doc_node *at, struct mode
     }
     if (r->errors)
         return;
-    bool has_dense = model_moe_layers(m) < m->layers;
+    check_layer_kinds(r, at, m);
+    if (r->errors)
+        return;
+    bool has_dense = false;
+    for (int64_t i = 0; i < m->layers; i++)
+        has_dense |= model_layer_is_dense(m, i);
     if (has_dense && m->ffn.intermediate_size == 0)
         error_at(r, at, "missing field '%s' (the model has dense layers)",
                  field_name(r, &m->ffn.intermediate_size, "ffn.intermediate_size"));
@@ -393,7 +453,7 @@ static void read_attention(struct reader *r, const struct doc_node *a, struct mo
     static const char *const known[] = {
         "type",         "heads",       "kv_heads",         "head_dim",         "bias",
         "output_bias",  "qk_norm",     "sinks",            "q_lora_rank",      "kv_lora_rank",
-        "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "window", NULL};
+        "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "window", "output_gate", "indexer", NULL};
     check_keys(r, a, "attention.", known);
     const struct doc_node *type = field(r, a, "type", "attention.type", true);
     if (type) {
@@ -439,9 +499,119 @@ static void read_attention(struct reader *r, const struct doc_node *a, struct mo
     read_bool(r, a, "output_bias", "attention.output_bias", &m->attention.output_bias);
     read_bool(r, a, "qk_norm", "attention.qk_norm", &m->attention.qk_norm);
     read_bool(r, a, "sinks", "attention.sinks", &m->attention.sinks);
+    read_bool(r, a, "output_gate", "attention.output_gate", &m->attention.output_gate);
     const struct doc_node *window = read_map(r, a, "window", "attention.window", false);
     if (window)
         read_window(r, window, m);
+    const struct doc_node *indexer = read_map(r, a, "indexer", "attention.indexer", false);
+    if (indexer) {
+        static const char *const known_indexer[] = {"heads", "head_dim", "topk", "key_precision", NULL};
+        check_keys(r, indexer, "attention.indexer.", known_indexer);
+        read_int(r, indexer, "heads", "attention.indexer.heads", true, 1, LIMIT_HEADS,
+                 &m->attention.indexer.heads);
+        read_int(r, indexer, "head_dim", "attention.indexer.head_dim", true, 1, LIMIT_WIDTH,
+                 &m->attention.indexer.head_dim);
+        read_int(r, indexer, "topk", "attention.indexer.topk", true, 1, LIMIT_CONTEXT,
+                 &m->attention.indexer.topk);
+        read_precision(r, indexer, "key_precision", "attention.indexer.key_precision",
+                       &m->attention.indexer.key_precision);
+    }
+}
+
+/* One list of `layer_pattern`: each item one of `names` (its index is the value stored). */
+static int read_pattern_list(struct reader *r, const struct doc_node *list, const char *display,
+                             const char *const *names, unsigned char *out)
+{
+    if (list->kind != DOC_SEQ || list->count == 0 || list->count > MODEL_MAX_LAYER_PATTERN) {
+        error_at(r, list, "field '%s' must be a list of 1 to %d items", display, MODEL_MAX_LAYER_PATTERN);
+        return 0;
+    }
+    for (size_t i = 0; i < list->count; i++) {
+        const struct doc_node *item = list->items[i];
+        int value = -1;
+        for (int k = 0; item->kind == DOC_SCALAR && names[k]; k++)
+            if (strcmp(item->text, names[k]) == 0)
+                value = k;
+        if (value < 0) {
+            char choices[200] = "";
+            for (int k = 0; names[k]; k++)
+                snprintf(choices + strlen(choices), sizeof choices - strlen(choices), "%s%s",
+                         k ? (names[k + 1] ? ", " : " or ") : "", names[k]);
+            error_at(r, item, "items of '%s' must be %s, not '%s'", display, choices,
+                     item->kind == DOC_SCALAR ? item->text : doc_kind_name(item));
+            return 0;
+        }
+        out[i] = (unsigned char)value;
+    }
+    return (int)list->count;
+}
+
+static void read_layer_pattern(struct reader *r, const struct doc_node *pattern, struct model *m)
+{
+    static const char *const known[] = {"mixer", "ffn", "indexer", NULL};
+    static const char *const mixers[] = {"attention", "linear_attention", "mamba", "none", NULL};
+    static const char *const ffns[] = {"rule", "dense", "moe", "none", NULL};
+    static const char *const indexers[] = {"own", "shared", NULL};
+    check_keys(r, pattern, "layer_pattern.", known);
+    const struct {
+        const char *key, *display;
+        const char *const *names;
+        unsigned char *out;
+    } lists[] = {{"mixer", "layer_pattern.mixer", mixers, m->pattern.mixer},
+                 {"ffn", "layer_pattern.ffn", ffns, m->pattern.ffn},
+                 {"indexer", "layer_pattern.indexer", indexers, m->pattern.shares_indexer}};
+    const char *first = NULL;
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+        const struct doc_node *list = field(r, pattern, lists[i].key, lists[i].display, false);
+        if (!list)
+            continue;
+        int length = read_pattern_list(r, list, lists[i].display, lists[i].names, lists[i].out);
+        if (length == 0)
+            return;
+        if (first && length != m->pattern.length) {
+            error_at(r, list, "field '%s' has %d items but '%s' has %d; the lists go layer by layer together",
+                     lists[i].display, length, first, m->pattern.length);
+            return;
+        }
+        if (m->layers > 0 && length > m->layers) {
+            error_at(r, list, "field '%s' has %d items but the model has %" PRId64 " layers", lists[i].display,
+                     length, m->layers);
+            return;
+        }
+        if (!first)
+            first = lists[i].display;
+        m->pattern.length = length;
+    }
+    if (!first)
+        error_at(r, pattern, "field 'layer_pattern' needs at least one of 'mixer', 'ffn' or 'indexer'");
+}
+
+static void read_linear_attention(struct reader *r, const struct doc_node *l, struct model *m)
+{
+    static const char *const known[] = {"key_heads", "value_heads", "key_head_dim", "value_head_dim",
+                                        "conv_kernel", NULL};
+    check_keys(r, l, "linear_attention.", known);
+    read_int(r, l, "key_heads", "linear_attention.key_heads", true, 1, LIMIT_HEADS, &m->linear.key_heads);
+    read_int(r, l, "value_heads", "linear_attention.value_heads", true, 1, LIMIT_HEADS, &m->linear.value_heads);
+    read_int(r, l, "key_head_dim", "linear_attention.key_head_dim", true, 1, LIMIT_WIDTH,
+             &m->linear.key_head_dim);
+    read_int(r, l, "value_head_dim", "linear_attention.value_head_dim", true, 1, LIMIT_WIDTH,
+             &m->linear.value_head_dim);
+    read_int(r, l, "conv_kernel", "linear_attention.conv_kernel", true, 1, 1024, &m->linear.conv_kernel);
+}
+
+static void read_mamba(struct reader *r, const struct doc_node *n, struct model *m)
+{
+    static const char *const known[] = {"heads", "head_dim", "state_size", "groups", "conv_kernel",
+                                        "conv_bias", "bias", NULL};
+    check_keys(r, n, "mamba.", known);
+    read_int(r, n, "heads", "mamba.heads", true, 1, LIMIT_HEADS, &m->mamba.heads);
+    read_int(r, n, "head_dim", "mamba.head_dim", true, 1, LIMIT_WIDTH, &m->mamba.head_dim);
+    read_int(r, n, "state_size", "mamba.state_size", true, 1, LIMIT_WIDTH, &m->mamba.state_size);
+    read_int(r, n, "groups", "mamba.groups", false, 1, LIMIT_HEADS, &m->mamba.groups);
+    read_int(r, n, "conv_kernel", "mamba.conv_kernel", true, 1, 1024, &m->mamba.conv_kernel);
+    read_bool(r, n, "conv_bias", "mamba.conv_bias", &m->mamba.conv_bias);
+    read_bool(r, n, "bias", "mamba.bias", &m->mamba.bias);
 }
 
 static void read_spec(struct reader *r, const struct doc_node *root, struct model *m)
@@ -449,7 +619,9 @@ static void read_spec(struct reader *r, const struct doc_node *root, struct mode
     static const char *const known[] = {"name",      "source",         "layers",
                                         "hidden_size", "vocab_size",   "tie_embeddings",
                                         "max_context", "precision",    "attention",
-                                        "ffn",       "moe",            NULL};
+                                        "ffn",       "moe",            "layer_pattern",
+                                        "linear_attention", "mamba",   "mtp_layers",
+                                        NULL};
     check_keys(r, root, "", known);
     read_string(r, root, "name", "name", true, m->name, sizeof m->name);
     read_string(r, root, "source", "source", true, m->source, sizeof m->source);
@@ -458,17 +630,28 @@ static void read_spec(struct reader *r, const struct doc_node *root, struct mode
     read_int(r, root, "vocab_size", "vocab_size", true, 1, LIMIT_VOCAB, &m->vocab_size);
     read_bool(r, root, "tie_embeddings", "tie_embeddings", &m->tie_embeddings);
     read_int(r, root, "max_context", "max_context", false, 0, LIMIT_CONTEXT, &m->max_context);
+    read_int(r, root, "mtp_layers", "mtp_layers", false, 0, 64, &m->mtp_layers);
 
     const struct doc_node *precision = read_map(r, root, "precision", "precision", false);
     if (precision) {
-        static const char *const known_precision[] = {"weights", "expert_weights", "kv", NULL};
+        static const char *const known_precision[] = {"weights", "expert_weights", "kv", "state", NULL};
         check_keys(r, precision, "precision.", known_precision);
         read_precision(r, precision, "weights", "precision.weights", &m->weights_precision);
         if (!read_precision(r, precision, "expert_weights", "precision.expert_weights",
                             &m->expert_weights_precision))
             m->expert_weights_precision = m->weights_precision;
         read_precision(r, precision, "kv", "precision.kv", &m->kv_precision);
+        read_precision(r, precision, "state", "precision.state", &m->state_precision);
     }
+    const struct doc_node *pattern = read_map(r, root, "layer_pattern", "layer_pattern", false);
+    if (pattern)
+        read_layer_pattern(r, pattern, m);
+    const struct doc_node *linear = read_map(r, root, "linear_attention", "linear_attention", false);
+    if (linear)
+        read_linear_attention(r, linear, m);
+    const struct doc_node *mamba = read_map(r, root, "mamba", "mamba", false);
+    if (mamba)
+        read_mamba(r, mamba, m);
 
     const struct doc_node *attention = read_map(r, root, "attention", "attention", true);
     if (attention)
@@ -489,7 +672,7 @@ static void read_spec(struct reader *r, const struct doc_node *root, struct mode
         static const char *const known_moe[] = {
             "experts",        "experts_per_token", "shared_experts", "intermediate_size",
             "shared_intermediate_size", "first_dense_layers", "interleave", "router_bias",
-            "groups",         "groups_per_token",  NULL};
+            "groups",         "groups_per_token",  "shared_expert_gate", NULL};
         check_keys(r, moe, "moe.", known_moe);
         read_int(r, moe, "experts", "moe.experts", true, 1, LIMIT_EXPERTS, &m->moe.experts);
         read_int(r, moe, "experts_per_token", "moe.experts_per_token", true, 1, LIMIT_EXPERTS,
@@ -508,13 +691,15 @@ static void read_spec(struct reader *r, const struct doc_node *root, struct mode
         read_int(r, moe, "groups", "moe.groups", false, 1, LIMIT_EXPERTS, &m->moe.groups);
         read_int(r, moe, "groups_per_token", "moe.groups_per_token", false, 1, LIMIT_EXPERTS,
                  &m->moe.groups_per_token);
+        read_bool(r, moe, "shared_expert_gate", "moe.shared_expert_gate", &m->moe.shared_expert_gate);
     }
 }
 
 /* ---- Hugging Face config.json ---- */
 
 static const char *const hf_supported =
-    "deepseek_v3, deepseek_v2, kimi_k2, qwen3, qwen3_moe, llama, llama4, mixtral, gpt_oss, glm4_moe";
+    "deepseek_v3, deepseek_v32, deepseek_v2, kimi_k2, glm_moe_dsa, qwen3, qwen3_moe, qwen3_next, qwen3_5, "
+    "qwen3_5_moe, nemotron_h, llama, llama4, mixtral, gpt_oss, glm4_moe";
 
 static bool hf_string_is(const struct doc_node *map, const char *key, const char *value)
 {
@@ -525,9 +710,12 @@ static bool hf_string_is(const struct doc_node *map, const char *key, const char
 /* Weight precision from `torch_dtype` and `quantization_config`. */
 static void hf_precision(const struct doc_node *root, struct model *m)
 {
+    const struct doc_node *text = doc_get(root, "text_config"); /* Qwen3.5 keeps its dtype there */
     const struct doc_node *dtype = doc_get(root, "torch_dtype");
     if (!dtype)
         dtype = doc_get(root, "dtype");
+    if (!dtype && text && text->kind == DOC_MAP)
+        dtype = doc_get(text, "dtype");
     if (dtype && dtype->kind == DOC_SCALAR) {
         if (strcmp(dtype->text, "float16") == 0)
             m->weights_precision = PREC_FP16;
@@ -674,6 +862,234 @@ static void hf_local_experts(struct reader *r, const struct doc_node *c, struct 
              &m->moe.intermediate_size);
 }
 
+/* DeepSeek sparse attention's indexer (deepseek_v32, glm_moe_dsa). */
+static void hf_indexer(struct reader *r, const struct doc_node *c, struct model *m)
+{
+    read_int(r, c, "index_n_heads", "index_n_heads", true, 1, LIMIT_HEADS, &m->attention.indexer.heads);
+    read_int(r, c, "index_head_dim", "index_head_dim", true, 1, LIMIT_WIDTH, &m->attention.indexer.head_dim);
+    read_int(r, c, "index_topk", "index_topk", true, 1, LIMIT_CONTEXT, &m->attention.indexer.topk);
+}
+
+static bool hf_layers_fit_pattern(struct reader *r, const struct doc_node *at, const struct model *m)
+{
+    if (m->layers > MODEL_MAX_LAYER_PATTERN) {
+        error_at(r, at, "a hybrid model of %" PRId64 " layers; rackplan reads at most %d", m->layers,
+                 MODEL_MAX_LAYER_PATTERN);
+        return false;
+    }
+    return true;
+}
+
+/* GLM-5.2's IndexShare: `indexer_types` ("full" runs the indexer, "shared" reuses the previous
+ * full layer's top-k), an `index_topk_pattern` string of F and S, or else the rule transformers
+ * derives from `index_topk_freq` and `index_skip_topk_offset` (full when
+ * max(i - offset + 1, 0) % freq == 0). Without any of them every layer is full. */
+static void hf_indexer_sharing(struct reader *r, const struct doc_node *c, struct model *m)
+{
+    const struct doc_node *types = field(r, c, "indexer_types", "indexer_types", false);
+    const struct doc_node *letters = field(r, c, "index_topk_pattern", "index_topk_pattern", false);
+    int64_t freq = 1, offset = 2;
+    read_int(r, c, "index_topk_freq", "index_topk_freq", false, 1, LIMIT_LAYERS, &freq);
+    read_int(r, c, "index_skip_topk_offset", "index_skip_topk_offset", false, 0, LIMIT_LAYERS, &offset);
+    if (!types && !letters && freq == 1)
+        return;
+    if (r->errors || !hf_layers_fit_pattern(r, c, m))
+        return;
+    if (types && (types->kind != DOC_SEQ || (int64_t)types->count != m->layers)) {
+        error_at(r, types, "field 'indexer_types' must list one type for each of the %" PRId64 " layers", m->layers);
+        return;
+    }
+    if (!types && letters && (letters->kind != DOC_SCALAR || (int64_t)strlen(letters->text) != m->layers)) {
+        error_at(r, letters, "field 'index_topk_pattern' must have one letter for each of the %" PRId64 " layers",
+                 m->layers);
+        return;
+    }
+    m->pattern.length = (int)m->layers;
+    for (int64_t i = 0; i < m->layers; i++) {
+        bool shared;
+        if (types) {
+            const struct doc_node *t = types->items[i];
+            if (t->kind != DOC_SCALAR || (strcmp(t->text, "full") != 0 && strcmp(t->text, "shared") != 0)) {
+                error_at(r, t, "items of 'indexer_types' must be full or shared");
+                return;
+            }
+            shared = t->text[0] == 's';
+        } else if (letters) {
+            char letter = letters->text[i];
+            if (letter != 'F' && letter != 'S') {
+                error_at(r, letters, "field 'index_topk_pattern' may hold only F (full) and S (shared)");
+                return;
+            }
+            shared = letter == 'S';
+        } else {
+            int64_t from = i - offset + 1;
+            shared = (from > 0 ? from : 0) % freq != 0;
+        }
+        m->pattern.shares_indexer[i] = shared;
+    }
+}
+
+/* Gated DeltaNet layers of Qwen3-Next and Qwen3.5: `layer_types` (linear_attention or
+ * full_attention per layer) or else every `full_attention_interval`-th layer full. */
+static void hf_linear_attention(struct reader *r, const struct doc_node *c, struct model *m)
+{
+    read_int(r, c, "linear_num_key_heads", "linear_num_key_heads", true, 1, LIMIT_HEADS, &m->linear.key_heads);
+    read_int(r, c, "linear_num_value_heads", "linear_num_value_heads", true, 1, LIMIT_HEADS,
+             &m->linear.value_heads);
+    read_int(r, c, "linear_key_head_dim", "linear_key_head_dim", true, 1, LIMIT_WIDTH, &m->linear.key_head_dim);
+    read_int(r, c, "linear_value_head_dim", "linear_value_head_dim", true, 1, LIMIT_WIDTH,
+             &m->linear.value_head_dim);
+    read_int(r, c, "linear_conv_kernel_dim", "linear_conv_kernel_dim", true, 1, 1024, &m->linear.conv_kernel);
+    if (r->errors || !hf_layers_fit_pattern(r, c, m))
+        return;
+    const struct doc_node *types = field(r, c, "layer_types", "layer_types", false);
+    int64_t interval = 4; /* transformers' Qwen3NextConfig default */
+    if (!types)
+        read_int(r, c, "full_attention_interval", "full_attention_interval", false, 1, LIMIT_LAYERS, &interval);
+    if (types && (types->kind != DOC_SEQ || (int64_t)types->count != m->layers)) {
+        error_at(r, types, "field 'layer_types' must list one type for each of the %" PRId64 " layers", m->layers);
+        return;
+    }
+    m->pattern.length = (int)m->layers;
+    for (int64_t i = 0; i < m->layers; i++) {
+        bool full = (i + 1) % interval == 0;
+        if (types) {
+            const struct doc_node *t = types->items[i];
+            if (t->kind != DOC_SCALAR ||
+                (strcmp(t->text, "linear_attention") != 0 && strcmp(t->text, "full_attention") != 0)) {
+                error_at(r, t, "unsupported layer type (rackplan reads linear_attention and full_attention here)");
+                return;
+            }
+            full = t->text[0] == 'f';
+        }
+        m->pattern.mixer[i] = full ? MIXER_ATTENTION : MIXER_LINEAR;
+    }
+}
+
+/* Recurrent-state precision: Qwen3.5's `mamba_ssm_dtype`, Nemotron-H's `mamba_ssm_cache_dtype`. */
+static void hf_state_precision(struct reader *r, const struct doc_node *c, const char *key, struct model *m)
+{
+    const struct doc_node *n = field(r, c, key, key, false);
+    if (!n)
+        return;
+    if (n->kind == DOC_SCALAR && strcmp(n->text, "float32") == 0)
+        m->state_precision = PREC_FP32;
+    else if (n->kind == DOC_SCALAR && strcmp(n->text, "bfloat16") == 0)
+        m->state_precision = PREC_BF16;
+    else if (n->kind == DOC_SCALAR && strcmp(n->text, "float16") == 0)
+        m->state_precision = PREC_FP16;
+    else if (!(n->kind == DOC_SCALAR && strcmp(n->text, "auto") == 0))
+        error_at(r, n, "field '%s' must be float32, bfloat16, float16 or auto", key);
+}
+
+/* Qwen3-Next and Qwen3.5: gated full attention every few layers, Gated DeltaNet in between, an
+ * MoE with one gated shared expert (or a dense FFN for Qwen3.5's dense models). */
+static void hf_qwen3_hybrid(struct reader *r, const struct doc_node *c, bool moe, struct model *m)
+{
+    hf_common(r, c, m);
+    hf_gqa(r, c, m);
+    m->attention.qk_norm = true;
+    m->attention.output_gate = true;
+    read_bool(r, c, "attn_output_gate", "attn_output_gate", &m->attention.output_gate);
+    read_int(r, c, "intermediate_size", "intermediate_size", !moe, 1, LIMIT_FFN_WIDTH, &m->ffn.intermediate_size);
+    if (moe) {
+        read_int(r, c, "num_experts", "num_experts", true, 1, LIMIT_EXPERTS, &m->moe.experts);
+        read_int(r, c, "num_experts_per_tok", "num_experts_per_tok", true, 1, LIMIT_EXPERTS,
+                 &m->moe.experts_per_token);
+        read_int(r, c, "moe_intermediate_size", "moe_intermediate_size", true, 1, LIMIT_FFN_WIDTH,
+                 &m->moe.intermediate_size);
+        if (read_int(r, c, "shared_expert_intermediate_size", "shared_expert_intermediate_size", false, 0,
+                     LIMIT_FFN_WIDTH, &m->moe.shared_intermediate_size) &&
+            m->moe.shared_intermediate_size > 0) {
+            m->moe.shared_experts = 1;
+            m->moe.shared_expert_gate = true;
+        }
+        read_int(r, c, "decoder_sparse_step", "decoder_sparse_step", false, 1, LIMIT_LAYERS, &m->moe.interleave);
+        const struct doc_node *mlp_only = doc_get(c, "mlp_only_layers");
+        if (mlp_only && mlp_only->kind == DOC_SEQ && mlp_only->count > 0)
+            error_at(r, mlp_only, "field 'mlp_only_layers' is not supported (rackplan needs the dense layers to be a leading block or an interleave)");
+    }
+    /* Qwen3-Next's checkpoints hold one mtp.* layer that its config does not declare; vLLM's
+     * qwen3_next_mtp.py takes getattr(config, "num_nextn_predict_layers", 1) */
+    m->mtp_layers = 1;
+    if (!read_int(r, c, "mtp_num_hidden_layers", "mtp_num_hidden_layers", false, 0, 64, &m->mtp_layers))
+        read_int(r, c, "num_nextn_predict_layers", "num_nextn_predict_layers", false, 0, 64, &m->mtp_layers);
+    hf_state_precision(r, c, "mamba_ssm_dtype", m);
+    if (r->errors == 0)
+        hf_linear_attention(r, c, m);
+}
+
+/* Nemotron-H: one block per layer, its kind a letter of `hybrid_override_pattern`: M Mamba-2,
+ * * attention, - MLP (up and down projections, squared ReLU), E MoE. */
+static void hf_nemotron_h(struct reader *r, const struct doc_node *c, struct model *m)
+{
+    const struct doc_node *pattern = field(r, c, "hybrid_override_pattern", "hybrid_override_pattern", true);
+    if (!pattern)
+        return;
+    if (pattern->kind != DOC_SCALAR || pattern->text[0] == '\0') {
+        error_at(r, pattern, "field 'hybrid_override_pattern' must be a string of M, *, - and E");
+        return;
+    }
+    int64_t letters = (int64_t)strlen(pattern->text);
+    if (!read_int(r, c, "num_hidden_layers", "num_hidden_layers", false, 1, LIMIT_LAYERS, &m->layers))
+        m->layers = letters;
+    if (m->layers != letters) {
+        error_at(r, pattern, "field 'hybrid_override_pattern' has %" PRId64 " letters but num_hidden_layers is %" PRId64,
+                 letters, m->layers);
+        return;
+    }
+    read_int(r, c, "hidden_size", "hidden_size", true, 1, LIMIT_WIDTH, &m->hidden_size);
+    read_int(r, c, "vocab_size", "vocab_size", true, 1, LIMIT_VOCAB, &m->vocab_size);
+    read_bool(r, c, "tie_word_embeddings", "tie_word_embeddings", &m->tie_embeddings);
+    read_int(r, c, "max_position_embeddings", "max_position_embeddings", false, 0, LIMIT_CONTEXT, &m->max_context);
+    read_int(r, c, "num_attention_heads", "num_attention_heads", true, 1, LIMIT_HEADS, &m->attention.heads);
+    hf_gqa(r, c, m);
+    if (!doc_get(c, "head_dim") && doc_get(c, "attention_head_dim")) /* the older remote-code name */
+        read_int(r, c, "attention_head_dim", "attention_head_dim", true, 1, LIMIT_WIDTH, &m->attention.head_dim);
+    read_int(r, c, "mamba_num_heads", "mamba_num_heads", true, 1, LIMIT_HEADS, &m->mamba.heads);
+    read_int(r, c, "mamba_head_dim", "mamba_head_dim", true, 1, LIMIT_WIDTH, &m->mamba.head_dim);
+    read_int(r, c, "ssm_state_size", "ssm_state_size", true, 1, LIMIT_WIDTH, &m->mamba.state_size);
+    read_int(r, c, "n_groups", "n_groups", false, 1, LIMIT_HEADS, &m->mamba.groups);
+    read_int(r, c, "conv_kernel", "conv_kernel", true, 1, 1024, &m->mamba.conv_kernel);
+    read_bool(r, c, "use_conv_bias", "use_conv_bias", &m->mamba.conv_bias);
+    read_bool(r, c, "use_bias", "use_bias", &m->mamba.bias);
+    hf_state_precision(r, c, "mamba_ssm_cache_dtype", m);
+    m->ffn.gated = false; /* NemotronHMLP and its experts: up_proj, relu2, down_proj */
+    read_bool(r, c, "mlp_bias", "mlp_bias", &m->ffn.bias);
+    bool moe = strchr(pattern->text, 'E') != NULL, mlp = strchr(pattern->text, '-') != NULL;
+    if (mlp)
+        read_int(r, c, "intermediate_size", "intermediate_size", true, 1, LIMIT_FFN_WIDTH, &m->ffn.intermediate_size);
+    if (moe) {
+        read_int(r, c, "n_routed_experts", "n_routed_experts", true, 1, LIMIT_EXPERTS, &m->moe.experts);
+        read_int(r, c, "num_experts_per_tok", "num_experts_per_tok", true, 1, LIMIT_EXPERTS, &m->moe.experts_per_token);
+        read_int(r, c, "moe_intermediate_size", "moe_intermediate_size", true, 1, LIMIT_FFN_WIDTH, &m->moe.intermediate_size);
+        read_int(r, c, "n_shared_experts", "n_shared_experts", false, 0, 1024, &m->moe.shared_experts);
+        read_int(r, c, "moe_shared_expert_intermediate_size", "moe_shared_expert_intermediate_size", false, 1,
+                 LIMIT_FFN_WIDTH, &m->moe.shared_intermediate_size);
+        read_int(r, c, "n_group", "n_group", false, 1, LIMIT_EXPERTS, &m->moe.groups);
+        read_int(r, c, "topk_group", "topk_group", false, 1, LIMIT_EXPERTS, &m->moe.groups_per_token);
+        m->moe.router_bias = true; /* NemotronHTopkRouter's e_score_correction_bias */
+        const struct doc_node *latent = field(r, c, "moe_latent_size", "moe_latent_size", false);
+        if (latent)
+            error_at(r, latent, "field 'moe_latent_size' (experts in a latent space, Nemotron 3 Super) is not supported");
+    }
+    read_int(r, c, "num_nextn_predict_layers", "num_nextn_predict_layers", false, 0, 64, &m->mtp_layers);
+    if (r->errors || !hf_layers_fit_pattern(r, pattern, m))
+        return;
+    m->pattern.length = (int)m->layers;
+    for (int64_t i = 0; i < m->layers; i++) {
+        char letter = pattern->text[i];
+        const char *kinds = "M*-E";
+        if (!strchr(kinds, letter) || letter == '\0') {
+            error_at(r, pattern, "field 'hybrid_override_pattern' has '%c' at layer %" PRId64 "; rackplan reads M (Mamba-2), * (attention), - (MLP) and E (MoE)",
+                     letter, i);
+            return;
+        }
+        m->pattern.mixer[i] = letter == 'M' ? MIXER_MAMBA : letter == '*' ? MIXER_ATTENTION : MIXER_NONE;
+        m->pattern.ffn[i] = letter == '-' ? LAYER_FFN_DENSE : letter == 'E' ? LAYER_FFN_MOE : LAYER_FFN_NONE;
+    }
+}
+
 static void read_hf(struct reader *r, const struct doc_node *root, struct model *m)
 {
     const struct doc_node *type_node = doc_get(root, "model_type");
@@ -689,15 +1105,33 @@ static void read_hf(struct reader *r, const struct doc_node *root, struct model 
     snprintf(m->source, sizeof m->source, "%s", r->path);
 
     if (strcmp(type, "deepseek_v3") == 0 || strcmp(type, "deepseek_v2") == 0 ||
-        strcmp(type, "kimi_k2") == 0) {
+        strcmp(type, "kimi_k2") == 0 || strcmp(type, "deepseek_v32") == 0 || strcmp(type, "glm_moe_dsa") == 0) {
         hf_common(r, c, m);
         hf_mla(r, c, m);
         hf_deepseek_moe(r, c, m);
+        read_int(r, c, "num_nextn_predict_layers", "num_nextn_predict_layers", false, 0, 64, &m->mtp_layers);
+        if (strcmp(type, "deepseek_v32") == 0 || strcmp(type, "glm_moe_dsa") == 0)
+            hf_indexer(r, c, m);
+        if (strcmp(type, "glm_moe_dsa") == 0 && r->errors == 0)
+            hf_indexer_sharing(r, c, m);
+    } else if (strcmp(type, "qwen3_next") == 0) {
+        hf_qwen3_hybrid(r, c, true, m);
+    } else if (strcmp(type, "qwen3_5_moe") == 0 || strcmp(type, "qwen3_5") == 0 ||
+               strcmp(type, "qwen3_5_moe_text") == 0 || strcmp(type, "qwen3_5_text") == 0) {
+        if (!strstr(type, "_text")) {
+            c = read_map(r, root, "text_config", "text_config", true);
+            if (!c)
+                return;
+        }
+        hf_qwen3_hybrid(r, c, strstr(type, "moe") != NULL, m);
+    } else if (strcmp(type, "nemotron_h") == 0) {
+        hf_nemotron_h(r, c, m);
     } else if (strcmp(type, "glm4_moe") == 0) {
         hf_common(r, c, m);
         hf_gqa(r, c, m);
         hf_deepseek_moe(r, c, m);
         m->moe.router_bias = true; /* Glm4MoeTopkRouter always has e_score_correction_bias */
+        read_int(r, c, "num_nextn_predict_layers", "num_nextn_predict_layers", false, 0, 64, &m->mtp_layers);
         read_bool(r, c, "use_qk_norm", "use_qk_norm", &m->attention.qk_norm);
     } else if (strcmp(type, "qwen3") == 0 || strcmp(type, "qwen3_moe") == 0) {
         hf_common(r, c, m);

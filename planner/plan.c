@@ -58,18 +58,12 @@ double plan_kv_split(const struct model *m, const struct layout *l)
     return (double)(l->tp < m->attention.kv_heads ? l->tp : m->attention.kv_heads);
 }
 
-void plan_layer_params(const struct model *m, const struct model_params *p, int64_t layer,
-                       struct layer_params *out)
+void plan_layer_params(const struct model *m, int64_t layer, struct layer_params *out)
 {
-    int64_t moe_layers = p->moe_layers;
-    out->replicated = model_attention_params_per_layer(m) + 2 * (double)m->hidden_size;
-    if (model_layer_is_moe(m, layer)) {
-        out->replicated += p->shared_experts / (double)moe_layers + p->routers / (double)moe_layers;
-        out->routed_experts = (double)m->moe.experts * p->routed_expert;
-    } else {
-        out->replicated += p->dense_ffn / (double)(m->layers - moe_layers);
-        out->routed_experts = 0;
-    }
+    struct layer_parts parts;
+    model_layer_parts(m, layer, &parts);
+    out->routed_experts = parts.routed_experts;
+    out->replicated = layer_parts_sum(&parts) - parts.routed_experts;
 }
 
 void plan_stage_layers(const struct model *m, const struct layout *l, int64_t index, int64_t *first,
@@ -85,12 +79,9 @@ void plan_stage(const struct model *m, const struct layout *l, int64_t index, st
     model_params(m, &p);
     struct stage st = {0};
     plan_stage_layers(m, l, index, &st.first, &st.last);
-    for (int64_t layer = st.first; layer < st.last; layer++) {
-        struct layer_params lp;
-        plan_layer_params(m, &p, layer, &lp);
-        st.replicated_params += lp.replicated;
-        st.moe_layers += lp.routed_experts > 0;
-    }
+    struct layer_parts parts;
+    st.moe_layers = model_layers_parts(m, st.first, st.last, &parts);
+    st.replicated_params = layer_parts_sum(&parts) - parts.routed_experts;
     if (index == 0) {
         st.replicated_params += p.embedding;
         st.embedding_params = p.embedding;
@@ -98,6 +89,23 @@ void plan_stage(const struct model *m, const struct layout *l, int64_t index, st
     if (index == l->pp - 1)
         st.replicated_params += p.lm_head + (double)m->hidden_size; /* head and final norm */
     *out = st;
+}
+
+void plan_mtp_memory(const struct model *m, const struct layout *l, const struct workload *w,
+                     int64_t sequences, double *weights_bytes, double *kv_bytes)
+{
+    *weights_bytes = *kv_bytes = 0;
+    if (!w->mtp || m->mtp_layers == 0)
+        return;
+    struct layer_parts module;
+    model_mtp_parts(m, &module);
+    double modules = (double)m->mtp_layers;
+    double replicated = layer_parts_sum(&module) - module.routed_experts;
+    *weights_bytes = modules * replicated * precision_bytes(w->weights) / (double)l->tp;
+    if (module.routed_experts > 0)
+        *weights_bytes += modules * plan_experts_per_device(m, l) * module.routed_experts /
+                          (double)m->moe.experts * precision_bytes(w->expert_weights);
+    *kv_bytes = (double)sequences * model_mtp_sequence_bytes(m, w->kv, w->context, l->tp);
 }
 
 void plan_stage_memory(const struct model *m, const struct topology *t, const struct layout *l,
@@ -115,8 +123,13 @@ void plan_stage_memory(const struct model *m, const struct topology *t, const st
     mem.weights_bytes = st.replicated_params * precision_bytes(w->weights) / (double)l->tp +
                         (double)st.moe_layers * plan_experts_per_device(m, l) * routed_bytes;
     mem.kv_bytes = (double)sequences *
-                   model_kv_bytes_per_sequence_layers(m, w->kv, w->context, st.first, st.last) /
-                   plan_kv_split(m, l);
+                   model_sequence_bytes_layers(m, w->kv, w->context, st.first, st.last, l->tp);
+    if (index == l->pp - 1) {
+        double mtp_weights, mtp_kv;
+        plan_mtp_memory(m, l, w, sequences, &mtp_weights, &mtp_kv);
+        mem.weights_bytes += mtp_weights;
+        mem.kv_bytes += mtp_kv;
+    }
     mem.activation_bytes = (double)sequences * plan_activation_bytes_per_token(m, l);
     mem.hbm_bytes = t->hbm_bytes;
     mem.reserve_bytes = w->reserve_bytes >= 0 ? w->reserve_bytes : w->reserve_fraction * t->hbm_bytes;

@@ -37,6 +37,7 @@ struct workload {
     double reserve_bytes;    /* < 0: use reserve_fraction */
     int64_t tp;              /* 0 = choose */
     int64_t pp;              /* 0 = choose */
+    bool mtp; /* speculative decoding runs the model's MTP modules: the last stage holds them */
 };
 
 struct layout {
@@ -69,16 +70,14 @@ struct fit {
     struct layout min_layout;
 };
 
-/* One layer's parameters: those split by TP and replicated over DP (attention, norms, and the
- * dense FFN or the MoE layer's shared experts and router), and its routed experts (0 when dense).
- * `p` is model_params(m). */
+/* One layer's parameters: those split by TP and replicated over DP (the mixer, norms, and the
+ * dense FFN or the MoE layer's shared experts and router), and its routed experts (0 when dense). */
 struct layer_params {
     double replicated;
     double routed_experts;
 };
 
-void plan_layer_params(const struct model *m, const struct model_params *p, int64_t layer,
-                       struct layer_params *out);
+void plan_layer_params(const struct model *m, int64_t layer, struct layer_params *out);
 
 /* What one pipeline stage holds: layers [first, last), the parameters split by TP and
  * replicated over DP (attention, dense FFN, shared experts, routers, norms, and the embedding on
@@ -105,6 +104,12 @@ double plan_kv_split(const struct model *m, const struct layout *l);
 
 /* Per-token activation workspace on a device (bytes), see plan.c for the terms. */
 double plan_activation_bytes_per_token(const struct model *m, const struct layout *l);
+
+/* What the model's MTP modules (m->mtp_layers of them) put on each device of the last stage
+ * when w->mtp: their weights (attention, indexer, projection and norms split by TP as the
+ * layers' are; routed experts spread over EP as an MoE layer's) and their KV for `sequences`. */
+void plan_mtp_memory(const struct model *m, const struct layout *l, const struct workload *w,
+                     int64_t sequences, double *weights_bytes, double *kv_bytes);
 
 /* Memory of each device of pipeline stage `index` (they hold the same). */
 void plan_stage_memory(const struct model *m, const struct topology *t, const struct layout *l,

@@ -51,6 +51,46 @@ struct stage_times {
     double attention, dense, experts, dense_weights, expert_weights;
 };
 
+/* Speculative decoding's drafts on the last stage, on the most loaded device: `draft_passes`
+ * passes of one MTP module and the LM head over one token of each decode sequence (DeepSeek's
+ * and SGLang's MTP reuse one module for every draft), each reading the module's weights, the
+ * routed experts its tokens hit and the module's KV. FLOPs and bytes, in the units of
+ * stage_times' own terms. Nothing when the model has no MTP module or the workload runs none. */
+struct drafts {
+    double matmul, expert_matmul, attention, indexer, dense_bytes, expert_bytes, cache_bytes;
+};
+
+static void draft_work(const struct roof_setup *s, const struct roof_step *load, struct drafts *out)
+{
+    const struct model *m = s->model;
+    const struct layout *l = &s->layout;
+    const struct workload *w = &s->workload;
+    if (!w->mtp || m->mtp_layers == 0 || load->draft_passes <= 0)
+        return;
+    struct model_params p;
+    model_params(m, &p);
+    struct layer_parts module;
+    model_mtp_parts(m, &module);
+    double tp = (double)l->tp, passes = load->draft_passes;
+    double rank_sequences = ceil(load->sequences / (double)l->dp);
+    double head = m->tie_embeddings ? p.embedding : p.lm_head;
+    double streamed = layer_parts_sum(&module) - module.routed_experts + head;
+    out->matmul = 2 * streamed / tp * rank_sequences * passes;
+    out->attention = model_mtp_attention_flops(m, load->context) * rank_sequences * passes / tp;
+    out->indexer = model_mtp_indexer_flops(m, load->context) * rank_sequences * passes / tp;
+    out->dense_bytes = passes * streamed * precision_bytes(w->weights) / tp;
+    out->cache_bytes = passes * rank_sequences * model_mtp_step_cache_bytes(m, w->kv, load->context, l->tp);
+    if (module.routed_experts > 0) {
+        double k = (double)m->moe.experts_per_token;
+        double imbalance = s->expert_imbalance > 1 ? s->expert_imbalance : 1;
+        double hit = 1 - pow(1 - k / (double)m->moe.experts, load->sequences);
+        out->expert_matmul = 2 * p.routed_expert * load->sequences * k / (double)l->ep * imbalance * passes /
+                             s->efficiency.experts;
+        out->expert_bytes = passes * plan_experts_per_device(m, l) * hit * p.routed_expert *
+                            precision_bytes(w->expert_weights) / s->efficiency.experts;
+    }
+}
+
 static void stage_times(const struct roof_setup *s, const struct stage *st, const struct roof_step *load,
                         struct stage_times *out)
 {
@@ -69,7 +109,6 @@ static void stage_times(const struct roof_setup *s, const struct stage *st, cons
     double rank_tokens = rank_decode_tokens + rank_prefill_tokens;
     double tokens = load->sequences * load->tokens_per_sequence +
                     load->prefill_prompts * load->prefill_tokens_per_prompt;
-    double layer_share = (double)(st->last - st->first) / (double)m->layers;
 
     /* compute: non-expert matmuls on the rank's tokens, split by TP; routed experts get
      * tokens x k / ep on average; attention over the cached tokens, split by TP */
@@ -80,18 +119,34 @@ static void stage_times(const struct roof_setup *s, const struct stage *st, cons
     double expert_matmul = 0;
     if (st->moe_layers) /* the most loaded device gets imbalance x the mean share */
         expert_matmul = 2 * p.routed_expert * tokens * k / ep * imbalance * (double)st->moe_layers / s->efficiency.experts;
-    double attention = model_attention_flops_per_token(m, load->context) * layer_share * rank_decode_tokens / tp;
-    if (rank_prefill_tokens > 0)
-        attention += model_attention_flops_per_token(m, load->prefill_context) * layer_share * rank_prefill_tokens / tp;
+    double attention = model_attention_flops_layers(m, load->context, st->first, st->last) * rank_decode_tokens / tp;
+    double indexer = model_indexer_flops_layers(m, load->context, st->first, st->last) * rank_decode_tokens / tp;
+    struct drafts drafts = {0};
+    if (st->last == m->layers)
+        draft_work(s, load, &drafts);
+    matmul += drafts.matmul;
+    expert_matmul += drafts.expert_matmul;
+    attention += drafts.attention;
+    indexer += drafts.indexer;
+    if (rank_prefill_tokens > 0) {
+        attention += model_attention_flops_layers(m, load->prefill_context, st->first, st->last) *
+                     rank_prefill_tokens / tp;
+        indexer += model_indexer_flops_layers(m, load->prefill_context, st->first, st->last) *
+                   rank_prefill_tokens / tp;
+    }
     enum precision used;
     double peak_weights = topology_peak_flops_per_s(t, w->weights, &used);
     double peak_kv = topology_peak_flops_per_s(t, w->kv, &used);
     if (peak_kv <= 0)
         peak_kv = peak_weights;
+    double peak_index = indexer > 0 ? topology_peak_flops_per_s(t, m->attention.indexer.key_precision, &used) : 0;
+    if (peak_index <= 0)
+        peak_index = peak_kv;
+    double attention_s = (attention - indexer) / peak_kv + indexer / peak_index;
     out->dense = matmul / peak_weights / s->efficiency.compute;
     out->experts = expert_matmul / peak_weights / s->efficiency.compute;
-    out->attention = attention / peak_kv / s->efficiency.compute;
-    out->compute = ((matmul + expert_matmul) / peak_weights + attention / peak_kv) / s->efficiency.compute;
+    out->attention = attention_s / s->efficiency.compute;
+    out->compute = ((matmul + expert_matmul) / peak_weights + attention_s) / s->efficiency.compute;
 
     /* weights: streamed non-expert weights, and the experts this device holds that the
      * micro-batch hits */
@@ -103,15 +158,18 @@ static void stage_times(const struct roof_setup *s, const struct stage *st, cons
         expert_bytes = (double)st->moe_layers * plan_experts_per_device(m, l) * hit *
                        p.routed_expert * precision_bytes(w->expert_weights) / s->efficiency.experts;
     }
+    dense_bytes += drafts.dense_bytes;
+    expert_bytes += drafts.expert_bytes;
     out->dense_weights = dense_bytes / bandwidth;
     out->expert_weights = expert_bytes / bandwidth;
     out->weights = (dense_bytes + expert_bytes) / bandwidth;
     double kv_bytes = rank_sequences *
-                      model_kv_bytes_per_sequence_layers(m, w->kv, load->context, st->first, st->last);
+                      model_step_cache_bytes_layers(m, w->kv, load->context, st->first, st->last, l->tp);
     if (rank_prompts > 0)
         kv_bytes += rank_prompts *
-                    model_kv_bytes_per_sequence_layers(m, w->kv, load->prefill_context, st->first, st->last);
-    out->kv = kv_bytes / plan_kv_split(m, l) / bandwidth;
+                    model_step_cache_bytes_layers(m, w->kv, load->prefill_context, st->first, st->last, l->tp);
+    kv_bytes += drafts.cache_bytes;
+    out->kv = kv_bytes / bandwidth;
 
     /* network */
     out->ep_up = out->ep_out = out->tp = 0;

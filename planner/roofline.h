@@ -77,6 +77,7 @@ struct roof_step {
     double prefill_prompts;
     double prefill_tokens_per_prompt;
     int64_t prefill_context;
+    double draft_passes; /* MTP module passes over each decode sequence (speculative drafts) */
 };
 
 /* The step's times; tokens_per_s counts one token per decode sequence, and `fits` is not set

@@ -88,6 +88,7 @@ static void aggregated_step(const struct serve_pool *pool, const struct graph_su
     *rank_prefill = prefill / (double)l->dp;
     struct roof_setup s = setup_of(pool, g, l);
     struct roof_step step = {.sequences = (double)batch, .tokens_per_sequence = 1 + (double)(w->mtp > 0 ? w->mtp : 0),
+                             .draft_passes = (double)(w->mtp > 0 ? w->mtp : 0),
                              .context = decode_context(w),
                              .prefill_prompts = computed > 0 ? prefill / computed : 0,
                              .prefill_tokens_per_prompt = computed, .prefill_context = prefill_context(w)};
@@ -138,6 +139,7 @@ void serve_decode_step(const struct serve_pool *pool, const struct graph_summary
 {
     struct roof_setup s = setup_of(pool, g, l);
     struct roof_step step = {.sequences = (double)batch, .tokens_per_sequence = 1 + (double)(w->mtp > 0 ? w->mtp : 0),
+                             .draft_passes = (double)(w->mtp > 0 ? w->mtp : 0),
                              .context = decode_context(w)};
     roof_step(&s, &step, out);
     set_rates(pool, l, serve_tokens_per_step(w) * (double)batch, out);
@@ -205,7 +207,7 @@ double serve_kv_transfer_s(const struct serve_pool *prefill, const struct layout
                            const struct layout *dl, const struct serve_workload *w, bool *over_scale_up)
 {
     const struct topology *pt = prefill->topology, *dt = decode->topology;
-    double bytes = model_kv_bytes_per_sequence(decode->model, decode->precisions.kv, w->isl);
+    double bytes = model_sequence_bytes(decode->model, decode->precisions.kv, w->isl);
     bool same_domain = pt == dt && pl->racks == 1 && dl->racks == 1 &&
                        pl->devices + dl->devices <= dt->domain_devices;
     double send, receive, latency;

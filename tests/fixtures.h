@@ -66,7 +66,7 @@ static inline struct stage_problem fixture_deepseek_stages(double *time, double 
     model_params(&m, &p);
     for (int64_t i = 0; i < 61; i++) {
         struct layer_params layer;
-        plan_layer_params(&m, &p, i, &layer);
+        plan_layer_params(&m, i, &layer);
         memory[i] = layer.replicated + layer.routed_experts;
         time[i] = memory[i] / (72 * 8e12);
     }

@@ -3,6 +3,7 @@
 #include "fixtures.h"
 #include "tap.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -127,9 +128,9 @@ static void windows(void)
     struct model oss = fixture_model("models/gpt-oss-120b.yaml");
     /* 18 sliding layers keep 128 tokens, 18 full layers keep the context; 2 x 8 x 64 x 2 B =
      * 2,048 B per token per layer: 18 x 131072 x 2048 + 18 x 128 x 2048 (facts: ~4.8 GB) */
-    CHECK_EQ(model_kv_bytes_per_sequence(&oss, PREC_BF16, 131072),
+    CHECK_EQ(model_sequence_bytes(&oss, PREC_BF16, 131072),
              18.0 * 131072 * 2048 + 18.0 * 128 * 2048, "gpt-oss-120b KV per 128K sequence, windows capped");
-    CHECK_EQ(model_kv_bytes_per_sequence(&oss, PREC_BF16, 100), 36.0 * 100 * 2048,
+    CHECK_EQ(model_sequence_bytes(&oss, PREC_BF16, 100), 36.0 * 100 * 2048,
              "gpt-oss-120b below the window every layer keeps every token");
     CHECK_EQ(model_kv_bytes_per_token(&oss, PREC_BF16), 73728, "gpt-oss-120b KV bytes per token uncapped (facts B2)");
     /* gpt-oss MXFP4 experts, BF16 elsewhere: (total - routed) x 2 + routed x 0.5 */
@@ -142,7 +143,7 @@ static void windows(void)
     struct model maverick = fixture_model("models/llama-4-maverick.yaml");
     /* 36 chunked layers keep 8192 tokens, 12 NoPE layers keep everything; 4,096 B per token
      * per layer (2 x 8 x 128 x 2 B) */
-    CHECK_EQ(model_kv_bytes_per_sequence(&maverick, PREC_BF16, 131072),
+    CHECK_EQ(model_sequence_bytes(&maverick, PREC_BF16, 131072),
              (36.0 * 8192 + 12.0 * 131072) * 4096, "Llama 4 Maverick KV per 128K sequence, chunks capped");
     CHECK_EQ(model_moe_layers(&maverick), 24, "Llama 4 Maverick has 24 MoE layers (interleave 2)");
     CHECK(model_layer_is_moe(&maverick, 1) && !model_layer_is_moe(&maverick, 0),
@@ -152,11 +153,182 @@ static void windows(void)
              4.0 * 40 * 128 * (36.0 * 8192 + 12.0 * 131072), "Llama 4 attention FLOPs capped by chunks");
 }
 
+/* A published total must lie within 2% of what rackplan counts (issue 19). */
+static void check_total(const char *name, double counted, double published)
+{
+    CHECK(fabs(counted / published - 1) <= 0.02, "%s: %.4g counted, %+.2f%% from the published %.4g", name,
+          counted, (counted / published - 1) * 100, published);
+}
+
+static void deepseek_v32(void)
+{
+    struct model v3 = fixture_model("models/deepseek-v3.yaml");
+    struct model m = fixture_model("tests/data/hf/deepseek-v3.2.json");
+    struct model_params p, p3;
+    model_params(&m, &p);
+    model_params(&v3, &p3);
+    /* DeepSeek-V3.2's Indexer (inference/model.py): wq_b 1536 x (64 x 128) from the query latent,
+     * wk 7168 x 128, k_norm LayerNorm weight and bias 2 x 128, weights_proj 7168 x 64 */
+    double indexer = 1536.0 * 64 * 128 + 7168.0 * 128 + 2 * 128 + 7168.0 * 64;
+    CHECK_EQ(indexer, 13959424, "DeepSeek-V3.2 indexer parameters per layer (hand sum)");
+    CHECK_EQ(model_indexer_params_per_layer(&m), indexer, "DeepSeek-V3.2 indexer per layer");
+    CHECK_EQ(p.indexer, 61 * indexer, "61 layers, each with its own indexer");
+    CHECK_EQ(p.total, p3.total + 61 * indexer, "DeepSeek-V3.2 = DeepSeek-V3 + 61 indexers");
+    CHECK_EQ(p.active, p3.active + 61 * indexer, "and every indexer is active");
+    /* The MTP module: a whole MoE layer with its indexer, eh_proj 2 x 7168 x 7168, the layer's two
+     * norms and enorm, hnorm and the shared head's norm; embedding and head shared with the model */
+    double expert = 3.0 * 7168 * 2048, attention = 187107328;
+    double module = attention + indexer + 257 * expert + (7168.0 * 256 + 256) + 2 * 7168.0 * 7168 + 5 * 7168.0;
+    CHECK_EQ(p.mtp, module, "DeepSeek-V3.2 MTP module = MoE layer + indexer + 2d x d + 5 norms");
+    /* The Hub's 685B (safetensors) counts the main model, the MTP module and the module's own
+     * copies of the embedding and head (model.layers.61.embed_tokens, shared_head.head) */
+    check_total("DeepSeek-V3.2 with MTP and its copies of embedding and head",
+                p.total + p.mtp + 2 * 129280.0 * 7168, 685e9);
+    check_total("DeepSeek-V3.2 without MTP (DeepSeek-V3's 671B)", p.total, 671e9);
+    /* KV per token: V3's 70,272 B plus an FP8 index key of 128 B with one FP32 scale, 132 B a layer */
+    CHECK_EQ(model_index_key_bytes(&m), 132, "index key: 128 FP8 values + a 4-byte scale");
+    CHECK_EQ(model_kv_bytes_per_token(&m, PREC_BF16), 70272 + 61 * 132, "V3.2 KV per token = V3's + 61 x 132 B");
+    CHECK_EQ(model_kv_bytes_per_token(&m, PREC_BF16), model_kv_bytes_per_token(&v3, PREC_BF16) + 61 * 132,
+             "which is V3's KV per token plus the index keys");
+    CHECK_EQ(model_state_bytes_per_sequence(&m), 0, "no fixed state: every layer is attention");
+    /* At 128K the attention reads 2,048 tokens' latents and scores all 131,072 index keys:
+     * per layer 2048 x 1152 + 131072 x 132 = 19,660,800 B against V3's 131072 x 1152 */
+    double step = 61 * (2048.0 * 1152 + 131072.0 * 132);
+    CHECK_EQ(model_step_cache_bytes_layers(&m, PREC_BF16, 131072, 0, 61, 1), step,
+             "V3.2 decode reads per sequence at 128K: top-2048 latents + every index key");
+    CHECK_EQ(model_step_cache_bytes_layers(&v3, PREC_BF16, 131072, 0, 61, 1), 61 * 131072.0 * 1152,
+             "V3 reads every latent");
+    CHECK(step < 0.14 * 61 * 131072.0 * 1152, "V3.2 reads 13%% of V3's KV at 128K");
+    CHECK_EQ(model_sequence_bytes(&m, PREC_BF16, 131072), 131072.0 * 78324, "but holds all of it, index keys too");
+    /* FLOPs per new token at 128K, per layer: MLA over 2,048 tokens, 278,528 x 2048, and the
+     * indexer over every token, 2 x 64 x 128 = 16,384 x 131072 */
+    double flops = 61 * (278528.0 * 2048 + 16384.0 * 131072);
+    CHECK_EQ(model_attention_flops_per_token(&m, 131072), flops, "V3.2 attention FLOPs at 128K (hand sum)");
+    CHECK_EQ(model_indexer_flops_layers(&m, 131072, 0, 61), 61 * 16384.0 * 131072, "of which the indexers'");
+    CHECK(flops < 0.08 * model_attention_flops_per_token(&v3, 131072), "7.4%% of V3's attention FLOPs at 128K");
+    CHECK_EQ(model_attention_flops_per_token(&m, 2048), model_attention_flops_per_token(&v3, 2048) + 61 * 16384.0 * 2048,
+             "at 2,048 tokens the attention is V3's, plus the indexer");
+}
+
+static void glm5(void)
+{
+    struct model m = fixture_model("tests/data/hf/glm-5.json");
+    struct model_params p;
+    model_params(&m, &p);
+    /* indexer: wq_b 2048 x (32 x 128), wk 6144 x 128, k_norm 2 x 128, weights_proj 6144 x 32 */
+    double indexer = 2048.0 * 32 * 128 + 6144.0 * 128 + 2 * 128 + 6144.0 * 32;
+    CHECK_EQ(p.indexer, 78 * indexer, "GLM-5: 78 indexers of 9,371,904");
+    /* "744B parameters (40B active)", github.com/zai-org/GLM-5 README, without the MTP layer */
+    check_total("GLM-5", p.total, 744e9);
+    /* its 40B active counts neither the embedding nor the LM head: 40.83B - 0.95B = 39.88B */
+    CHECK_REL(p.active - p.lm_head, 40e9, 0.01, "GLM-5: active without the LM head within 1% of the published 40B");
+    CHECK_EQ(model_kv_bytes_per_token(&m, PREC_BF16), 78 * ((512 + 64) * 2 + 132.0),
+             "GLM-5 KV per token: 78 x (MLA latent 1,152 B + index key 132 B)");
+    /* GLM-5.2's IndexShare: a shared layer reuses the previous layer's top-k, holds no index keys
+     * and runs no indexer; its attention still reads the top-k */
+    struct model shared = m;
+    shared.pattern.length = 2;
+    shared.pattern.shares_indexer[0] = 0;
+    shared.pattern.shares_indexer[1] = 1;
+    model_params(&shared, &p);
+    CHECK_EQ(p.indexer, 39 * indexer, "indexer shared by pairs of layers: 39 indexers");
+    CHECK_EQ(model_kv_bytes_per_token(&shared, PREC_BF16), 78 * 1152.0 + 39 * 132, "and 39 layers of index keys");
+    CHECK_EQ(model_attention_flops_per_token(&shared, 131072),
+             78 * 2.0 * 64 * (2 * 512 + 64) * 2048 + 39 * 2.0 * 32 * 128 * 131072,
+             "every layer attends to 2,048 tokens, half of them score all 131,072");
+}
+
+/* Gated DeltaNet of Qwen3-Next and Qwen3.5 (16 key heads, 32 value heads, heads of 128, a
+ * 4-wide convolution, hidden 2048): per layer in_proj_qkvz 2048 x (2 x 2048 + 2 x 4096),
+ * in_proj_ba 2048 x 64, conv 8,192 channels x 4, dt_bias and A_log 2 x 32, the gated norm 128,
+ * out_proj 4096 x 2048. Its state: 32 x 128 x 128 at FP32 plus the convolution's last 3 inputs
+ * of 8,192 channels at BF16. */
+static const double gdn_params = 2048.0 * 12288 + 2048.0 * 64 + 8192.0 * 4 + 64 + 128 + 4096.0 * 2048;
+static const double gdn_state = 32.0 * 128 * 128 * 4 + 8192.0 * 3 * 2;
+
+static void qwen3_next(void)
+{
+    struct model m = fixture_model("tests/data/hf/qwen3-next-80b-a3b.json");
+    struct model_params p;
+    model_params(&m, &p);
+    CHECK_EQ(model_mixer_layers(&m, MIXER_LINEAR), 36, "Qwen3-Next: 36 Gated DeltaNet layers");
+    CHECK_EQ(model_mixer_layers(&m, MIXER_ATTENTION), 12, "and 12 full-attention layers, every fourth");
+    CHECK(model_layer_mixer(&m, 3) == MIXER_ATTENTION && model_layer_mixer(&m, 2) == MIXER_LINEAR,
+          "layer 3 attends, layer 2 is linear (full_attention_interval 4)");
+    CHECK_EQ(model_linear_params_per_layer(&m), gdn_params, "Gated DeltaNet parameters per layer (hand sum)");
+    /* gated attention: q and its gate 2048 x (2 x 16 x 256), k and v 2 x 2048 x 512, o 4096 x
+     * 2048, q and k norms 2 x 256 */
+    CHECK_EQ(model_attention_params_per_layer(&m), 2048.0 * 8192 + 2 * 2048.0 * 512 + 4096.0 * 2048 + 512,
+             "gated attention parameters per layer");
+    /* "80B parameters, 3B activated" (Qwen/Qwen3-Next-80B-A3B-Instruct model card) */
+    check_total("Qwen3-Next-80B-A3B", p.total, 80e9);
+    CHECK_EQ(p.linear_attention, 36 * gdn_params, "36 layers of linear attention");
+    /* KV only in the 12 full-attention layers: 2 x 2 KV heads x 256 x 2 B = 2,048 B each */
+    CHECK_EQ(model_kv_bytes_per_token(&m, PREC_BF16), 12 * 2048, "KV per token: 12 layers x 2,048 B");
+    CHECK_EQ(model_layer_state_bytes(&m, 0), gdn_state, "a linear layer's state: 2,146,304 B");
+    CHECK_EQ(model_state_bytes_per_sequence(&m), 36 * gdn_state, "fixed state per sequence: 36 x 2,146,304 B");
+    CHECK_EQ(model_sequence_bytes(&m, PREC_BF16, 262144), 262144.0 * 24576 + 36 * gdn_state,
+             "a 256K sequence: 6.44 GB of KV + 77 MB of state");
+    CHECK_EQ(model_sequence_bytes(&m, PREC_BF16, 1), 24576 + 36 * gdn_state, "a 1-token sequence holds the state whole");
+    /* TP 8 splits GQA's 2 KV heads 2 ways and the states' 32 value heads 8 ways */
+    CHECK_EQ(model_sequence_bytes_layers(&m, PREC_BF16, 262144, 0, 48, 8), 262144.0 * 24576 / 2 + 36 * gdn_state / 8,
+             "per device of TP 8: KV over 2 KV heads, states over 8");
+    /* a decode step reads the attended KV and reads and writes back each state */
+    CHECK_EQ(model_step_cache_bytes_layers(&m, PREC_BF16, 262144, 0, 48, 1), 262144.0 * 24576 + 2 * 36 * gdn_state,
+             "a decode step reads the KV, reads and writes the states");
+    /* FLOPs per token: GQA 4 x 16 x 256 per cached token in 12 layers; Gated DeltaNet 7 x 32 x
+     * 128 x 128 + the convolution 2 x 8192 x 4 in 36 */
+    CHECK_EQ(model_attention_flops_per_token(&m, 262144),
+             12 * 4.0 * 16 * 256 * 262144 + 36 * (7.0 * 32 * 128 * 128 + 2.0 * 8192 * 4),
+             "Qwen3-Next attention FLOPs at 256K: full layers grow with context, linear layers do not");
+}
+
+static void qwen3_5(void)
+{
+    struct model m = fixture_model("tests/data/hf/qwen3.5-35b-a3b.json");
+    struct model_params p;
+    model_params(&m, &p);
+    CHECK_EQ(model_mixer_layers(&m, MIXER_LINEAR), 30, "Qwen3.5-35B-A3B: 30 Gated DeltaNet layers of 40");
+    /* "35B total, 3B activated" (Qwen/Qwen3.5-35B-A3B model card; the checkpoint's vision
+     * encoder is not counted here) */
+    check_total("Qwen3.5-35B-A3B", p.total, 35e9);
+    CHECK_EQ(model_kv_bytes_per_token(&m, PREC_BF16), 10 * 2048, "KV per token: 10 full layers x 2,048 B");
+    CHECK_EQ(model_state_bytes_per_sequence(&m), 30 * gdn_state, "fixed state: 30 x 2,146,304 B");
+    CHECK_EQ(m.mtp_layers, 1, "one MTP module (mtp_num_hidden_layers)");
+}
+
+static void nemotron_h(void)
+{
+    struct model m = fixture_model("tests/data/hf/nemotron-3-nano-30b-a3b.json");
+    struct model_params p;
+    model_params(&m, &p);
+    CHECK(model_mixer_layers(&m, MIXER_MAMBA) == 23 && model_mixer_layers(&m, MIXER_ATTENTION) == 6 &&
+              model_moe_layers(&m) == 23,
+          "Nemotron 3 Nano: 23 Mamba-2, 6 attention and 23 MoE blocks");
+    /* Mamba-2, hidden 2688, 64 heads of 64, state 128, 8 groups, conv 4 with bias: in_proj
+     * 2688 x (z 4096 + x 4096 + B, C 2 x 8 x 128 + dt 64), conv 6,144 channels x 4 + bias,
+     * dt_bias, A_log and D 3 x 64, norm 4096, out_proj 4096 x 2688 */
+    double mamba = 2688.0 * (4096 + 6144 + 64) + 6144.0 * 4 + 6144 + 3 * 64 + 4096 + 4096.0 * 2688;
+    CHECK_EQ(model_mamba_params_per_layer(&m), mamba, "Mamba-2 parameters per layer (hand sum)");
+    /* "31.6B total parameters ... approximately 3.2B active (3.6B including embeddings)"
+     * (nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 model card) */
+    check_total("Nemotron 3 Nano 30B-A3B", p.total, 31.6e9);
+    CHECK_REL(p.active, 3.2e9, 0.02, "active within 2% of the published 3.2B");
+    CHECK_EQ(model_kv_bytes_per_token(&m, PREC_BF16), 6 * 2 * 2 * 128 * 2.0, "KV per token: 6 layers x 1,024 B");
+    /* state: 64 x 64 x 128 at FP32 + the convolution's last 3 inputs of 6,144 channels at BF16 */
+    double state = 64.0 * 64 * 128 * 4 + 6144.0 * 3 * 2;
+    CHECK_EQ(model_state_bytes_per_sequence(&m), 23 * state, "fixed state: 23 x 2,134,016 B");
+    CHECK_EQ(model_attention_flops_per_token(&m, 131072),
+             6 * 4.0 * 32 * 128 * 131072 + 23 * (5.0 * 4096 * 128 + 2.0 * 6144 * 4),
+             "attention FLOPs at 128K: 6 GQA layers and 23 Mamba-2 updates");
+}
+
 static void hf_configs(void)
 {
     const char *names[] = {"deepseek-v3", "kimi-k2", "qwen3-235b-a22b", "qwen3-30b-a3b",
                            "llama-3.1-405b", "llama-3.1-70b", "llama-4-maverick",
-                           "mixtral-8x22b", "gpt-oss-120b", "glm-4.5"};
+                           "mixtral-8x22b", "gpt-oss-120b", "glm-4.5", "deepseek-v3.2", "glm-5",
+                           "qwen3-next-80b-a3b", "qwen3.5-35b-a3b", "nemotron-3-nano-30b-a3b"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char spec_path[128], hf_path[128];
         snprintf(spec_path, sizeof spec_path, "models/%s.yaml", names[i]);
@@ -167,11 +339,12 @@ static void hf_configs(void)
         model_params(&hf, &b);
         CHECK(a.total == b.total && a.active == b.active &&
                   model_kv_bytes_per_token(&spec, PREC_BF16) == model_kv_bytes_per_token(&hf, PREC_BF16) &&
-                  model_kv_bytes_per_sequence(&spec, PREC_BF16, 200000) ==
-                      model_kv_bytes_per_sequence(&hf, PREC_BF16, 200000) &&
-                  spec.weights_precision == hf.weights_precision &&
+                  model_sequence_bytes(&spec, PREC_BF16, 200000) ==
+                      model_sequence_bytes(&hf, PREC_BF16, 200000) &&
+                  model_state_bytes_per_sequence(&spec) == model_state_bytes_per_sequence(&hf) &&
+                  a.mtp == b.mtp && spec.weights_precision == hf.weights_precision &&
                   spec.expert_weights_precision == hf.expert_weights_precision,
-              "%s: config.json and model spec give the same parameters, KV and precisions", names[i]);
+              "%s: config.json and model spec give the same parameters, KV, state, MTP and precisions", names[i]);
     }
 }
 
@@ -184,5 +357,10 @@ int main(int argc, char **argv)
     totals();
     windows();
     hf_configs();
+    deepseek_v32();
+    glm5();
+    qwen3_next();
+    qwen3_5();
+    nemotron_h();
     return tap_done();
 }

@@ -141,6 +141,57 @@ static void gqa_kv_split(void)
           "an absolute reserve is used as given");
 }
 
+static void recurrent_state(void)
+{
+    /* Qwen3-Next-80B-A3B (BF16) at 256K on one HGX H200: TP 1 x DP 8, the 512 experts over EP 8,
+     * 64 of each of the 48 MoE layers on a GPU. A sequence holds KV only in its 12 full-attention
+     * layers, 262144 x 12 x 2,048 B = 6.44 GB, and 36 Gated DeltaNet states of 2,146,304 B
+     * (32 x 128 x 128 at FP32 + 3 x 8,192 conv inputs at BF16), whatever its length. */
+    struct model m = fixture_model("tests/data/hf/qwen3-next-80b-a3b.json");
+    struct model_params p;
+    model_params(&m, &p);
+    struct topology h200 = fixture_topology("topologies/hgx-h200.xml");
+    struct workload w = workload(&m, 1, 262144);
+    struct fit f;
+    CHECK(plan_fit(&m, &h200, 1, &w, &f) && f.fits && f.layout.tp == 1 && f.layout.dp == 8 && f.layout.ep == 8,
+          "Qwen3-Next fits one HGX H200 as TP 1 x DP 8, EP 8");
+    double expert = 3.0 * 2048 * 512;
+    double weights = (p.total - p.routed_experts) * 2 + 48 * 64 * expert * 2;
+    CHECK_EQ(f.memory.weights_bytes, weights, "weights per GPU: the non-expert part and 48 x 64 experts at BF16");
+    double state = 36 * (32.0 * 128 * 128 * 4 + 8192.0 * 3 * 2);
+    CHECK_EQ(f.memory.kv_bytes, 262144.0 * 12 * 2048 + state, "one sequence: 12 layers of KV + 36 states");
+    double per_sequence = 262144.0 * 12 * 2048 + state + plan_activation_bytes_per_token(&m, &f.layout);
+    double per_gpu = floor((141e9 * 0.9 - weights) / per_sequence);
+    CHECK_EQ(f.max_batch, 8 * per_gpu, "max batch at 256K = 8 GPUs x floor(free / (KV + state + activations))");
+    /* read as 48 full-attention layers, as rackplan did before, a sequence would hold
+     * 262144 x 48 x 2,048 B = 25.8 GB and a GPU 3 of them instead of 14 */
+    double as_attention = floor((141e9 * 0.9 - weights) / (262144.0 * 48 * 2048));
+    CHECK(per_gpu >= 4 * as_attention, "the linear layers' fixed state lets %.0f sequences a GPU where full attention fits %.0f",
+          per_gpu, as_attention);
+}
+
+static void mtp_memory(void)
+{
+    /* DeepSeek-V3 with its MTP module held (speculative decoding on), FP8 on one GB200 NVL72
+     * (DP 72, EP 72): every GPU of the last (only) stage holds the module's non-expert weights
+     * (attention 187,107,328, shared expert, router, eh_proj 2 x 7168^2 and 5 norms), 4 of its
+     * 256 experts like any MoE layer, and a 62nd layer of MLA latents for each sequence */
+    struct model m = fixture_model("models/deepseek-v3.yaml");
+    struct topology gb200 = fixture_topology("topologies/gb200-nvl72.xml");
+    struct workload w = workload(&m, 72, 8192);
+    struct device_memory plain, held;
+    struct fit f;
+    CHECK(plan_fit(&m, &gb200, 1, &w, &f) && f.layout.dp == 72, "DeepSeek-V3 on NVL72: DP 72");
+    plan_memory(&m, &gb200, &f.layout, &w, &plain);
+    w.mtp = true;
+    plan_memory(&m, &gb200, &f.layout, &w, &held);
+    double expert = 3.0 * 7168 * 2048;
+    double module = 187107328.0 + expert + 7168.0 * 256 + 256 + 2 * 7168.0 * 7168 + 5 * 7168;
+    CHECK_EQ(held.weights_bytes - plain.weights_bytes, module + 4 * expert,
+             "the MTP module adds its non-expert weights and 4 experts a GPU at FP8");
+    CHECK_EQ(held.kv_bytes - plain.kv_bytes, 8192.0 * 1152, "and one layer of MLA latents for the GPU's sequence");
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && chdir(argv[1]) != 0)
@@ -150,5 +201,7 @@ int main(int argc, char **argv)
     experts_whole();
     replica_memory();
     gqa_kv_split();
+    recurrent_state();
+    mtp_memory();
     return tap_done();
 }

@@ -208,6 +208,83 @@ static void kernels_in_sequence(void)
     CHECK_REL(bound.step_s, bound.weights_s + bound.kv_s, 1e-12, "where the bound overlaps them: weights + KV");
 }
 
+static void sparse_attention(void)
+{
+    /* DeepSeek-V3 and V3.2 decoding 72 x 16 sequences at 128K on one GB200 NVL72 (DP 72, 16 a
+     * GPU; 8 TB/s, 2.5 PFLOP/s BF16, 5 PFLOP/s FP8). Per sequence V3 reads 61 x 131072 x 1,152 B
+     * of latents; V3.2 reads 61 x (2048 x 1,152 + 131072 x 132) B, the top-2,048 latents and every
+     * index key. V3's attention is 61 x 278,528 x 131072 FLOPs a token at BF16; V3.2's is
+     * 61 x 278,528 x 2048 at BF16 and the indexer's 61 x 16,384 x 131072 at FP8. */
+    struct model v3 = fixture_model("models/deepseek-v3.yaml");
+    struct model v32 = fixture_model("models/deepseek-v3.2.yaml");
+    struct topology t = fixture_topology("topologies/gb200-nvl72.xml");
+    struct graph_summary g;
+    struct roof_setup a = setup(&v3, &t, &g, 1, 1, 1, 131072);
+    struct roof_setup b = setup(&v32, &t, &g, 1, 1, 1, 131072);
+    struct roof_point dense, sparse;
+    roof_decode(&a, 72 * 16, &dense);
+    roof_decode(&b, 72 * 16, &sparse);
+    CHECK_REL(dense.kv_s, 16 * 61 * 131072.0 * 1152 / 8e12, 1e-12, "V3 at 128K: 16 sequences' latents at 8 TB/s");
+    CHECK_REL(sparse.kv_s, 16 * 61 * (2048.0 * 1152 + 131072.0 * 132) / 8e12, 1e-12,
+              "V3.2 at 128K: top-2,048 latents and every index key");
+    /* the compute differs by the attention and the indexers' projections, 61 x 13,959,424
+     * parameters at FP8 for each of the 16 tokens */
+    double v3_attention = 16 * 61 * 278528.0 * 131072 / 2.5e15;
+    double v32_attention = 16 * 61 * 278528.0 * 2048 / 2.5e15 + 16 * 61 * 16384.0 * 131072 / 5e15;
+    double projections = 2 * 16 * 61 * 13959424.0 / 5e15;
+    CHECK_REL(sparse.compute_s - dense.compute_s, v32_attention + projections - v3_attention, 1e-9,
+              "the compute differs by the attention's FLOPs and the indexers' matmuls");
+    double v3_time = dense.kv_s + v3_attention, v32_time = sparse.kv_s + v32_attention;
+    CHECK(v32_time < 0.1 * v3_time, "V3.2's KV and attention time is %.1f%% of V3's at 128K", 100 * v32_time / v3_time);
+    CHECK(dense.bound == ROOF_KV && sparse.step_s < 0.5 * dense.step_s,
+          "V3 is bound by its KV read; V3.2's step takes %.0f%% of V3's", 100 * sparse.step_s / dense.step_s);
+}
+
+static void linear_attention(void)
+{
+    /* Qwen3-Next-80B-A3B at 256K on GB200 NVL72, 16 sequences a GPU (DP 72): a decode step reads
+     * the KV of 12 full-attention layers, 262144 x 12 x 2,048 B, and reads and writes back the
+     * 36 Gated DeltaNet states of 2,146,304 B each */
+    struct model m = fixture_model("tests/data/hf/qwen3-next-80b-a3b.json");
+    struct topology t = fixture_topology("topologies/gb200-nvl72.xml");
+    struct graph_summary g;
+    struct roof_setup s = setup(&m, &t, &g, 1, 1, 1, 262144);
+    struct roof_point r;
+    roof_decode(&s, 72 * 16, &r);
+    double state = 32.0 * 128 * 128 * 4 + 8192.0 * 3 * 2;
+    CHECK_REL(r.kv_s, 16 * (262144.0 * 12 * 2048 + 2 * 36 * state) / 8e12, 1e-12,
+              "Qwen3-Next at 256K: 12 layers of KV and 36 states read and written");
+}
+
+static void drafts(void)
+{
+    /* DeepSeek-V3 with one MTP draft a step, batch 1 at 8K on one HGX H200 (TP 8, 4.8 TB/s):
+     * the draft pass streams the MTP module's non-expert weights (attention 187,107,328, shared
+     * expert 44,040,192, router 7168 x 256 + 256, eh_proj 2 x 7168^2, 5 norms) and the LM head
+     * (129280 x 7168), over TP 8 at FP8; its one token hits 8 experts of the 256, and each GPU
+     * holds 32 of them: 32 x (1 - (1 - 8/256)^1) = 1 expert of 44,040,192 B on the fullest; and
+     * it reads the module's MLA latents, 8192 x 1,152 B, whole on every GPU. */
+    struct model m = fixture_model("models/deepseek-v3.yaml");
+    struct topology t = fixture_topology("topologies/hgx-h200.xml");
+    struct graph_summary g;
+    struct roof_setup s = setup(&m, &t, &g, 1, 8, 1, 8192);
+    struct roof_step plain = {.sequences = 1, .tokens_per_sequence = 2, .context = 8192};
+    struct roof_step drafted = plain;
+    drafted.draft_passes = 1;
+    struct roof_point without, with;
+    s.workload.mtp = true;
+    roof_step(&s, &plain, &without);
+    roof_step(&s, &drafted, &with);
+    double expert = 3.0 * 7168 * 2048;
+    double streamed = 187107328.0 + expert + 7168.0 * 256 + 256 + 2 * 7168.0 * 7168 + 5 * 7168 + 129280.0 * 7168;
+    CHECK_REL(with.weights_s - without.weights_s, (streamed / 8 + 32 * (8.0 / 256) * expert) / 4.8e12, 1e-9,
+              "a draft pass streams the MTP module and the LM head over TP 8 and the expert it hits");
+    CHECK_REL(with.kv_s - without.kv_s, 8192.0 * 1152 / 4.8e12, 1e-9, "and reads the module's 8,192 latents");
+    s.workload.mtp = false;
+    roof_step(&s, &drafted, &with);
+    CHECK_EQ(with.step_s, without.step_s, "without --mtp nothing of the module is counted");
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && chdir(argv[1]) != 0)
@@ -218,5 +295,8 @@ int main(int argc, char **argv)
     pipeline();
     network();
     kernels_in_sequence();
+    sparse_attention();
+    linear_attention();
+    drafts();
     return tap_done();
 }
