@@ -16,7 +16,7 @@ _rackplan_options() {
     case $1 in
     model) echo "--weights --kv --context --format $shared" ;;
     topo) echo "--racks --format $shared" ;;
-    fit) echo "--racks --weights --kv --context --batch --reserve --tp --pp --format $shared" ;;
+    fit) echo "--racks --weights --kv --context --batch --reserve --tp --pp --mtp --format $shared" ;;
     roofline)
         echo "--racks --weights --kv --context --batch --reserve --tp --pp --format $shared" \
             "--sweep --phase --plot --eta-compute --eta-memory --eta-network --estimate --shard" \

@@ -141,7 +141,8 @@ static void print_help(const struct command *c)
                "                   default 0\n"
                "  --mtp K --mtp-accept P  multi-token prediction: K draft tokens a step, each\n"
                "                   accepted with probability P; a step verifies K + 1 tokens a\n"
-               "                   sequence and yields 1 + P + ... + P^K\n"
+               "                   sequence and yields 1 + P + ... + P^K; the model's MTP modules\n"
+               "                   (mtp_layers) are held on the last stage and run once a draft\n"
                "%s"
                "  --chunk N        aggregated: prefill tokens a data-parallel rank's step may carry\n"
                "                   (chunked prefill); default %d (TensorRT-LLM's max_num_tokens)\n",
@@ -205,6 +206,9 @@ static void print_help(const struct command *c)
                "                   (\"8GB\", \"6GiB\"); default %.0f%% (vLLM's gpu_memory_utilization 0.9)\n"
                "  --tp N, --pp N   pin tensor-parallel / pipeline degrees; default: chosen\n",
                PLAN_DEFAULT_RESERVE_FRACTION * 100);
+    if (c->options & OPTS_MTP_HELD)
+        printf("  --mtp K          hold the model's MTP modules (mtp_layers) on the last stage, as\n"
+               "                   speculative decoding with K draft tokens does; default 0: not held\n");
     if (c->options & OPTS_FORMAT)
         printf("  --format F       %s\n", c->options & OPTS_MERGE      ? "csv or json (what the parts must be; default: theirs)"
                                      : c->options & OPTS_DOT        ? "text (default), json, yaml or dot (Graphviz)"
@@ -339,6 +343,7 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         {{"tpot-ms", required_argument, NULL, OPT_TPOT_MS}, OPTS_TARGETS},
         {{"prefix-hit", required_argument, NULL, OPT_PREFIX_HIT}, OPTS_WORKLOAD},
         {{"mtp", required_argument, NULL, OPT_MTP}, OPTS_WORKLOAD},
+        {{"mtp", required_argument, NULL, OPT_MTP}, OPTS_MTP_HELD},
         {{"mtp-accept", required_argument, NULL, OPT_MTP_ACCEPT}, OPTS_WORKLOAD},
         {{"mode", required_argument, NULL, OPT_MODE}, OPTS_TARGETS | OPTS_SERVE},
         {{"mode", required_argument, NULL, OPT_MODE}, OPTS_TARGETS | OPTS_COMPARE},
@@ -857,6 +862,24 @@ void cli_serve_workload(const struct options *o, struct serve_workload *out)
                                    .prefix_hit = o->prefix_hit, .mtp = o->mtp, .mtp_accept = o->mtp_accept,
                                    .chunk_tokens = o->chunk_tokens, .mode = (enum serve_mode)o->mode,
                                    .rate = o->rate};
+}
+
+void cli_text_mtp(FILE *out, const struct model *m, const struct serve_workload *w)
+{
+    if (w->mtp <= 0)
+        return;
+    fprintf(out, ", MTP %lld draft%s accepted at %.2f (%.3f tokens a step)", (long long)w->mtp,
+            w->mtp == 1 ? "" : "s", w->mtp_accept, serve_tokens_per_step(w));
+    if (m->mtp_layers == 0) {
+        fprintf(out, "; the model ships no MTP module, so the drafts cost nothing here");
+        return;
+    }
+    struct model_params p;
+    model_params(m, &p);
+    char params[32];
+    format_count(p.mtp, params, sizeof params);
+    fprintf(out, ";\n    its MTP module%s (%s parameters) held on the last stage's devices, run for each draft",
+            m->mtp_layers == 1 ? "" : "s", params);
 }
 
 void cli_json_serve_workload(struct json *j, const struct serve_workload *w)

@@ -54,6 +54,7 @@ enum {
     OPTS_TARGETS = 1 << 13,  /* with a workload: --ttft-ms, --tpot-ms; --mode where a mode is chosen
                               * (OPTS_SERVE, OPTS_COMPARE) */
     OPTS_SERVE = 1 << 12,    /* --rate, --prefill-topology, --price, --plot, --report, --estimate */
+    OPTS_MTP_HELD = 1 << 14, /* --mtp K without a workload: the MTP modules held, nothing timed */
 };
 
 #define CLI_MAX_POSITIONALS 64
@@ -186,6 +187,11 @@ struct serve_workload;
 void cli_serve_workload(const struct options *o, struct serve_workload *out);
 /* The workload's keys (isl, osl, targets, prefix hit, MTP), into the open object. */
 void cli_json_serve_workload(struct json *j, const struct serve_workload *w);
+
+/* The text of a workload's drafts, to follow its description on the same line: nothing
+ * without --mtp; else the drafts, their acceptance and tokens a step, and what the drafts cost:
+ * the model's MTP modules, or nothing when it ships none. */
+void cli_text_mtp(FILE *out, const struct model *m, const struct serve_workload *w);
 
 /* Whether `format` writes the JSON tree (json or yaml), and in which syntax. */
 bool cli_tree_format(enum output_format format, enum json_syntax *syntax);

@@ -84,6 +84,8 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct model *m
     json_int(&j, w->context);
     json_key(&j, "batch");
     json_int(&j, w->batch);
+    json_key(&j, "mtp_modules_held");
+    json_int(&j, w->mtp ? m->mtp_layers : 0);
     json_key(&j, "layout");
     json_layout(&j, m, &f->layout);
     json_key(&j, "fits");
@@ -145,7 +147,18 @@ static void write_text(FILE *out, const struct model *m, const struct topology *
     if (model_is_moe(m))
         fprintf(out, ", EP %" PRId64, f->layout.ep);
     layout_description(m, &f->layout, description, sizeof description);
-    fprintf(out, "\n    (%s)\n\n", description);
+    fprintf(out, "\n    (%s)\n", description);
+    if (w->mtp) {
+        struct model_params p;
+        model_params(m, &p);
+        format_count(p.mtp, a, sizeof a);
+        if (m->mtp_layers > 0)
+            fprintf(out, "  MTP: %" PRId64 " module%s of %s parameters held on the last stage's devices, with a layer of KV a sequence\n",
+                    m->mtp_layers, m->mtp_layers == 1 ? "" : "s", a);
+        else
+            fprintf(out, "  MTP: the model ships no MTP module; nothing more is held\n");
+    }
+    fprintf(out, "\n");
 
     fprintf(out, "per device (the most loaded)            GB\n");
     row(out, "weights", mem->weights_bytes);

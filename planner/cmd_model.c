@@ -263,18 +263,20 @@ static void write_text(FILE *out, const struct model *m, const struct options *o
     const struct {
         const char *name;
         double value;
-    } mixers[] = {{"indexers", p.indexer}, {"linear attention", p.linear_attention}, {"Mamba-2", p.mamba}};
+    } mixers[] = {{"DSA indexers", p.indexer},
+                  {"linear attention (Gated DeltaNet)", p.linear_attention},
+                  {"Mamba-2 layers", p.mamba}};
     for (size_t i = 0; i < sizeof mixers / sizeof mixers[0]; i++) {
         if (mixers[i].value <= 0)
             continue;
         format_count(mixers[i].value, a, sizeof a);
-        fprintf(out, "  in total     %s %s\n", a, mixers[i].name);
+        fprintf(out, "  of which     %s in %s\n", a, mixers[i].name);
     }
     if (m->mtp_layers > 0) {
         format_count(p.mtp, a, sizeof a);
         format_count(p.total + p.mtp, b, sizeof b);
-        fprintf(out, "  MTP          %s in %" PRId64 " module%s, not in the total (with them %s); held only with --mtp\n", a,
-                m->mtp_layers, m->mtp_layers == 1 ? "" : "s", b);
+        fprintf(out, "  MTP          %s in %" PRId64 " module%s, apart from the total (%s with %s); held only with --mtp\n",
+                a, m->mtp_layers, m->mtp_layers == 1 ? "" : "s", b, m->mtp_layers == 1 ? "it" : "them");
     }
     format_gb(model_weight_bytes(m, o->weights, o->expert_weights), a, sizeof a);
     fprintf(out, "\nweights: %s GB at %s", a, precision_name(o->weights));

@@ -158,9 +158,11 @@ static void write_text(FILE *out, const struct report *r)
     } else if (r->serving) {
         fprintf(out, "  workload: %lld prompt and %lld output tokens a request; each step carries the batch's "
                      "decode (KV read at %lld tokens) and the prefill of the prompts that replace finished "
-                     "requests; tokens/s counts output tokens\n",
+                     "requests; tokens/s counts output tokens",
                 (long long)r->serving->isl, (long long)r->serving->osl,
                 (long long)(r->serving->isl + r->serving->osl / 2));
+        cli_text_mtp(out, r->model, r->serving);
+        fprintf(out, "\n");
     }
     if (r->options->prefill) {
         format_count((double)r->setup->workload.context, a, sizeof a);

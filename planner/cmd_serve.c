@@ -285,22 +285,6 @@ static void text_point(FILE *out, const struct answer *a, const struct serve_poi
         fprintf(out, ", energy unknown (no power)\n");
 }
 
-/* What the drafts cost: the model's MTP modules, held on the last stage and run once a draft, or
- * nothing counted when the model ships none (an outside draft model is not modelled). */
-static void write_mtp_note(FILE *out, const struct model *m)
-{
-    if (m->mtp_layers == 0) {
-        fprintf(out, "; the model ships no MTP module, so the drafts cost nothing here");
-        return;
-    }
-    struct model_params p;
-    model_params(m, &p);
-    char params[32];
-    format_count(p.mtp, params, sizeof params);
-    fprintf(out, ";\n    its MTP module%s (%s parameters) held on the last stage's devices, run for each draft",
-            m->mtp_layers == 1 ? "" : "s", params);
-}
-
 static void write_text(FILE *out, const struct answer *a)
 {
     const struct serve_workload *w = a->workload;
@@ -315,11 +299,7 @@ static void write_text(FILE *out, const struct answer *a)
     fprintf(out, "  workload: %s prompt and %s output tokens a request", isl, osl);
     if (w->prefix_hit > 0)
         fprintf(out, ", %.0f%% of the prompt from a prefix cache", w->prefix_hit * 100);
-    if (w->mtp > 0)
-        fprintf(out, ", MTP %lld draft%s accepted at %.2f (%.3f tokens a step)", (long long)w->mtp,
-                w->mtp == 1 ? "" : "s", w->mtp_accept, serve_tokens_per_step(w));
-    if (w->mtp > 0)
-        write_mtp_note(out, a->model);
+    cli_text_mtp(out, a->model, w);
     fprintf(out, "\n  targets: TTFT ");
     if (w->ttft_s > 0)
         fprintf(out, "<= %.4g ms", w->ttft_s * 1e3);

@@ -42,12 +42,14 @@ const struct command command_fit = {
     .run = cmd_fit,
     .summary = "does a model fit a cluster: memory per device, max batch, min devices",
     .usage = "rackplan fit MODEL TOPOLOGY [--racks N] [--weights PREC] [--kv PREC] [--context N]\n"
-             "                    [--batch N] [--reserve R] [--tp N] [--pp N] [--format text|json] [-o FILE]",
-    .help = "Per device: weights under the parallel layout it assumes (printed), the KV cache of the\n"
-            "batch at the context, activation workspace, runtime reserve and what is left. Also the\n"
-            "largest batch that fits at that context, and the fewest devices (and racks) that hold\n"
-            "the weights and the batch's KV. Exit 0 when it fits, 1 when it does not.\n",
-    .options = OPTS_FORMAT | OPTS_PRECISION | OPTS_CONTEXT | OPTS_RACKS | OPTS_BATCH | OPTS_FIT,
+             "                    [--batch N] [--reserve R] [--tp N] [--pp N] [--mtp K] [--format text|json] [-o FILE]",
+    .help = "Per device: weights under the parallel layout it assumes (printed), the KV cache (and the\n"
+            "fixed recurrent state of linear-attention and Mamba layers) of the batch at the context,\n"
+            "activation workspace, runtime reserve and what is left. Also the largest batch that fits\n"
+            "at that context, and the fewest devices (and racks) that hold the weights and the batch's\n"
+            "KV. --mtp K (K >= 1 draft tokens) holds the model's MTP modules on the last stage, as\n"
+            "speculative decoding does. Exit 0 when it fits, 1 when it does not.\n",
+    .options = OPTS_FORMAT | OPTS_PRECISION | OPTS_CONTEXT | OPTS_RACKS | OPTS_BATCH | OPTS_FIT | OPTS_MTP_HELD,
     .positionals = 2,
 };
 
