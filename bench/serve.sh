@@ -139,6 +139,12 @@ serve_case "serve Qwen3-235B MI355X --estimate" models/qwen3-235b-a22b.yaml topo
     "${workload[@]}" --estimate
 serve_case "serve DSV3 prefill HGX B200, decode GB200 NVL72, 8k/1k" $dsv3 $gb200 \
     --prefill-topology topologies/hgx-b200.xml --isl 8192 --osl 1024 --ttft-ms 2000
+# the new model families (issue 19): sparse attention at a long context with its MTP module held
+# and run, a linear-attention hybrid at its full context
+serve_case "serve DeepSeek-V3.2 GB200 NVL72, 32k/2k, --mtp 1" models/deepseek-v3.2.yaml $gb200 \
+    --isl 32768 --osl 2048 --tpot-ms 50 --mtp 1 --mtp-accept 0.8
+serve_case "serve Qwen3-Next-80B-A3B HGX H200, 256k/4k" models/qwen3-next-80b-a3b.yaml topologies/hgx-h200.xml \
+    --isl 258048 --osl 4096 --tpot-ms 50
 for model in deepseek-v3 qwen3-235b-a22b llama-3.1-405b; do
     compare_case "compare $model, ${#topologies[@]} topologies" models/$model.yaml
     compare_case "compare $model, ${#topologies[@]} topologies --estimate" models/$model.yaml --estimate

@@ -302,7 +302,17 @@ static bool json_value(struct json_scan *s, int depth)
         return json_literal(s, "false");
     case 'n':
         return json_literal(s, "null");
+    /* Python's json module writes the non-standard Infinity and NaN, and real config.json files
+     * carry them (Nemotron-H's "time_step_limit": [0.0, Infinity]); YAML reads them as words */
+    case 'I':
+        return json_literal(s, "Infinity");
+    case 'N':
+        return json_literal(s, "NaN");
     default:
+        if (s->end - s->p > 1 && s->p[0] == '-' && s->p[1] == 'I') {
+            s->p++;
+            return json_literal(s, "Infinity");
+        }
         return json_number_token(s);
     }
 }

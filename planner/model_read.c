@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -586,32 +587,62 @@ static void read_layer_pattern(struct reader *r, const struct doc_node *pattern,
         error_at(r, pattern, "field 'layer_pattern' needs at least one of 'mixer', 'ffn' or 'indexer'");
 }
 
-static void read_linear_attention(struct reader *r, const struct doc_node *l, struct model *m)
-{
-    static const char *const known[] = {"key_heads", "value_heads", "key_head_dim", "value_head_dim",
-                                        "conv_kernel", NULL};
-    check_keys(r, l, "linear_attention.", known);
-    read_int(r, l, "key_heads", "linear_attention.key_heads", true, 1, LIMIT_HEADS, &m->linear.key_heads);
-    read_int(r, l, "value_heads", "linear_attention.value_heads", true, 1, LIMIT_HEADS, &m->linear.value_heads);
-    read_int(r, l, "key_head_dim", "linear_attention.key_head_dim", true, 1, LIMIT_WIDTH,
-             &m->linear.key_head_dim);
-    read_int(r, l, "value_head_dim", "linear_attention.value_head_dim", true, 1, LIMIT_WIDTH,
-             &m->linear.value_head_dim);
-    read_int(r, l, "conv_kernel", "linear_attention.conv_kernel", true, 1, 1024, &m->linear.conv_kernel);
-}
+/* The integer fields of the recurrent mixers, by their spec and config.json names. */
+struct mixer_field {
+    const char *spec, *display, *hf; /* display: the spec key with its section, as messages name it */
+    bool required;
+    int64_t max;
+    size_t offset; /* of the int64_t in struct model */
+};
 
-static void read_mamba(struct reader *r, const struct doc_node *n, struct model *m)
+static const struct mixer_field linear_fields[] = {
+    {"key_heads", "linear_attention.key_heads", "linear_num_key_heads", true, LIMIT_HEADS,
+     offsetof(struct model, linear.key_heads)},
+    {"value_heads", "linear_attention.value_heads", "linear_num_value_heads", true, LIMIT_HEADS,
+     offsetof(struct model, linear.value_heads)},
+    {"key_head_dim", "linear_attention.key_head_dim", "linear_key_head_dim", true, LIMIT_WIDTH,
+     offsetof(struct model, linear.key_head_dim)},
+    {"value_head_dim", "linear_attention.value_head_dim", "linear_value_head_dim", true, LIMIT_WIDTH,
+     offsetof(struct model, linear.value_head_dim)},
+    {"conv_kernel", "linear_attention.conv_kernel", "linear_conv_kernel_dim", true, 1024,
+     offsetof(struct model, linear.conv_kernel)},
+    {NULL, NULL, NULL, false, 0, 0}};
+
+static const struct mixer_field mamba_fields[] = {
+    {"heads", "mamba.heads", "mamba_num_heads", true, LIMIT_HEADS,
+     offsetof(struct model, mamba.heads)},
+    {"head_dim", "mamba.head_dim", "mamba_head_dim", true, LIMIT_WIDTH,
+     offsetof(struct model, mamba.head_dim)},
+    {"state_size", "mamba.state_size", "ssm_state_size", true, LIMIT_WIDTH,
+     offsetof(struct model, mamba.state_size)},
+    {"groups", "mamba.groups", "n_groups", false, LIMIT_HEADS,
+     offsetof(struct model, mamba.groups)},
+    {"conv_kernel", "mamba.conv_kernel", "conv_kernel", true, 1024,
+     offsetof(struct model, mamba.conv_kernel)},
+    {NULL, NULL, NULL, false, 0, 0}};
+
+/* Reads `fields` from `map`: a spec section named `section` (its keys checked against the
+ * fields and the NULL-ended `other_keys`), or with section NULL a config.json under the fields'
+ * hf names. */
+static void read_mixer_fields(struct reader *r, const struct doc_node *map, const char *section,
+                              const struct mixer_field *fields, const char *const *other_keys,
+                              struct model *m)
 {
-    static const char *const known[] = {"heads", "head_dim", "state_size", "groups", "conv_kernel",
-                                        "conv_bias", "bias", NULL};
-    check_keys(r, n, "mamba.", known);
-    read_int(r, n, "heads", "mamba.heads", true, 1, LIMIT_HEADS, &m->mamba.heads);
-    read_int(r, n, "head_dim", "mamba.head_dim", true, 1, LIMIT_WIDTH, &m->mamba.head_dim);
-    read_int(r, n, "state_size", "mamba.state_size", true, 1, LIMIT_WIDTH, &m->mamba.state_size);
-    read_int(r, n, "groups", "mamba.groups", false, 1, LIMIT_HEADS, &m->mamba.groups);
-    read_int(r, n, "conv_kernel", "mamba.conv_kernel", true, 1, 1024, &m->mamba.conv_kernel);
-    read_bool(r, n, "conv_bias", "mamba.conv_bias", &m->mamba.conv_bias);
-    read_bool(r, n, "bias", "mamba.bias", &m->mamba.bias);
+    const char *known[16];
+    size_t n = 0;
+    for (const struct mixer_field *f = fields; f->spec; f++)
+        known[n++] = f->spec;
+    for (size_t i = 0; other_keys && other_keys[i]; i++)
+        known[n++] = other_keys[i];
+    known[n] = NULL;
+    if (section) {
+        char prefix[32];
+        snprintf(prefix, sizeof prefix, "%s.", section);
+        check_keys(r, map, prefix, known);
+    }
+    for (const struct mixer_field *f = fields; f->spec; f++)
+        read_int(r, map, section ? f->spec : f->hf, section ? f->display : f->hf, f->required, 1, f->max,
+                 (int64_t *)((char *)m + f->offset));
 }
 
 static void read_spec(struct reader *r, const struct doc_node *root, struct model *m)
@@ -648,10 +679,14 @@ static void read_spec(struct reader *r, const struct doc_node *root, struct mode
         read_layer_pattern(r, pattern, m);
     const struct doc_node *linear = read_map(r, root, "linear_attention", "linear_attention", false);
     if (linear)
-        read_linear_attention(r, linear, m);
+        read_mixer_fields(r, linear, "linear_attention", linear_fields, NULL, m);
     const struct doc_node *mamba = read_map(r, root, "mamba", "mamba", false);
-    if (mamba)
-        read_mamba(r, mamba, m);
+    if (mamba) {
+        static const char *const flags[] = {"conv_bias", "bias", NULL};
+        read_mixer_fields(r, mamba, "mamba", mamba_fields, flags, m);
+        read_bool(r, mamba, "conv_bias", "mamba.conv_bias", &m->mamba.conv_bias);
+        read_bool(r, mamba, "bias", "mamba.bias", &m->mamba.bias);
+    }
 
     const struct doc_node *attention = read_map(r, root, "attention", "attention", true);
     if (attention)
@@ -933,13 +968,7 @@ static void hf_indexer_sharing(struct reader *r, const struct doc_node *c, struc
  * full_attention per layer) or else every `full_attention_interval`-th layer full. */
 static void hf_linear_attention(struct reader *r, const struct doc_node *c, struct model *m)
 {
-    read_int(r, c, "linear_num_key_heads", "linear_num_key_heads", true, 1, LIMIT_HEADS, &m->linear.key_heads);
-    read_int(r, c, "linear_num_value_heads", "linear_num_value_heads", true, 1, LIMIT_HEADS,
-             &m->linear.value_heads);
-    read_int(r, c, "linear_key_head_dim", "linear_key_head_dim", true, 1, LIMIT_WIDTH, &m->linear.key_head_dim);
-    read_int(r, c, "linear_value_head_dim", "linear_value_head_dim", true, 1, LIMIT_WIDTH,
-             &m->linear.value_head_dim);
-    read_int(r, c, "linear_conv_kernel_dim", "linear_conv_kernel_dim", true, 1, 1024, &m->linear.conv_kernel);
+    read_mixer_fields(r, c, NULL, linear_fields, NULL, m);
     if (r->errors || !hf_layers_fit_pattern(r, c, m))
         return;
     const struct doc_node *types = field(r, c, "layer_types", "layer_types", false);
@@ -1046,11 +1075,7 @@ static void hf_nemotron_h(struct reader *r, const struct doc_node *c, struct mod
     hf_gqa(r, c, m);
     if (!doc_get(c, "head_dim") && doc_get(c, "attention_head_dim")) /* the older remote-code name */
         read_int(r, c, "attention_head_dim", "attention_head_dim", true, 1, LIMIT_WIDTH, &m->attention.head_dim);
-    read_int(r, c, "mamba_num_heads", "mamba_num_heads", true, 1, LIMIT_HEADS, &m->mamba.heads);
-    read_int(r, c, "mamba_head_dim", "mamba_head_dim", true, 1, LIMIT_WIDTH, &m->mamba.head_dim);
-    read_int(r, c, "ssm_state_size", "ssm_state_size", true, 1, LIMIT_WIDTH, &m->mamba.state_size);
-    read_int(r, c, "n_groups", "n_groups", false, 1, LIMIT_HEADS, &m->mamba.groups);
-    read_int(r, c, "conv_kernel", "conv_kernel", true, 1, 1024, &m->mamba.conv_kernel);
+    read_mixer_fields(r, c, NULL, mamba_fields, NULL, m);
     read_bool(r, c, "use_conv_bias", "use_conv_bias", &m->mamba.conv_bias);
     read_bool(r, c, "use_bias", "use_bias", &m->mamba.bias);
     hf_state_precision(r, c, "mamba_ssm_cache_dtype", m);
@@ -1119,6 +1144,8 @@ static void read_hf(struct reader *r, const struct doc_node *root, struct model 
     } else if (strcmp(type, "qwen3_5_moe") == 0 || strcmp(type, "qwen3_5") == 0 ||
                strcmp(type, "qwen3_5_moe_text") == 0 || strcmp(type, "qwen3_5_text") == 0) {
         if (!strstr(type, "_text")) {
+            /* Qwen3.5 keeps tie_word_embeddings beside text_config, not in it */
+            read_bool(r, root, "tie_word_embeddings", "tie_word_embeddings", &m->tie_embeddings);
             c = read_map(r, root, "text_config", "text_config", true);
             if (!c)
                 return;

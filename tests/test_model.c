@@ -323,6 +323,41 @@ static void nemotron_h(void)
              "attention FLOPs at 128K: 6 GQA layers and 23 Mamba-2 updates");
 }
 
+static void dense_hybrids(void)
+{
+    /* Qwen3.5-27B: a dense FFN, Gated DeltaNet of 16 key / 48 value heads of 128 in three layers
+     * of four, gated attention of 24 / 4 heads of 256 in the fourth. A linear layer's state:
+     * 48 x 128 x 128 at FP32 plus 3 inputs of 2 x 16 x 128 + 48 x 128 = 10,240 conv channels at
+     * BF16 */
+    struct model q = fixture_model("tests/data/hf/qwen3.5-27b.json");
+    struct model_params p;
+    model_params(&q, &p);
+    CHECK(model_moe_layers(&q) == 0 && model_mixer_layers(&q, MIXER_LINEAR) == 48 && p.dense_ffn > 0,
+          "Qwen3.5-27B: dense, 48 Gated DeltaNet layers of 64");
+    /* "Number of Parameters: 27B" (Qwen/Qwen3.5-27B model card, Language Model; the checkpoint's
+     * vision encoder and MTP module are not in it); the Hub's 27,781,427,952 holds both */
+    check_total("Qwen3.5-27B", p.total, 27e9);
+    CHECK_EQ(p.total + p.mtp + 460730096, 27781427952.0,
+             "with its MTP module and the 460,730,096-parameter vision encoder: the Hub's safetensors total");
+    CHECK_EQ(model_kv_bytes_per_token(&q, PREC_BF16), 16 * 2 * 4 * 256 * 2.0, "KV per token: 16 layers x 4,096 B");
+    CHECK_EQ(model_state_bytes_per_sequence(&q), 48 * (48.0 * 128 * 128 * 4 + 10240.0 * 3 * 2),
+             "fixed state: 48 x 3,207,168 B");
+
+    /* NVIDIA Nemotron Nano 9B v2: Mamba-2 of 128 heads of 80 with a state of 128 and 8 groups,
+     * 4 attention layers of 40 / 8 heads of 128, 25 MLP blocks of 15,680 (squared ReLU: up and
+     * down). The fixture holds the shape fields only (tests/data/hf/SOURCES.md). */
+    struct model n = fixture_model("tests/data/hf/nemotron-nano-9b-v2.json");
+    model_params(&n, &p);
+    CHECK(model_mixer_layers(&n, MIXER_MAMBA) == 27 && model_mixer_layers(&n, MIXER_ATTENTION) == 4 &&
+              model_mixer_layers(&n, MIXER_NONE) == 25 && model_moe_layers(&n) == 0,
+          "Nemotron Nano 9B v2: 27 Mamba-2, 4 attention and 25 MLP blocks");
+    /* the Hub's safetensors total of nvidia/NVIDIA-Nemotron-Nano-9B-v2 (BF16, no MTP) */
+    CHECK_EQ(p.total, 8888227328.0, "Nemotron Nano 9B v2: the Hub's 8,888,227,328 parameters exactly");
+    CHECK_EQ(p.dense_ffn, 25 * 2 * 4480.0 * 15680, "25 ungated MLPs of 2 x 4480 x 15680");
+    CHECK_EQ(model_state_bytes_per_sequence(&n), 27 * (128.0 * 80 * 128 * 4 + (128 * 80 + 2 * 8 * 128.0) * 3 * 2),
+             "fixed state: 27 x 5,316,608 B");
+}
+
 static void hf_configs(void)
 {
     const char *names[] = {"deepseek-v3", "kimi-k2", "qwen3-235b-a22b", "qwen3-30b-a3b",
@@ -362,5 +397,6 @@ int main(int argc, char **argv)
     qwen3_next();
     qwen3_5();
     nemotron_h();
+    dense_hybrids();
     return tap_done();
 }
