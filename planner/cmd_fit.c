@@ -153,7 +153,8 @@ static void write_text(FILE *out, const struct model *m, const struct topology *
         model_params(m, &p);
         format_count(p.mtp, a, sizeof a);
         if (m->mtp_layers > 0)
-            fprintf(out, "  MTP: %" PRId64 " module%s of %s parameters held on the last stage's devices, with a layer of KV a sequence\n",
+            fprintf(out, "  MTP: %" PRId64 " module%s of %s parameters held on the last stage's devices, "
+                         "with a layer of KV a sequence\n",
                     m->mtp_layers, m->mtp_layers == 1 ? "" : "s", a);
         else
             fprintf(out, "  MTP: the model ships no MTP module; nothing more is held\n");
@@ -217,12 +218,19 @@ int cmd_fit(int argc, char **argv)
             snprintf(pinned, sizeof pinned, "TP %lld and PP %lld", (long long)o.tp, (long long)o.pp);
         else
             snprintf(pinned, sizeof pinned, "%s %lld", o.tp ? "TP" : "PP", (long long)(o.tp ? o.tp : o.pp));
+        char heads[160];
+        int n = snprintf(heads, sizeof heads, "the %lld attention heads", (long long)m.attention.heads);
+        if (m.linear.value_heads > 0)
+            n += snprintf(heads + n, sizeof heads - (size_t)n,
+                          ", the %lld key and %lld value heads of linear attention",
+                          (long long)m.linear.key_heads, (long long)m.linear.value_heads);
+        if (m.mamba.heads > 0)
+            snprintf(heads + n, sizeof heads - (size_t)n, ", the %lld Mamba-2 heads and their %lld groups",
+                     (long long)m.mamba.heads, (long long)m.mamba.groups);
         return cli_usage_error(o.command,
-                               "no layout with %s on %lld devices: TP must divide the %lld "
-                               "attention heads and be at most the domain size (%lld), and TP x PP "
-                               "must divide the devices",
-                               pinned, (long long)(o.racks * t.domain_devices),
-                               (long long)m.attention.heads, (long long)t.domain_devices);
+                               "no layout with %s on %lld devices: TP must divide %s; it must be at most "
+                               "the domain size (%lld); and TP x PP must divide the devices",
+                               pinned, (long long)(o.racks * t.domain_devices), heads, (long long)t.domain_devices);
     }
     struct sink sink;
     if (!sink_open(&sink, o.output))

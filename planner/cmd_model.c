@@ -24,7 +24,7 @@ static int64_t windowed_layers(const struct model *m)
     return n;
 }
 
-/* Layers that hold the same per token and per sequence, in order of first appearance. */
+/* Layers that hold the same per token and per sequence, printed in this order. */
 enum layer_kind {
     KIND_ATTENTION,
     KIND_WINDOWED,
@@ -53,12 +53,10 @@ static enum layer_kind layer_kind(const struct model *m, int64_t layer)
         return KIND_MAMBA;
     case MIXER_NONE:
         return KIND_FFN_ONLY;
-    default:
-        if (model_layer_is_windowed(m, layer))
-            return KIND_WINDOWED;
+    default: /* a kind's bytes per token are alike in all its layers (a window caps the tokens) */
         if (m->attention.indexer.heads > 0)
             return model_layer_has_indexer(m, layer) ? KIND_SPARSE : KIND_SPARSE_SHARED;
-        return KIND_ATTENTION;
+        return model_layer_is_windowed(m, layer) ? KIND_WINDOWED : KIND_ATTENTION;
     }
 }
 
@@ -237,15 +235,18 @@ static void write_text(FILE *out, const struct model *m, const struct options *o
     }
     if (m->attention.indexer.heads > 0) {
         format_count((double)m->attention.indexer.topk, a, sizeof a);
-        fprintf(out, "  sparse attention (DSA): an indexer of %" PRId64 " heads of %" PRId64 " scores every cached token; attention reads the top %s\n",
+        fprintf(out, "  sparse attention (DSA): an indexer of %" PRId64 " heads of %" PRId64
+                     " scores every cached token; attention reads the top %s\n",
                 m->attention.indexer.heads, m->attention.indexer.head_dim, a);
     }
     if (m->linear.value_heads > 0)
-        fprintf(out, "  linear attention (Gated DeltaNet): %" PRId64 " key / %" PRId64 " value heads, state %" PRId64 " x %" PRId64 " per value head, conv %" PRId64 "\n",
+        fprintf(out, "  linear attention (Gated DeltaNet): %" PRId64 " key / %" PRId64 " value heads, "
+                     "state %" PRId64 " x %" PRId64 " per value head, conv %" PRId64 "\n",
                 m->linear.key_heads, m->linear.value_heads, m->linear.key_head_dim, m->linear.value_head_dim,
                 m->linear.conv_kernel);
     if (m->mamba.heads > 0)
-        fprintf(out, "  Mamba-2: %" PRId64 " heads of %" PRId64 ", state %" PRId64 ", %" PRId64 " groups, conv %" PRId64 "\n",
+        fprintf(out, "  Mamba-2: %" PRId64 " heads of %" PRId64 ", state %" PRId64 ", %" PRId64
+                     " groups, conv %" PRId64 "\n",
                 m->mamba.heads, m->mamba.head_dim, m->mamba.state_size, m->mamba.groups, m->mamba.conv_kernel);
     if (model_is_moe(m)) {
         fprintf(out, "  experts: %" PRId64 " routed (%" PRId64 " per token)", m->moe.experts,
@@ -275,7 +276,8 @@ static void write_text(FILE *out, const struct model *m, const struct options *o
     if (m->mtp_layers > 0) {
         format_count(p.mtp, a, sizeof a);
         format_count(p.total + p.mtp, b, sizeof b);
-        fprintf(out, "  MTP          %s in %" PRId64 " module%s, apart from the total (%s with %s); held only with --mtp\n",
+        fprintf(out, "  MTP          %s in %" PRId64 " module%s, apart from the total (%s with %s); "
+                     "held only with --mtp\n",
                 a, m->mtp_layers, m->mtp_layers == 1 ? "" : "s", b, m->mtp_layers == 1 ? "it" : "them");
     }
     format_gb(model_weight_bytes(m, o->weights, o->expert_weights), a, sizeof a);

@@ -160,7 +160,8 @@ static void explain_no_fit(const struct model *m, const struct topology *t, cons
             ") does not fit: weights %.3f + %s %.3f (%s sequence%s x %s tokens) + activations %.3f + reserve "
             "%.3f = %.3f GB per device, %.3f GB more than its HBM (%.3f GB)\n",
             worst, first, end - 1, worst * per_stage, (worst + 1) * per_stage - 1, d->weights_bytes / 1e9,
-            model_state_bytes_per_sequence(m) > 0 ? "KV and state" : "KV", d->kv_bytes / 1e9, sequences, d->sequences == 1 ? "" : "s", context, d->activation_bytes / 1e9,
+            model_state_bytes_per_sequence(m) > 0 ? "KV and state" : "KV", d->kv_bytes / 1e9, sequences,
+            d->sequences == 1 ? "" : "s", context, d->activation_bytes / 1e9,
             d->reserve_bytes / 1e9, (d->weights_bytes + d->kv_bytes + d->activation_bytes + d->reserve_bytes) / 1e9,
             -d->free_bytes / 1e9, d->hbm_bytes / 1e9);
     struct fit f;
@@ -197,13 +198,24 @@ static void plan_stages(const struct model *m, const struct topology *t, const s
         memory[i] = bytes;
     }
     double reserve = w->reserve_bytes >= 0 ? w->reserve_bytes : w->reserve_fraction * t->hbm_bytes;
+    double last = params.lm_head * precision_bytes(w->weights);
+    /* the last stage holds the MTP modules, pipelined with a copy of the embedding */
+    if (w->mtp && m->mtp_layers > 0) {
+        struct layer_parts module;
+        model_mtp_parts(m, &module);
+        last += (double)m->mtp_layers *
+                ((layer_parts_sum(&module) - module.routed_experts) * precision_bytes(w->weights) +
+                 module.routed_experts * precision_bytes(w->expert_weights));
+        if (P > 1)
+            last += params.embedding * precision_bytes(w->weights);
+    }
     struct stage_problem problem = {
         .layers = L, .time = time, .memory = memory,
         .capacity = per_device * (t->hbm_bytes - reserve), .stages = P,
         .first_time = params.embedding * precision_bytes(w->weights) / bandwidth,
         .first_memory = params.embedding * precision_bytes(w->weights),
-        .last_time = params.lm_head * precision_bytes(w->weights) / bandwidth,
-        .last_memory = params.lm_head * precision_bytes(w->weights)};
+        .last_time = last / bandwidth,
+        .last_memory = last};
     struct stage_split dp;
     if (stages_dp(&problem, &dp)) {
         struct stage_split proven;

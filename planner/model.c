@@ -56,6 +56,27 @@ int64_t model_mixer_layers(const struct model *m, enum mixer kind)
     return n;
 }
 
+bool model_splits_by(const struct model *m, int64_t tp)
+{
+    if (m->attention.heads % tp != 0)
+        return false;
+    if (m->linear.value_heads > 0 && (m->linear.key_heads % tp != 0 || m->linear.value_heads % tp != 0))
+        return false;
+    if (m->mamba.heads > 0 && (m->mamba.heads % tp != 0 || (m->mamba.groups > 1 && m->mamba.groups % tp != 0)))
+        return false;
+    return true;
+}
+
+int64_t model_sublayers(const struct model *m, int64_t first, int64_t last)
+{
+    if (m->pattern.length == 0)
+        return 2 * (last - first);
+    int64_t n = 0;
+    for (int64_t i = first; i < last; i++)
+        n += (model_layer_mixer(m, i) != MIXER_NONE) + (layer_ffn(m, i) != LAYER_FFN_NONE);
+    return n;
+}
+
 bool model_layer_is_windowed(const struct model *m, int64_t layer)
 {
     if (m->attention.window_kind == WINDOW_NONE || m->attention.window_pattern_length == 0 ||
@@ -183,15 +204,16 @@ static void moe_parts(const struct model *m, struct layer_parts *out)
     out->routed_experts = e * ffn_params(m, m->moe.intermediate_size);
 }
 
-/* A layer's parameters follow from its mixer, its FFN and whether it runs an indexer. */
-static void parts_of(const struct model *m, enum mixer mixer, enum layer_ffn ffn, bool indexer,
-                     struct layer_parts *out)
+/* A layer's parameters follow from its mixer and its FFN. A sparse attention layer that shares
+ * another's top-k keeps its indexer's weights: transformers' glm_moe_dsa builds an indexer in
+ * every layer, and vLLM's index_topk_freq skips running the ones DeepSeek-V3.2 ships. */
+static void parts_of(const struct model *m, enum mixer mixer, enum layer_ffn ffn, struct layer_parts *out)
 {
     struct layer_parts p = {0};
     double d = (double)m->hidden_size;
     if (mixer == MIXER_ATTENTION) {
         p.attention = model_attention_params_per_layer(m);
-        if (indexer)
+        if (sparse_attention(m))
             p.indexer = model_indexer_params_per_layer(m);
     } else if (mixer == MIXER_LINEAR) {
         p.linear_attention = model_linear_params_per_layer(m);
@@ -208,7 +230,7 @@ static void parts_of(const struct model *m, enum mixer mixer, enum layer_ffn ffn
 
 void model_layer_parts(const struct model *m, int64_t layer, struct layer_parts *out)
 {
-    parts_of(m, model_layer_mixer(m, layer), layer_ffn(m, layer), model_layer_has_indexer(m, layer), out);
+    parts_of(m, model_layer_mixer(m, layer), layer_ffn(m, layer), out);
 }
 
 static void add_parts(struct layer_parts *sum, const struct layer_parts *p, double times)
@@ -229,7 +251,7 @@ static void add_parts(struct layer_parts *sum, const struct layer_parts *p, doub
  * parameters are the same in every layer of it. */
 int64_t model_layers_parts(const struct model *m, int64_t first, int64_t last, struct layer_parts *out)
 {
-    int64_t count[MIXER_KINDS][LAYER_FFN_NONE + 1][2] = {{{0}}};
+    int64_t count[MIXER_KINDS][LAYER_FFN_NONE + 1] = {{0}};
     if (m->pattern.length == 0) {
         /* every layer attention, MoE by the rule: the multiples of interleave among layer + 1
          * past the dense prefix */
@@ -239,25 +261,24 @@ int64_t model_layers_parts(const struct model *m, int64_t first, int64_t last, s
             int64_t i = m->moe.interleave;
             moe = from < last ? last / i - from / i : 0;
         }
-        count[MIXER_ATTENTION][LAYER_FFN_MOE][sparse_attention(m)] = moe;
-        count[MIXER_ATTENTION][LAYER_FFN_DENSE][sparse_attention(m)] = last - first - moe;
+        count[MIXER_ATTENTION][LAYER_FFN_MOE] = moe;
+        count[MIXER_ATTENTION][LAYER_FFN_DENSE] = last - first - moe;
     } else {
         for (int64_t layer = first; layer < last; layer++)
-            count[model_layer_mixer(m, layer)][layer_ffn(m, layer)][model_layer_has_indexer(m, layer)]++;
+            count[model_layer_mixer(m, layer)][layer_ffn(m, layer)]++;
     }
     struct layer_parts sum = {0};
     int64_t moe_layers = 0;
     for (int mixer = 0; mixer < MIXER_KINDS; mixer++)
-        for (int ffn = 0; ffn <= LAYER_FFN_NONE; ffn++)
-            for (int indexer = 0; indexer < 2; indexer++) {
-                int64_t n = count[mixer][ffn][indexer];
-                if (n == 0)
-                    continue;
-                struct layer_parts p;
-                parts_of(m, (enum mixer)mixer, (enum layer_ffn)ffn, indexer, &p);
-                add_parts(&sum, &p, (double)n);
-                moe_layers += ffn == LAYER_FFN_MOE ? n : 0;
-            }
+        for (int ffn = 0; ffn <= LAYER_FFN_NONE; ffn++) {
+            int64_t n = count[mixer][ffn];
+            if (n == 0)
+                continue;
+            struct layer_parts p;
+            parts_of(m, (enum mixer)mixer, (enum layer_ffn)ffn, &p);
+            add_parts(&sum, &p, (double)n);
+            moe_layers += ffn == LAYER_FFN_MOE ? n : 0;
+        }
     *out = sum;
     return moe_layers;
 }
@@ -399,7 +420,7 @@ static double tokens_attended(const struct model *m, int64_t held)
     return (double)held;
 }
 
-static double kv_split(const struct model *m, int64_t tp)
+double model_kv_split(const struct model *m, int64_t tp)
 {
     if (m->attention.type == ATTENTION_MLA)
         return 1;
@@ -412,9 +433,9 @@ static double state_split(const struct model *m, int64_t layer, int64_t tp)
     return (double)(tp < heads ? tp : heads);
 }
 
-/* Every layer an unwindowed attention layer, each with its own indexer when the model is
- * sparse: the layer loops below reduce to a product. */
-static bool all_full_attention(const struct model *m)
+/* Every layer alike: unwindowed attention, each with its own indexer when the model is sparse.
+ * The layer loops below then reduce to a product. */
+static bool uniform_attention(const struct model *m)
 {
     return m->pattern.length == 0 &&
            (m->attention.window_kind == WINDOW_NONE || m->attention.window_pattern_length == 0);
@@ -433,10 +454,11 @@ static struct attention_costs attention_costs(const struct model *m, enum precis
 {
     double h = (double)m->attention.heads;
     return (struct attention_costs){
-        .kv_bytes = model_kv_elements_per_token_layer(m) * precision_bytes(kv) / kv_split(m, tp),
+        .kv_bytes = model_kv_elements_per_token_layer(m) * precision_bytes(kv) / model_kv_split(m, tp),
         .index_key_bytes = sparse_attention(m) ? model_index_key_bytes(m) : 0,
         .attended_flops = m->attention.type == ATTENTION_MLA
-                              ? 2.0 * h * (2.0 * (double)m->attention.kv_lora_rank + (double)m->attention.qk_rope_head_dim)
+                              ? 2.0 * h * (2.0 * (double)m->attention.kv_lora_rank +
+                                           (double)m->attention.qk_rope_head_dim)
                               : 4.0 * h * (double)m->attention.head_dim,
         .indexed_flops = 2.0 * (double)(m->attention.indexer.heads * m->attention.indexer.head_dim),
     };
@@ -449,10 +471,14 @@ static double attention_held_bytes(const struct attention_costs *c, int64_t held
     return (double)held * (c->kv_bytes + (indexer ? c->index_key_bytes : 0));
 }
 
+/* `queries` new tokens of one sequence each choose their own top-k: together they read at most
+ * queries x topk of the held latents */
 static double attention_read_bytes(const struct model *m, const struct attention_costs *c, int64_t held,
-                                   bool indexer)
+                                   bool indexer, double queries)
 {
-    return tokens_attended(m, held) * c->kv_bytes + (indexer ? (double)held * c->index_key_bytes : 0);
+    double latents = sparse_attention(m) ? fmin((double)held, queries * (double)m->attention.indexer.topk)
+                                         : (double)held;
+    return latents * c->kv_bytes + (indexer ? (double)held * c->index_key_bytes : 0);
 }
 
 static double indexer_flops(const struct attention_costs *c, int64_t held)
@@ -469,7 +495,7 @@ double model_sequence_bytes_layers(const struct model *m, enum precision kv, int
                                    int64_t first, int64_t last, int64_t tp)
 {
     struct attention_costs c = attention_costs(m, kv, tp);
-    if (all_full_attention(m))
+    if (uniform_attention(m))
         return (double)(last - first) * attention_held_bytes(&c, context, sparse_attention(m));
     double bytes = 0;
     for (int64_t layer = first; layer < last; layer++) {
@@ -488,16 +514,17 @@ double model_sequence_bytes(const struct model *m, enum precision kv, int64_t co
 }
 
 double model_step_cache_bytes_layers(const struct model *m, enum precision kv, int64_t context,
-                                     int64_t first, int64_t last, int64_t tp)
+                                     int64_t first, int64_t last, int64_t tp, double queries)
 {
     struct attention_costs c = attention_costs(m, kv, tp);
-    if (all_full_attention(m))
-        return (double)(last - first) * attention_read_bytes(m, &c, context, sparse_attention(m));
+    if (uniform_attention(m))
+        return (double)(last - first) * attention_read_bytes(m, &c, context, sparse_attention(m), queries);
     double bytes = 0;
     for (int64_t layer = first; layer < last; layer++) {
         enum mixer mixer = model_layer_mixer(m, layer);
         if (mixer == MIXER_ATTENTION)
-            bytes += attention_read_bytes(m, &c, tokens_held(m, layer, context), model_layer_has_indexer(m, layer));
+            bytes += attention_read_bytes(m, &c, tokens_held(m, layer, context), model_layer_has_indexer(m, layer),
+                                          queries);
         else if (mixer != MIXER_NONE)
             bytes += 2 * model_layer_state_bytes(m, layer) / state_split(m, layer, tp);
     }
@@ -513,7 +540,7 @@ double model_mtp_sequence_bytes(const struct model *m, enum precision kv, int64_
 double model_mtp_step_cache_bytes(const struct model *m, enum precision kv, int64_t context, int64_t tp)
 {
     struct attention_costs c = attention_costs(m, kv, tp);
-    return attention_read_bytes(m, &c, context, sparse_attention(m));
+    return attention_read_bytes(m, &c, context, sparse_attention(m), 1);
 }
 
 double model_mtp_attention_flops(const struct model *m, int64_t context)
@@ -543,7 +570,7 @@ double model_attention_flops_layers(const struct model *m, int64_t context, int6
                     2.0 * linear_conv_channels(m) * (double)m->linear.conv_kernel;
     double mamba = 5.0 * mamba_inner(m) * (double)m->mamba.state_size +
                    2.0 * mamba_conv_channels(m) * (double)m->mamba.conv_kernel;
-    if (all_full_attention(m))
+    if (uniform_attention(m))
         return (double)(last - first) * attention_flops(m, &c, context, sparse_attention(m));
     double flops = 0;
     for (int64_t layer = first; layer < last; layer++) {
@@ -569,7 +596,7 @@ double model_indexer_flops_layers(const struct model *m, int64_t context, int64_
     struct attention_costs c = attention_costs(m, m->kv_precision, 1);
     if (!sparse_attention(m))
         return 0;
-    if (all_full_attention(m))
+    if (uniform_attention(m))
         return (double)(last - first) * indexer_flops(&c, context);
     double flops = 0;
     for (int64_t layer = first; layer < last; layer++)

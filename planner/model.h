@@ -49,8 +49,8 @@ struct model {
         int length;
         unsigned char mixer[MODEL_MAX_LAYER_PATTERN]; /* enum mixer */
         unsigned char ffn[MODEL_MAX_LAYER_PATTERN];   /* enum layer_ffn */
-        /* 1: a sparse attention layer reuses the previous layer's top-k and has no indexer of its
-         * own, no weights and no cached index keys (GLM-5.2's IndexShare) */
+        /* 1: a sparse attention layer reuses the previous layer's top-k (IndexShare): it caches
+         * no index keys and runs no indexer, though its indexer's weights are counted */
         unsigned char shares_indexer[MODEL_MAX_LAYER_PATTERN];
     } pattern;
 
@@ -72,7 +72,7 @@ struct model {
          * only the `topk` best. heads 0 = dense attention. */
         struct {
             int64_t heads, head_dim, topk;
-            enum precision key_precision; /* FP8 with an FP32 scale per 128 elements below BF16 */
+            enum precision key_precision; /* FP8 or FP4 keys carry an FP32 scale per 128 elements */
         } indexer;
     } attention;
 
@@ -161,6 +161,14 @@ bool model_layer_is_moe(const struct model *m, int64_t layer);
 bool model_layer_is_dense(const struct model *m, int64_t layer); /* has a dense FFN */
 int64_t model_moe_layers(const struct model *m);
 int64_t model_mixer_layers(const struct model *m, enum mixer kind);
+/* Whether tensor parallelism of degree `tp` splits every set of heads evenly: the attention
+ * heads, a Gated DeltaNet's key and value heads, Mamba-2's heads and its groups (unless one
+ * group, which every rank keeps), as vLLM and SGLang require. */
+bool model_splits_by(const struct model *m, int64_t tp);
+
+/* Mixers and FFNs in the layers [first, last): each ends in a tensor-parallel all-reduce
+ * (two a layer, one a Nemotron-H block). */
+int64_t model_sublayers(const struct model *m, int64_t first, int64_t last);
 bool model_layer_is_windowed(const struct model *m, int64_t layer);
 /* An attention layer that runs its own DSA indexer (and caches index keys). */
 bool model_layer_has_indexer(const struct model *m, int64_t layer);
@@ -187,6 +195,10 @@ double model_weight_bytes(const struct model *m, enum precision weights,
 /* KV-cache elements one token adds to one attention layer: GQA 2 * kv_heads * head_dim, MLA
  * kv_lora_rank + qk_rope_head_dim. */
 double model_kv_elements_per_token_layer(const struct model *m);
+
+/* How many ways a `tp`-way group divides a sequence's KV: GQA by KV heads (at most kv_heads
+ * ways), MLA not at all (its latent is shared by every head). */
+double model_kv_split(const struct model *m, int64_t tp);
 
 /* Bytes of the index key a DSA indexer caches per token: head_dim at the key precision, plus
  * an FP32 scale per 128 elements when that is FP8 or FP4 (DeepSeek's kernels). */
@@ -217,12 +229,13 @@ double model_sequence_bytes(const struct model *m, enum precision kv, int64_t co
 double model_sequence_bytes_layers(const struct model *m, enum precision kv, int64_t context,
                                    int64_t first, int64_t last, int64_t tp);
 
-/* Bytes one decode step reads (and, for states, writes) for one sequence at `context` tokens
- * in the layers [first, last) on one device of a `tp`-way group: attention the KV of the
- * tokens it attends to (a window, or the indexer's top-k plus every index key), recurrent
- * layers their state read and written back. */
+/* Bytes one step reads (and, for states, writes) for one sequence at `context` tokens in the
+ * layers [first, last) on one device of a `tp`-way group, the sequence bringing `queries` new
+ * tokens: attention the KV of the tokens it attends to (a window; in a DSA layer the top-k of
+ * each query, at most queries x topk latents together, plus every index key), recurrent layers
+ * their state read and written back. */
 double model_step_cache_bytes_layers(const struct model *m, enum precision kv, int64_t context,
-                                     int64_t first, int64_t last, int64_t tp);
+                                     int64_t first, int64_t last, int64_t tp, double queries);
 
 /* The MTP modules, which hold HBM only when speculative decoding runs them: the KV their
  * attention layers cache for one sequence of `context` tokens (index keys included where the

@@ -470,7 +470,7 @@ static void read_attention(struct reader *r, const struct doc_node *a, struct mo
     }
     read_int(r, a, "heads", "attention.heads", true, 1, LIMIT_HEADS, &m->attention.heads);
     bool mla = m->attention.type == ATTENTION_MLA;
-    const char *gqa_only[] = {"kv_heads", "head_dim", NULL};
+    const char *gqa_only[] = {"kv_heads", "head_dim", "output_gate", NULL};
     const char *mla_only[] = {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
                               "qk_rope_head_dim", "v_head_dim", NULL};
     for (const char **k = mla ? gqa_only : mla_only; *k; k++) {
@@ -915,7 +915,8 @@ static bool hf_layers_fit_pattern(struct reader *r, const struct doc_node *at, c
     return true;
 }
 
-/* GLM-5.2's IndexShare: `indexer_types` ("full" runs the indexer, "shared" reuses the previous
+/* IndexShare (GLM-5.x configs, vLLM's index_topk_freq): `indexer_types` ("full" runs the indexer,
+ * "shared" reuses the previous
  * full layer's top-k), an `index_topk_pattern` string of F and S, or else the rule transformers
  * derives from `index_topk_freq` and `index_skip_topk_offset` (full when
  * max(i - offset + 1, 0) % freq == 0). Without any of them every layer is full. */
@@ -1011,6 +1012,29 @@ static void hf_state_precision(struct reader *r, const struct doc_node *c, const
         error_at(r, n, "field '%s' must be float32, bfloat16, float16 or auto", key);
 }
 
+/* Qwen's `mlp_only_layers`: these layers have a dense FFN instead of the MoE. The layer pattern
+ * already has an entry a layer. */
+static void hf_mlp_only_layers(struct reader *r, const struct doc_node *c, struct model *m)
+{
+    const struct doc_node *list = field(r, c, "mlp_only_layers", "mlp_only_layers", false);
+    if (!list)
+        return;
+    if (list->kind != DOC_SEQ) {
+        error_at(r, list, "field 'mlp_only_layers' must be a list of layer numbers");
+        return;
+    }
+    for (size_t i = 0; i < list->count; i++) {
+        const struct doc_node *item = list->items[i];
+        char *end = NULL;
+        long long layer = item->kind == DOC_SCALAR && !item->quoted ? strtoll(item->text, &end, 10) : -1;
+        if (!end || *end != '\0' || layer < 0 || layer >= m->layers) {
+            error_at(r, item, "items of 'mlp_only_layers' must be layer numbers from 0 to %" PRId64, m->layers - 1);
+            return;
+        }
+        m->pattern.ffn[layer] = LAYER_FFN_DENSE;
+    }
+}
+
 /* Qwen3-Next and Qwen3.5: gated full attention every few layers, Gated DeltaNet in between, an
  * MoE with one gated shared expert (or a dense FFN for Qwen3.5's dense models). */
 static void hf_qwen3_hybrid(struct reader *r, const struct doc_node *c, bool moe, struct model *m)
@@ -1034,9 +1058,6 @@ static void hf_qwen3_hybrid(struct reader *r, const struct doc_node *c, bool moe
             m->moe.shared_expert_gate = true;
         }
         read_int(r, c, "decoder_sparse_step", "decoder_sparse_step", false, 1, LIMIT_LAYERS, &m->moe.interleave);
-        const struct doc_node *mlp_only = doc_get(c, "mlp_only_layers");
-        if (mlp_only && mlp_only->kind == DOC_SEQ && mlp_only->count > 0)
-            error_at(r, mlp_only, "field 'mlp_only_layers' is not supported (rackplan needs the dense layers to be a leading block or an interleave)");
     }
     /* Qwen3-Next's checkpoints hold one mtp.* layer that its config does not declare; vLLM's
      * qwen3_next_mtp.py takes getattr(config, "num_nextn_predict_layers", 1) */
@@ -1046,24 +1067,67 @@ static void hf_qwen3_hybrid(struct reader *r, const struct doc_node *c, bool moe
     hf_state_precision(r, c, "mamba_ssm_dtype", m);
     if (r->errors == 0)
         hf_linear_attention(r, c, m);
+    if (r->errors == 0 && moe)
+        hf_mlp_only_layers(r, c, m);
+}
+
+/* Newer Nemotron-H configs (and transformers, saving one) list the blocks by name in
+ * `layers_block_type` instead: spelt as hybrid_override_pattern's letters in `out`. Returns the
+ * node, or NULL after an error. */
+static const struct doc_node *hf_block_letters(struct reader *r, const struct doc_node *list, char *out)
+{
+    static const struct {
+        const char *name;
+        char letter;
+    } blocks[] = {{"mamba", 'M'}, {"linear_attention", 'M'}, {"attention", '*'}, {"full_attention", '*'},
+                  {"mlp", '-'}, {"moe", 'E'}};
+    if (list->kind != DOC_SEQ || list->count == 0 || list->count > MODEL_MAX_LAYER_PATTERN) {
+        error_at(r, list, "field 'layers_block_type' must be a list of 1 to %d block types", MODEL_MAX_LAYER_PATTERN);
+        return NULL;
+    }
+    for (size_t i = 0; i < list->count; i++) {
+        const struct doc_node *item = list->items[i];
+        out[i] = 0;
+        for (size_t k = 0; item->kind == DOC_SCALAR && k < sizeof blocks / sizeof blocks[0]; k++)
+            if (strcmp(item->text, blocks[k].name) == 0)
+                out[i] = blocks[k].letter;
+        if (!out[i]) {
+            error_at(r, item, "items of 'layers_block_type' must be mamba, attention, mlp or moe");
+            return NULL;
+        }
+    }
+    out[list->count] = 0;
+    return list;
 }
 
 /* Nemotron-H: one block per layer, its kind a letter of `hybrid_override_pattern`: M Mamba-2,
  * * attention, - MLP (up and down projections, squared ReLU), E MoE. */
 static void hf_nemotron_h(struct reader *r, const struct doc_node *c, struct model *m)
 {
-    const struct doc_node *pattern = field(r, c, "hybrid_override_pattern", "hybrid_override_pattern", true);
-    if (!pattern)
-        return;
-    if (pattern->kind != DOC_SCALAR || pattern->text[0] == '\0') {
-        error_at(r, pattern, "field 'hybrid_override_pattern' must be a string of M, *, - and E");
+    char letters_of_blocks[MODEL_MAX_LAYER_PATTERN + 1];
+    const char *text = NULL;
+    const struct doc_node *pattern = field(r, c, "hybrid_override_pattern", "hybrid_override_pattern", false);
+    const struct doc_node *blocks = pattern ? NULL : field(r, c, "layers_block_type", "layers_block_type", false);
+    if (pattern) {
+        if (pattern->kind != DOC_SCALAR || pattern->text[0] == '\0') {
+            error_at(r, pattern, "field 'hybrid_override_pattern' must be a string of M, *, - and E");
+            return;
+        }
+        text = pattern->text;
+    } else if (blocks) {
+        if (!(pattern = hf_block_letters(r, blocks, letters_of_blocks)))
+            return;
+        text = letters_of_blocks;
+    } else {
+        error_at(r, c, "missing field 'hybrid_override_pattern' (or 'layers_block_type'): the kind of each block");
         return;
     }
-    int64_t letters = (int64_t)strlen(pattern->text);
+    const char *pattern_name = blocks ? "layers_block_type" : "hybrid_override_pattern";
+    int64_t letters = (int64_t)strlen(text);
     if (!read_int(r, c, "num_hidden_layers", "num_hidden_layers", false, 1, LIMIT_LAYERS, &m->layers))
         m->layers = letters;
     if (m->layers != letters) {
-        error_at(r, pattern, "field 'hybrid_override_pattern' has %" PRId64 " letters but num_hidden_layers is %" PRId64,
+        error_at(r, pattern, "field '%s' has %" PRId64 " blocks but num_hidden_layers is %" PRId64, pattern_name,
                  letters, m->layers);
         return;
     }
@@ -1075,19 +1139,21 @@ static void hf_nemotron_h(struct reader *r, const struct doc_node *c, struct mod
     hf_gqa(r, c, m);
     if (!doc_get(c, "head_dim") && doc_get(c, "attention_head_dim")) /* the older remote-code name */
         read_int(r, c, "attention_head_dim", "attention_head_dim", true, 1, LIMIT_WIDTH, &m->attention.head_dim);
+    m->mamba.groups = 8; /* transformers' NemotronHConfig n_groups default */
     read_mixer_fields(r, c, NULL, mamba_fields, NULL, m);
     read_bool(r, c, "use_conv_bias", "use_conv_bias", &m->mamba.conv_bias);
     read_bool(r, c, "use_bias", "use_bias", &m->mamba.bias);
     hf_state_precision(r, c, "mamba_ssm_cache_dtype", m);
     m->ffn.gated = false; /* NemotronHMLP and its experts: up_proj, relu2, down_proj */
     read_bool(r, c, "mlp_bias", "mlp_bias", &m->ffn.bias);
-    bool moe = strchr(pattern->text, 'E') != NULL, mlp = strchr(pattern->text, '-') != NULL;
+    bool moe = strchr(text, 'E') != NULL, mlp = strchr(text, '-') != NULL;
     if (mlp)
         read_int(r, c, "intermediate_size", "intermediate_size", true, 1, LIMIT_FFN_WIDTH, &m->ffn.intermediate_size);
     if (moe) {
         read_int(r, c, "n_routed_experts", "n_routed_experts", true, 1, LIMIT_EXPERTS, &m->moe.experts);
         read_int(r, c, "num_experts_per_tok", "num_experts_per_tok", true, 1, LIMIT_EXPERTS, &m->moe.experts_per_token);
-        read_int(r, c, "moe_intermediate_size", "moe_intermediate_size", true, 1, LIMIT_FFN_WIDTH, &m->moe.intermediate_size);
+        read_int(r, c, "moe_intermediate_size", "moe_intermediate_size", true, 1, LIMIT_FFN_WIDTH,
+                 &m->moe.intermediate_size);
         read_int(r, c, "n_shared_experts", "n_shared_experts", false, 0, 1024, &m->moe.shared_experts);
         read_int(r, c, "moe_shared_expert_intermediate_size", "moe_shared_expert_intermediate_size", false, 1,
                  LIMIT_FFN_WIDTH, &m->moe.shared_intermediate_size);
@@ -1096,17 +1162,19 @@ static void hf_nemotron_h(struct reader *r, const struct doc_node *c, struct mod
         m->moe.router_bias = true; /* NemotronHTopkRouter's e_score_correction_bias */
         const struct doc_node *latent = field(r, c, "moe_latent_size", "moe_latent_size", false);
         if (latent)
-            error_at(r, latent, "field 'moe_latent_size' (experts in a latent space, Nemotron 3 Super) is not supported");
+            error_at(r, latent, "field 'moe_latent_size' (experts in a latent space, Nemotron 3 Super) "
+                                "is not supported");
     }
     read_int(r, c, "num_nextn_predict_layers", "num_nextn_predict_layers", false, 0, 64, &m->mtp_layers);
     if (r->errors || !hf_layers_fit_pattern(r, pattern, m))
         return;
     m->pattern.length = (int)m->layers;
     for (int64_t i = 0; i < m->layers; i++) {
-        char letter = pattern->text[i];
+        char letter = text[i];
         const char *kinds = "M*-E";
-        if (!strchr(kinds, letter) || letter == '\0') {
-            error_at(r, pattern, "field 'hybrid_override_pattern' has '%c' at layer %" PRId64 "; rackplan reads M (Mamba-2), * (attention), - (MLP) and E (MoE)",
+        if (!strchr(kinds, letter)) {
+            error_at(r, pattern, "field 'hybrid_override_pattern' has '%c' at layer %" PRId64
+                                 "; rackplan reads M (Mamba-2), * (attention), - (MLP) and E (MoE)",
                      letter, i);
             return;
         }

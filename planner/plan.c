@@ -51,13 +51,6 @@ double plan_experts_per_device(const struct model *m, const struct layout *l)
     return 1.0 / floor(ep / experts);
 }
 
-double plan_kv_split(const struct model *m, const struct layout *l)
-{
-    if (m->attention.type == ATTENTION_MLA)
-        return 1;
-    return (double)(l->tp < m->attention.kv_heads ? l->tp : m->attention.kv_heads);
-}
-
 void plan_layer_params(const struct model *m, int64_t layer, struct layer_params *out)
 {
     struct layer_parts parts;
@@ -82,6 +75,7 @@ void plan_stage(const struct model *m, const struct layout *l, int64_t index, st
     struct layer_parts parts;
     st.moe_layers = model_layers_parts(m, st.first, st.last, &parts);
     st.replicated_params = layer_parts_sum(&parts) - parts.routed_experts;
+    st.unsplit_params = parts.indexer;
     if (index == 0) {
         st.replicated_params += p.embedding;
         st.embedding_params = p.embedding;
@@ -97,14 +91,19 @@ void plan_mtp_memory(const struct model *m, const struct layout *l, const struct
     *weights_bytes = *kv_bytes = 0;
     if (!w->mtp || m->mtp_layers == 0)
         return;
+    struct model_params p;
+    model_params(m, &p);
     struct layer_parts module;
     model_mtp_parts(m, &module);
     double modules = (double)m->mtp_layers;
-    double replicated = layer_parts_sum(&module) - module.routed_experts;
-    *weights_bytes = modules * replicated * precision_bytes(w->weights) / (double)l->tp;
+    double split = layer_parts_sum(&module) - module.routed_experts - module.indexer;
+    double params = modules * (split / (double)l->tp + module.indexer);
+    if (l->pp > 1)
+        params += p.embedding / (double)l->tp;
+    *weights_bytes = params * precision_bytes(w->weights);
     if (module.routed_experts > 0)
-        *weights_bytes += modules * plan_experts_per_device(m, l) * module.routed_experts /
-                          (double)m->moe.experts * precision_bytes(w->expert_weights);
+        *weights_bytes += modules * plan_experts_per_device(m, l) * p.routed_expert *
+                          precision_bytes(w->expert_weights);
     *kv_bytes = (double)sequences * model_mtp_sequence_bytes(m, w->kv, w->context, l->tp);
 }
 
@@ -120,7 +119,8 @@ void plan_stage_memory(const struct model *m, const struct topology *t, const st
     struct device_memory mem = {0};
     mem.layers = st.last - st.first;
     mem.sequences = sequences;
-    mem.weights_bytes = st.replicated_params * precision_bytes(w->weights) / (double)l->tp +
+    double split = st.replicated_params - st.unsplit_params;
+    mem.weights_bytes = (split / (double)l->tp + st.unsplit_params) * precision_bytes(w->weights) +
                         (double)st.moe_layers * plan_experts_per_device(m, l) * routed_bytes;
     mem.kv_bytes = (double)sequences *
                    model_sequence_bytes_layers(m, w->kv, w->context, st.first, st.last, l->tp);
@@ -154,8 +154,7 @@ void plan_memory(const struct model *m, const struct topology *t, const struct l
 static bool valid_layout(const struct model *m, int64_t devices, int64_t domain, int64_t tp,
                          int64_t pp)
 {
-    return devices % (tp * pp) == 0 && tp <= domain && m->attention.heads % tp == 0 &&
-           pp <= m->layers;
+    return devices % (tp * pp) == 0 && tp <= domain && model_splits_by(m, tp) && pp <= m->layers;
 }
 
 /* Is `a` preferred to `b` (both fit, or neither)? */

@@ -86,6 +86,9 @@ struct stage {
     int64_t first, last;
     double replicated_params;
     double embedding_params; /* part of replicated_params: looked up, not streamed */
+    /* part of replicated_params that every TP rank holds whole: the DSA indexers, which
+     * DeepSeek's reference and vLLM and SGLang replicate rather than split */
+    double unsplit_params;
     int64_t moe_layers;
 };
 
@@ -98,16 +101,13 @@ void plan_stage_layers(const struct model *m, const struct layout *l, int64_t in
 /* Routed experts (or a slice of one) that one MoE layer puts on the most loaded device. */
 double plan_experts_per_device(const struct model *m, const struct layout *l);
 
-/* How many ways TP divides a sequence's KV: GQA by KV heads (at most kv_heads ways), MLA not at
- * all (its latent is shared by every head). */
-double plan_kv_split(const struct model *m, const struct layout *l);
-
 /* Per-token activation workspace on a device (bytes), see plan.c for the terms. */
 double plan_activation_bytes_per_token(const struct model *m, const struct layout *l);
 
 /* What the model's MTP modules (m->mtp_layers of them) put on each device of the last stage
- * when w->mtp: their weights (attention, indexer, projection and norms split by TP as the
- * layers' are; routed experts spread over EP as an MoE layer's) and their KV for `sequences`. */
+ * when w->mtp: their weights (attention, projection and norms split by TP as the layers' are,
+ * an indexer whole; routed experts spread over EP as an MoE layer's; and, pipelined, a copy of
+ * the embedding they share with the first stage) and their KV for `sequences`. */
 void plan_mtp_memory(const struct model *m, const struct layout *l, const struct workload *w,
                      int64_t sequences, double *weights_bytes, double *kv_bytes);
 

@@ -54,10 +54,14 @@ struct stage_times {
 /* Speculative decoding's drafts on the last stage, on the most loaded device: `draft_passes`
  * passes of one MTP module and the LM head over one token of each decode sequence (DeepSeek's
  * and SGLang's MTP reuse one module for every draft), each reading the module's weights, the
- * routed experts its tokens hit and the module's KV. FLOPs and bytes, in the units of
- * stage_times' own terms. Nothing when the model has no MTP module or the workload runs none. */
+ * routed experts its tokens hit and the module's KV, and sending its tokens over EP and TP as a
+ * layer does. FLOPs, bytes and tokens, in the units of stage_times' own terms. Nothing when the
+ * model has no MTP module or the workload runs none. The engines' draft-extend pass over the
+ * accepted tokens is not counted: K one-token passes are the least a step runs. */
 struct drafts {
     double matmul, expert_matmul, attention, indexer, dense_bytes, expert_bytes, cache_bytes;
+    double moe_tokens;      /* tokens through an MoE layer: each dispatched and combined over EP */
+    double sublayer_tokens; /* tokens through a mixer or an FFN: each all-reduced over TP */
 };
 
 static void draft_work(const struct roof_setup *s, const struct roof_step *load, struct drafts *out)
@@ -74,16 +78,20 @@ static void draft_work(const struct roof_setup *s, const struct roof_step *load,
     double tp = (double)l->tp, passes = load->draft_passes;
     double rank_sequences = ceil(load->sequences / (double)l->dp);
     double head = m->tie_embeddings ? p.embedding : p.lm_head;
-    double streamed = layer_parts_sum(&module) - module.routed_experts + head;
-    out->matmul = 2 * streamed / tp * rank_sequences * passes;
-    out->attention = model_mtp_attention_flops(m, load->context) * rank_sequences * passes / tp;
-    out->indexer = model_mtp_indexer_flops(m, load->context) * rank_sequences * passes / tp;
-    out->dense_bytes = passes * streamed * precision_bytes(w->weights) / tp;
+    double streamed = (layer_parts_sum(&module) - module.routed_experts - module.indexer + head) / tp +
+                      module.indexer;
+    out->matmul = 2 * streamed * rank_sequences * passes;
+    out->indexer = model_mtp_indexer_flops(m, load->context) * rank_sequences * passes;
+    out->attention = (model_mtp_attention_flops(m, load->context) * rank_sequences * passes - out->indexer) / tp +
+                     out->indexer;
+    out->dense_bytes = passes * streamed * precision_bytes(w->weights);
     out->cache_bytes = passes * rank_sequences * model_mtp_step_cache_bytes(m, w->kv, load->context, l->tp);
+    out->sublayer_tokens = 2 * passes * rank_sequences;
     if (module.routed_experts > 0) {
         double k = (double)m->moe.experts_per_token;
         double imbalance = s->expert_imbalance > 1 ? s->expert_imbalance : 1;
         double hit = 1 - pow(1 - k / (double)m->moe.experts, load->sequences);
+        out->moe_tokens = passes * rank_sequences;
         out->expert_matmul = 2 * p.routed_expert * load->sequences * k / (double)l->ep * imbalance * passes /
                              s->efficiency.experts;
         out->expert_bytes = passes * plan_experts_per_device(m, l) * hit * p.routed_expert *
@@ -112,15 +120,18 @@ static void stage_times(const struct roof_setup *s, const struct stage *st, cons
 
     /* compute: non-expert matmuls on the rank's tokens, split by TP; routed experts get
      * tokens x k / ep on average; attention over the cached tokens, split by TP */
-    double streamed = st->replicated_params - st->embedding_params;
-    double matmul = 2 * streamed / tp * rank_tokens;
+    double streamed = (st->replicated_params - st->embedding_params - st->unsplit_params) / tp + st->unsplit_params;
+    double matmul = 2 * streamed * rank_tokens;
     double k = (double)m->moe.experts_per_token;
     double imbalance = s->expert_imbalance > 1 ? s->expert_imbalance : 1;
     double expert_matmul = 0;
     if (st->moe_layers) /* the most loaded device gets imbalance x the mean share */
         expert_matmul = 2 * p.routed_expert * tokens * k / ep * imbalance * (double)st->moe_layers / s->efficiency.experts;
-    double attention = model_attention_flops_layers(m, load->context, st->first, st->last) * rank_decode_tokens / tp;
-    double indexer = model_indexer_flops_layers(m, load->context, st->first, st->last) * rank_decode_tokens / tp;
+    /* a DSA indexer runs whole on every TP rank (its weights are replicated), the heads split */
+    double indexer = model_indexer_flops_layers(m, load->context, st->first, st->last) * rank_decode_tokens;
+    double attention =
+        (model_attention_flops_layers(m, load->context, st->first, st->last) * rank_decode_tokens - indexer) / tp +
+        indexer;
     struct drafts drafts = {0};
     if (st->last == m->layers)
         draft_work(s, load, &drafts);
@@ -129,10 +140,14 @@ static void stage_times(const struct roof_setup *s, const struct stage *st, cons
     attention += drafts.attention;
     indexer += drafts.indexer;
     if (rank_prefill_tokens > 0) {
-        attention += model_attention_flops_layers(m, load->prefill_context, st->first, st->last) *
-                     rank_prefill_tokens / tp;
-        indexer += model_indexer_flops_layers(m, load->prefill_context, st->first, st->last) *
-                   rank_prefill_tokens / tp;
+        double prefill_indexer =
+            model_indexer_flops_layers(m, load->prefill_context, st->first, st->last) * rank_prefill_tokens;
+        attention += (model_attention_flops_layers(m, load->prefill_context, st->first, st->last) *
+                          rank_prefill_tokens -
+                      prefill_indexer) /
+                         tp +
+                     prefill_indexer;
+        indexer += prefill_indexer;
     }
     enum precision used;
     double peak_weights = topology_peak_flops_per_s(t, w->weights, &used);
@@ -142,7 +157,8 @@ static void stage_times(const struct roof_setup *s, const struct stage *st, cons
     double peak_index = indexer > 0 ? topology_peak_flops_per_s(t, m->attention.indexer.key_precision, &used) : 0;
     if (peak_index <= 0)
         peak_index = peak_kv;
-    double attention_s = (attention - indexer) / peak_kv + indexer / peak_index;
+    /* no indexer, no term: 0 / 0 would make a topology without the peak look as fast as any */
+    double attention_s = (attention - indexer) / peak_kv + (indexer > 0 ? indexer / peak_index : 0);
     out->dense = matmul / peak_weights / s->efficiency.compute;
     out->experts = expert_matmul / peak_weights / s->efficiency.compute;
     out->attention = attention_s / s->efficiency.compute;
@@ -151,7 +167,7 @@ static void stage_times(const struct roof_setup *s, const struct stage *st, cons
     /* weights: streamed non-expert weights, and the experts this device holds that the
      * micro-batch hits */
     double bandwidth = t->hbm_bytes_per_s * s->efficiency.memory;
-    double dense_bytes = streamed * precision_bytes(w->weights) / tp;
+    double dense_bytes = streamed * precision_bytes(w->weights);
     double expert_bytes = 0;
     if (st->moe_layers) {
         double hit = 1 - pow(1 - k / (double)m->moe.experts, tokens);
@@ -164,19 +180,21 @@ static void stage_times(const struct roof_setup *s, const struct stage *st, cons
     out->expert_weights = expert_bytes / bandwidth;
     out->weights = (dense_bytes + expert_bytes) / bandwidth;
     double kv_bytes = rank_sequences *
-                      model_step_cache_bytes_layers(m, w->kv, load->context, st->first, st->last, l->tp);
+                      model_step_cache_bytes_layers(m, w->kv, load->context, st->first, st->last, l->tp,
+                                                    load->tokens_per_sequence);
     if (rank_prompts > 0)
         kv_bytes += rank_prompts *
-                    model_step_cache_bytes_layers(m, w->kv, load->prefill_context, st->first, st->last, l->tp);
+                    model_step_cache_bytes_layers(m, w->kv, load->prefill_context, st->first, st->last, l->tp,
+                                                  load->prefill_tokens_per_prompt);
     kv_bytes += drafts.cache_bytes;
     out->kv = kv_bytes / bandwidth;
 
     /* network */
     out->ep_up = out->ep_out = out->tp = 0;
-    if (st->moe_layers && l->ep > 1) {
+    double moe_tokens = rank_tokens * (double)st->moe_layers + drafts.moe_tokens; /* token-layers */
+    if (moe_tokens > 0 && l->ep > 1) {
         /* the tokens of a DP rank are dispatched once, each TP rank sending its share */
-        double bytes = rank_tokens / tp * k * d * (dispatch_bytes + combine_bytes) *
-                       (double)st->moe_layers;
+        double bytes = moe_tokens / tp * k * d * (dispatch_bytes + combine_bytes);
         double inside = (double)t->domain_devices / ep;
         if (inside > 1)
             inside = 1;
@@ -187,8 +205,8 @@ static void stage_times(const struct roof_setup *s, const struct stage *st, cons
         }
     }
     if (l->tp > 1) {
-        double bytes = 2 * (tp - 1) / tp * rank_tokens * d * activation_bytes * 2 *
-                       (double)(st->last - st->first);
+        double bytes = 2 * (tp - 1) / tp * d * activation_bytes *
+                       (rank_tokens * (double)model_sublayers(m, st->first, st->last) + drafts.sublayer_tokens);
         out->tp = bytes / (topology_scale_up_bytes_per_s(t) * s->efficiency.scale_up);
     }
 }

@@ -200,7 +200,7 @@ bool serve_prefill_instance(const struct serve_pool *pool, const struct graph_su
  * latent is whole on each, so one sends it) in every pipeline stage. */
 static double kv_holders(const struct model *m, const struct layout *l)
 {
-    return plan_kv_split(m, l) * (double)l->pp;
+    return model_kv_split(m, l->tp) * (double)l->pp;
 }
 
 double serve_kv_transfer_s(const struct serve_pool *prefill, const struct layout *pl, const struct serve_pool *decode,
@@ -435,7 +435,7 @@ static bool enumerate_layouts(const struct serve_pool *pool, const struct serve_
             if (s->racks % pp != 0 || (pool->precisions.pp && pp != pool->precisions.pp) || pp > m->layers)
                 continue;
             for (int64_t tp = 1; tp <= tp_limit; tp++) {
-                if (n % (tp * pp) != 0 || m->attention.heads % tp != 0 ||
+                if (n % (tp * pp) != 0 || !model_splits_by(m, tp) ||
                     (pool->precisions.tp && tp != pool->precisions.tp))
                     continue;
                 struct candidate_layout c = {.shape = s};

@@ -194,11 +194,17 @@ static void deepseek_v32(void)
     /* At 128K the attention reads 2,048 tokens' latents and scores all 131,072 index keys:
      * per layer 2048 x 1152 + 131072 x 132 = 19,660,800 B against V3's 131072 x 1152 */
     double step = 61 * (2048.0 * 1152 + 131072.0 * 132);
-    CHECK_EQ(model_step_cache_bytes_layers(&m, PREC_BF16, 131072, 0, 61, 1), step,
+    CHECK_EQ(model_step_cache_bytes_layers(&m, PREC_BF16, 131072, 0, 61, 1, 1), step,
              "V3.2 decode reads per sequence at 128K: top-2048 latents + every index key");
-    CHECK_EQ(model_step_cache_bytes_layers(&v3, PREC_BF16, 131072, 0, 61, 1), 61 * 131072.0 * 1152,
+    CHECK_EQ(model_step_cache_bytes_layers(&v3, PREC_BF16, 131072, 0, 61, 1, 1), 61 * 131072.0 * 1152,
              "V3 reads every latent");
     CHECK(step < 0.14 * 61 * 131072.0 * 1152, "V3.2 reads 13%% of V3's KV at 128K");
+    /* a prefill chunk of 8,192 prompt tokens (or 2 verified MTP tokens) picks a top-2,048 for
+     * each: together they may read every cached latent (at most 8192 x 2048, more than held) */
+    CHECK_EQ(model_step_cache_bytes_layers(&m, PREC_BF16, 131072, 0, 61, 1, 8192), 61 * 131072.0 * 1284,
+             "a chunk of 8,192 queries reads every latent and index key");
+    CHECK_EQ(model_step_cache_bytes_layers(&m, PREC_BF16, 131072, 0, 61, 1, 2), 61 * (4096.0 * 1152 + 131072.0 * 132),
+             "two queries read at most 4,096 latents");
     CHECK_EQ(model_sequence_bytes(&m, PREC_BF16, 131072), 131072.0 * 78324, "but holds all of it, index keys too");
     /* FLOPs per new token at 128K, per layer: MLA over 2,048 tokens, 278,528 x 2048, and the
      * indexer over every token, 2 x 64 x 128 = 16,384 x 131072 */
@@ -206,7 +212,8 @@ static void deepseek_v32(void)
     CHECK_EQ(model_attention_flops_per_token(&m, 131072), flops, "V3.2 attention FLOPs at 128K (hand sum)");
     CHECK_EQ(model_indexer_flops_layers(&m, 131072, 0, 61), 61 * 16384.0 * 131072, "of which the indexers'");
     CHECK(flops < 0.08 * model_attention_flops_per_token(&v3, 131072), "7.4%% of V3's attention FLOPs at 128K");
-    CHECK_EQ(model_attention_flops_per_token(&m, 2048), model_attention_flops_per_token(&v3, 2048) + 61 * 16384.0 * 2048,
+    CHECK_EQ(model_attention_flops_per_token(&m, 2048),
+             model_attention_flops_per_token(&v3, 2048) + 61 * 16384.0 * 2048,
              "at 2,048 tokens the attention is V3's, plus the indexer");
 }
 
@@ -231,11 +238,23 @@ static void glm5(void)
     shared.pattern.shares_indexer[0] = 0;
     shared.pattern.shares_indexer[1] = 1;
     model_params(&shared, &p);
-    CHECK_EQ(p.indexer, 39 * indexer, "indexer shared by pairs of layers: 39 indexers");
+    CHECK_EQ(p.indexer, 78 * indexer, "indexers shared by pairs of layers keep their weights (all 78)");
     CHECK_EQ(model_kv_bytes_per_token(&shared, PREC_BF16), 78 * 1152.0 + 39 * 132, "and 39 layers of index keys");
     CHECK_EQ(model_attention_flops_per_token(&shared, 131072),
              78 * 2.0 * 64 * (2 * 512 + 64) * 2048 + 39 * 2.0 * 32 * 128 * 131072,
              "every layer attends to 2,048 tokens, half of them score all 131,072");
+    /* the same read from a config.json: GLM-5's with index_topk_freq 2 and transformers' default
+     * index_skip_topk_offset 2, so layer i runs its own indexer when max(i - 1, 0) is even:
+     * layers 0 and 1, then every other one, 40 of the 78 */
+    struct model freq = fixture_model("tests/data/hf-derived/glm-5-index-topk-freq-2.json");
+    int64_t own = 0;
+    for (int64_t i = 0; i < 78; i++)
+        own += model_layer_has_indexer(&freq, i);
+    CHECK(own == 40 && model_layer_has_indexer(&freq, 1) && !model_layer_has_indexer(&freq, 2) &&
+              model_layer_has_indexer(&freq, 3),
+          "index_topk_freq 2: 40 layers run their own indexer (0, 1, 3, 5, ...), 38 share");
+    CHECK_EQ(model_kv_bytes_per_token(&freq, PREC_BF16), 78 * 1152.0 + 40 * 132,
+             "78 latents and 40 index keys a token");
 }
 
 /* Gated DeltaNet of Qwen3-Next and Qwen3.5 (16 key heads, 32 value heads, heads of 128, a
@@ -269,18 +288,27 @@ static void qwen3_next(void)
     CHECK_EQ(model_state_bytes_per_sequence(&m), 36 * gdn_state, "fixed state per sequence: 36 x 2,146,304 B");
     CHECK_EQ(model_sequence_bytes(&m, PREC_BF16, 262144), 262144.0 * 24576 + 36 * gdn_state,
              "a 256K sequence: 6.44 GB of KV + 77 MB of state");
-    CHECK_EQ(model_sequence_bytes(&m, PREC_BF16, 1), 24576 + 36 * gdn_state, "a 1-token sequence holds the state whole");
+    CHECK_EQ(model_sequence_bytes(&m, PREC_BF16, 1), 24576 + 36 * gdn_state,
+             "a 1-token sequence holds the state whole");
     /* TP 8 splits GQA's 2 KV heads 2 ways and the states' 32 value heads 8 ways */
     CHECK_EQ(model_sequence_bytes_layers(&m, PREC_BF16, 262144, 0, 48, 8), 262144.0 * 24576 / 2 + 36 * gdn_state / 8,
              "per device of TP 8: KV over 2 KV heads, states over 8");
     /* a decode step reads the attended KV and reads and writes back each state */
-    CHECK_EQ(model_step_cache_bytes_layers(&m, PREC_BF16, 262144, 0, 48, 1), 262144.0 * 24576 + 2 * 36 * gdn_state,
+    CHECK_EQ(model_step_cache_bytes_layers(&m, PREC_BF16, 262144, 0, 48, 1, 1), 262144.0 * 24576 + 2 * 36 * gdn_state,
              "a decode step reads the KV, reads and writes the states");
     /* FLOPs per token: GQA 4 x 16 x 256 per cached token in 12 layers; Gated DeltaNet 7 x 32 x
      * 128 x 128 + the convolution 2 x 8192 x 4 in 36 */
     CHECK_EQ(model_attention_flops_per_token(&m, 262144),
              12 * 4.0 * 16 * 256 * 262144 + 36 * (7.0 * 32 * 128 * 128 + 2.0 * 8192 * 4),
              "Qwen3-Next attention FLOPs at 256K: full layers grow with context, linear layers do not");
+    /* mlp_only_layers [0, 47]: those two layers take a dense FFN of intermediate_size 5,120 */
+    struct model mixed = fixture_model("tests/data/hf-derived/qwen3-next-mlp-only.json");
+    struct model_params q;
+    model_params(&mixed, &q);
+    CHECK(model_moe_layers(&mixed) == 46 && !model_layer_is_moe(&mixed, 0) && !model_layer_is_moe(&mixed, 47) &&
+              model_layer_is_moe(&mixed, 1),
+          "mlp_only_layers [0, 47]: 46 MoE layers");
+    CHECK_EQ(q.dense_ffn, 2 * 3.0 * 2048 * 5120, "and two dense FFNs of 3 x 2048 x 5120");
 }
 
 static void qwen3_5(void)
@@ -318,6 +346,12 @@ static void nemotron_h(void)
     /* state: 64 x 64 x 128 at FP32 + the convolution's last 3 inputs of 6,144 channels at BF16 */
     double state = 64.0 * 64 * 128 * 4 + 6144.0 * 3 * 2;
     CHECK_EQ(model_state_bytes_per_sequence(&m), 23 * state, "fixed state: 23 x 2,134,016 B");
+    struct model listed = fixture_model("tests/data/hf-derived/nemotron-3-nano-layers-block-type.json");
+    struct model_params q;
+    model_params(&listed, &q);
+    CHECK(listed.layers == 52 && q.total == p.total && q.active == p.active &&
+              model_state_bytes_per_sequence(&listed) == model_state_bytes_per_sequence(&m),
+          "the same blocks listed in layers_block_type read as the same model");
     CHECK_EQ(model_attention_flops_per_token(&m, 131072),
              6 * 4.0 * 32 * 128 * 131072 + 23 * (5.0 * 4096 * 128 + 2.0 * 6144 * 4),
              "attention FLOPs at 128K: 6 GQA layers and 23 Mamba-2 updates");
@@ -356,6 +390,38 @@ static void dense_hybrids(void)
     CHECK_EQ(p.dense_ffn, 25 * 2 * 4480.0 * 15680, "25 ungated MLPs of 2 x 4480 x 15680");
     CHECK_EQ(model_state_bytes_per_sequence(&n), 27 * (128.0 * 80 * 128 * 4 + (128 * 80 + 2 * 8 * 128.0) * 3 * 2),
              "fixed state: 27 x 5,316,608 B");
+}
+
+/* The MoE layers of [first, last) counted by layer, for the closed form model_params uses. */
+static int64_t moe_layers_by_layer(const struct model *m, int64_t first, int64_t last)
+{
+    int64_t n = 0;
+    for (int64_t i = first; i < last; i++)
+        n += model_layer_is_moe(m, i);
+    return n;
+}
+
+static void moe_counts(void)
+{
+    /* DeepSeek-V3 with its 3 dense layers first, and as if interleaved every 2nd and 3rd layer
+     * after 5 dense ones: every stage split's MoE count is the layer-by-layer count */
+    struct model m = fixture_model("models/deepseek-v3.yaml");
+    bool same = true;
+    for (int shape = 0; shape < 3; shape++) {
+        m.moe.interleave = shape == 0 ? 1 : shape + 1;
+        m.moe.first_dense_layers = shape == 0 ? 3 : 5;
+        for (int64_t first = 0; first <= 61; first++)
+            for (int64_t last = first; last <= 61; last++) {
+                struct layer_parts parts;
+                same &= model_layers_parts(&m, first, last, &parts) == moe_layers_by_layer(&m, first, last);
+            }
+    }
+    CHECK(same, "MoE layers of every range [first, last): the closed form agrees with the layers");
+    m.moe.interleave = 2;
+    m.moe.first_dense_layers = 5;
+    struct layer_parts parts;
+    /* layers 5-9: MoE where (i + 1) is even, 5, 7 and 9 */
+    CHECK_EQ(model_layers_parts(&m, 4, 10, &parts), 3, "interleave 2 after 5 dense layers: 5, 7 and 9 of 4-9");
 }
 
 static void hf_configs(void)
@@ -398,5 +464,6 @@ int main(int argc, char **argv)
     qwen3_5();
     nemotron_h();
     dense_hybrids();
+    moe_counts();
     return tap_done();
 }

@@ -155,8 +155,11 @@ static void recurrent_state(void)
     struct fit f;
     CHECK(plan_fit(&m, &h200, 1, &w, &f) && f.fits && f.layout.tp == 1 && f.layout.dp == 8 && f.layout.ep == 8,
           "Qwen3-Next fits one HGX H200 as TP 1 x DP 8, EP 8");
+    /* the non-expert part: 79,674,391,296 in all less 48 x 512 experts of 3 x 2048 x 512
+     * (77,309,411,328) = 2,364,979,968 parameters, whole on each GPU */
     double expert = 3.0 * 2048 * 512;
-    double weights = (p.total - p.routed_experts) * 2 + 48 * 64 * expert * 2;
+    double weights = 2364979968.0 * 2 + 48 * 64 * expert * 2;
+    CHECK_EQ(p.total, 79674391296.0, "Qwen3-Next's 79,674,391,296 parameters (test_model)");
     CHECK_EQ(f.memory.weights_bytes, weights, "weights per GPU: the non-expert part and 48 x 64 experts at BF16");
     double state = 36 * (32.0 * 128 * 128 * 4 + 8192.0 * 3 * 2);
     CHECK_EQ(f.memory.kv_bytes, 262144.0 * 12 * 2048 + state, "one sequence: 12 layers of KV + 36 states");
@@ -166,8 +169,28 @@ static void recurrent_state(void)
     /* read as 48 full-attention layers, as rackplan did before, a sequence would hold
      * 262144 x 48 x 2,048 B = 25.8 GB and a GPU 3 of them instead of 14 */
     double as_attention = floor((141e9 * 0.9 - weights) / (262144.0 * 48 * 2048));
-    CHECK(per_gpu >= 4 * as_attention, "the linear layers' fixed state lets %.0f sequences a GPU where full attention fits %.0f",
+    CHECK(per_gpu >= 4 * as_attention,
+          "the linear layers' fixed state lets %.0f sequences a GPU where full attention fits %.0f",
           per_gpu, as_attention);
+}
+
+static void indexer_whole(void)
+{
+    /* DeepSeek-V3.2 against V3 pinned to TP 8 on one HGX H200: the 61 indexers of 13,959,424
+     * parameters are replicated on every GPU, not split (DeepSeek's Indexer builds them whole;
+     * vLLM and SGLang use ReplicatedLinear), 851,524,864 B more at FP8 */
+    struct model v3 = fixture_model("models/deepseek-v3.yaml");
+    struct model v32 = fixture_model("models/deepseek-v3.2.yaml");
+    struct topology h200 = fixture_topology("topologies/hgx-h200.xml");
+    struct workload w = workload(&v3, 8, 8192);
+    w.tp = 8;
+    struct fit a, b;
+    CHECK(plan_fit(&v3, &h200, 1, &w, &a) && plan_fit(&v32, &h200, 1, &w, &b) && b.layout.tp == 8,
+          "DeepSeek-V3 and V3.2 at TP 8 on HGX H200");
+    CHECK_EQ(b.memory.weights_bytes - a.memory.weights_bytes, 851524864.0,
+             "V3.2 holds all 61 indexers on each GPU: 61 x 13,959,424 B");
+    /* its KV: 8 sequences of 8,192 tokens, 61 x (1,152 + 132) B a token, whole on each GPU */
+    CHECK_EQ(b.memory.kv_bytes, 8 * 8192.0 * 61 * 1284, "and every sequence's latents and index keys");
 }
 
 static void mtp_memory(void)
@@ -202,6 +225,7 @@ int main(int argc, char **argv)
     replica_memory();
     gqa_kv_split();
     recurrent_state();
+    indexer_whole();
     mtp_memory();
     return tap_done();
 }

@@ -234,6 +234,23 @@ static void sparse_attention(void)
     double projections = 2 * 16 * 61 * 13959424.0 / 5e15;
     CHECK_REL(sparse.compute_s - dense.compute_s, v32_attention + projections - v3_attention, 1e-9,
               "the compute differs by the attention's FLOPs and the indexers' matmuls");
+    /* under TP 8 (HGX H200, 989 TFLOP/s BF16, 1,979 FP8; one DP rank of 8 sequences) MLA's heads
+     * split 8 ways but the indexer runs whole on every GPU: its weights are replicated
+     * (DeepSeek's Indexer, vLLM's and SGLang's ReplicatedLinear) and it scores every token */
+    struct topology h200 = fixture_topology("topologies/hgx-h200.xml");
+    struct graph_summary g8;
+    struct roof_setup a8 = setup(&v3, &h200, &g8, 1, 8, 1, 131072);
+    struct roof_setup b8 = setup(&v32, &h200, &g8, 1, 8, 1, 131072);
+    struct roof_point dense8, sparse8;
+    roof_decode(&a8, 8, &dense8);
+    roof_decode(&b8, 8, &sparse8);
+    double split_attention = 8 * 61 * 278528.0 / 8;
+    CHECK_REL(sparse8.compute_s - dense8.compute_s,
+              (split_attention * 2048 - split_attention * 131072) / 989e12 +
+                  (8 * 61 * 16384.0 * 131072 + 2 * 8 * 61 * 13959424.0) / 1979e12,
+              1e-9, "TP 8: MLA's attention split 8 ways, the indexer's FLOPs and weights whole on each GPU");
+    CHECK_REL(sparse8.weights_s - dense8.weights_s, 61 * 13959424.0 / 4.8e12, 1e-9,
+              "TP 8: every GPU streams all 61 indexers (851.5 MB at FP8)");
     double v3_time = dense.kv_s + v3_attention, v32_time = sparse.kv_s + v32_attention;
     CHECK(v32_time < 0.1 * v3_time, "V3.2's KV and attention time is %.1f%% of V3's at 128K", 100 * v32_time / v3_time);
     CHECK(dense.bound == ROOF_KV && sparse.step_s < 0.5 * dense.step_s,
@@ -280,6 +297,19 @@ static void drafts(void)
     CHECK_REL(with.weights_s - without.weights_s, (streamed / 8 + 32 * (8.0 / 256) * expert) / 4.8e12, 1e-9,
               "a draft pass streams the MTP module and the LM head over TP 8 and the expert it hits");
     CHECK_REL(with.kv_s - without.kv_s, 8192.0 * 1152 / 4.8e12, 1e-9, "and reads the module's 8,192 latents");
+    /* its compute: the streamed weights' matmuls at the FP8 peak (1,979 TFLOP/s), the 8 experts
+     * of its token over EP 8 (one a GPU), and MLA over 8,192 tokens split by TP 8 at the BF16 peak
+     * (989 TFLOP/s) */
+    CHECK_REL(with.compute_s - without.compute_s,
+              (2 * streamed / 8 + 2 * expert * 8 / 8) / 1979e12 + 278528.0 * 8192 / 8 / 989e12, 1e-9,
+              "and computes the module's matmuls, its token's experts and its attention");
+    /* and sends its token as a layer does: a TP all-reduce after its attention and after its FFN,
+     * 2 x 7/8 x 7,168 x 2 B each, and an EP dispatch and combine of 8 x 7,168 x 3 B from each of
+     * the 8 TP ranks' shares */
+    CHECK_REL(with.tp_s - without.tp_s, 2 * 2 * 7.0 / 8 * 7168 * 2 / topology_scale_up_bytes_per_s(&t), 1e-9,
+              "its two all-reduces over TP 8");
+    CHECK_REL(with.ep_scale_up_s - without.ep_scale_up_s, 1.0 / 8 * 8 * 7168 * 3 / g.all_to_all_domain_bytes_per_s,
+              1e-9, "its dispatch and combine over EP 8");
     s.workload.mtp = false;
     roof_step(&s, &drafted, &with);
     CHECK_EQ(with.step_s, without.step_s, "without --mtp nothing of the module is counted");
