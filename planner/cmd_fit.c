@@ -224,9 +224,11 @@ int cmd_fit(int argc, char **argv)
             n += snprintf(heads + n, sizeof heads - (size_t)n,
                           ", the %lld key and %lld value heads of linear attention",
                           (long long)m.linear.key_heads, (long long)m.linear.value_heads);
-        if (m.mamba.heads > 0)
+        if (m.mamba.heads > 0 && m.mamba.groups > 1)
             snprintf(heads + n, sizeof heads - (size_t)n, ", the %lld Mamba-2 heads and their %lld groups",
                      (long long)m.mamba.heads, (long long)m.mamba.groups);
+        else if (m.mamba.heads > 0)
+            snprintf(heads + n, sizeof heads - (size_t)n, ", the %lld Mamba-2 heads", (long long)m.mamba.heads);
         return cli_usage_error(o.command,
                                "no layout with %s on %lld devices: TP must divide %s; it must be at most "
                                "the domain size (%lld); and TP x PP must divide the devices",

@@ -258,12 +258,12 @@ double model_matmul_flops_per_token(const struct model *m);
  * read-out 2), each plus its convolution, 2 * channels * conv_kernel. */
 double model_attention_flops_per_token(const struct model *m, int64_t context);
 
-/* The DSA indexers' share of model_attention_flops_layers: they run at the index keys'
- * precision (FP8 in DeepSeek's kernels) whatever the KV's. */
-double model_indexer_flops_layers(const struct model *m, int64_t context, int64_t first, int64_t last);
-
 /* The same for the layers [first, last) only. */
 double model_attention_flops_layers(const struct model *m, int64_t context, int64_t first,
                                     int64_t last);
+
+/* The DSA indexers' share of model_attention_flops_layers: they run at the index keys'
+ * precision (FP8 in DeepSeek's kernels) whatever the KV's. */
+double model_indexer_flops_layers(const struct model *m, int64_t context, int64_t first, int64_t last);
 
 #endif
