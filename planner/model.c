@@ -285,18 +285,10 @@ int64_t model_layers_parts(const struct model *m, int64_t first, int64_t last, s
 
 void model_mtp_parts(const struct model *m, struct layer_parts *out)
 {
-    struct layer_parts p = {0};
     double d = (double)m->hidden_size;
-    p.attention = model_attention_params_per_layer(m);
-    if (sparse_attention(m))
-        p.indexer = model_indexer_params_per_layer(m);
-    if (model_is_moe(m))
-        moe_parts(m, &p);
-    else
-        p.dense_ffn = ffn_params(m, m->ffn.intermediate_size);
-    p.projection = 2 * d * d;
-    p.norms = 2 * d + 3 * d; /* the layer's two; the embedding's, the hidden state's, the output's */
-    *out = p;
+    parts_of(m, MIXER_ATTENTION, model_is_moe(m) ? LAYER_FFN_MOE : LAYER_FFN_DENSE, out);
+    out->projection = 2 * d * d;
+    out->norms += 3 * d; /* the embedding's, the hidden state's and the output's */
 }
 
 double layer_parts_sum(const struct layer_parts *p)
@@ -361,15 +353,6 @@ double model_index_key_bytes(const struct model *m)
     return dim * precision_bytes(key) + scales;
 }
 
-double model_layer_kv_bytes_per_token(const struct model *m, int64_t layer, enum precision kv)
-{
-    if (model_layer_mixer(m, layer) != MIXER_ATTENTION)
-        return 0;
-    double bytes = model_kv_elements_per_token_layer(m) * precision_bytes(kv);
-    if (model_layer_has_indexer(m, layer))
-        bytes += model_index_key_bytes(m);
-    return bytes;
-}
 
 static const double conv_state_bytes = 2; /* the convolution's inputs stay in BF16 */
 
@@ -412,11 +395,12 @@ static int64_t tokens_held(const struct model *m, int64_t layer, int64_t context
     return context;
 }
 
-/* Tokens whose KV an attention layer holding `held` reads: a DSA layer reads only the top-k. */
-static double tokens_attended(const struct model *m, int64_t held)
+/* Tokens whose KV an attention layer holding `held` reads for `queries` new tokens: a DSA layer
+ * only each query's top-k, at most queries x topk together. */
+static double tokens_attended(const struct model *m, int64_t held, double queries)
 {
-    if (sparse_attention(m) && held > m->attention.indexer.topk)
-        return (double)m->attention.indexer.topk;
+    if (sparse_attention(m))
+        return fmin((double)held, queries * (double)m->attention.indexer.topk);
     return (double)held;
 }
 
@@ -471,14 +455,18 @@ static double attention_held_bytes(const struct attention_costs *c, int64_t held
     return (double)held * (c->kv_bytes + (indexer ? c->index_key_bytes : 0));
 }
 
-/* `queries` new tokens of one sequence each choose their own top-k: together they read at most
- * queries x topk of the held latents */
+double model_layer_kv_bytes_per_token(const struct model *m, int64_t layer, enum precision kv)
+{
+    if (model_layer_mixer(m, layer) != MIXER_ATTENTION)
+        return 0;
+    struct attention_costs c = attention_costs(m, kv, 1);
+    return attention_held_bytes(&c, 1, model_layer_has_indexer(m, layer));
+}
+
 static double attention_read_bytes(const struct model *m, const struct attention_costs *c, int64_t held,
                                    bool indexer, double queries)
 {
-    double latents = sparse_attention(m) ? fmin((double)held, queries * (double)m->attention.indexer.topk)
-                                         : (double)held;
-    return latents * c->kv_bytes + (indexer ? (double)held * c->index_key_bytes : 0);
+    return tokens_attended(m, held, queries) * c->kv_bytes + (indexer ? (double)held * c->index_key_bytes : 0);
 }
 
 static double indexer_flops(const struct attention_costs *c, int64_t held)
@@ -488,7 +476,7 @@ static double indexer_flops(const struct attention_costs *c, int64_t held)
 
 static double attention_flops(const struct model *m, const struct attention_costs *c, int64_t held, bool indexer)
 {
-    return c->attended_flops * tokens_attended(m, held) + (indexer ? indexer_flops(c, held) : 0);
+    return c->attended_flops * tokens_attended(m, held, 1) + (indexer ? indexer_flops(c, held) : 0);
 }
 
 double model_sequence_bytes_layers(const struct model *m, enum precision kv, int64_t context,

@@ -85,6 +85,11 @@ void plan_stage(const struct model *m, const struct layout *l, int64_t index, st
     *out = st;
 }
 
+double plan_per_rank(double all, double whole, int64_t tp)
+{
+    return (all - whole) / (double)tp + whole;
+}
+
 void plan_mtp_memory(const struct model *m, const struct layout *l, const struct workload *w,
                      int64_t sequences, double *weights_bytes, double *kv_bytes)
 {
@@ -96,8 +101,7 @@ void plan_mtp_memory(const struct model *m, const struct layout *l, const struct
     struct layer_parts module;
     model_mtp_parts(m, &module);
     double modules = (double)m->mtp_layers;
-    double split = layer_parts_sum(&module) - module.routed_experts - module.indexer;
-    double params = modules * (split / (double)l->tp + module.indexer);
+    double params = modules * plan_per_rank(layer_parts_sum(&module) - module.routed_experts, module.indexer, l->tp);
     if (l->pp > 1)
         params += p.embedding / (double)l->tp;
     *weights_bytes = params * precision_bytes(w->weights);
@@ -119,8 +123,7 @@ void plan_stage_memory(const struct model *m, const struct topology *t, const st
     struct device_memory mem = {0};
     mem.layers = st.last - st.first;
     mem.sequences = sequences;
-    double split = st.replicated_params - st.unsplit_params;
-    mem.weights_bytes = (split / (double)l->tp + st.unsplit_params) * precision_bytes(w->weights) +
+    mem.weights_bytes = plan_per_rank(st.replicated_params, st.unsplit_params, l->tp) * precision_bytes(w->weights) +
                         (double)st.moe_layers * plan_experts_per_device(m, l) * routed_bytes;
     mem.kv_bytes = (double)sequences *
                    model_sequence_bytes_layers(m, w->kv, w->context, st.first, st.last, l->tp);

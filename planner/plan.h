@@ -104,6 +104,10 @@ double plan_experts_per_device(const struct model *m, const struct layout *l);
 /* Per-token activation workspace on a device (bytes), see plan.c for the terms. */
 double plan_activation_bytes_per_token(const struct model *m, const struct layout *l);
 
+/* What one rank of a `tp`-way group carries of `all` (parameters or FLOPs) of which `whole` every
+ * rank carries in full (a DSA indexer's, replicated) and the rest is split. */
+double plan_per_rank(double all, double whole, int64_t tp);
+
 /* What the model's MTP modules (m->mtp_layers of them) put on each device of the last stage
  * when w->mtp: their weights (attention, projection and norms split by TP as the layers' are,
  * an indexer whole; routed experts spread over EP as an MoE layer's; and, pipelined, a copy of

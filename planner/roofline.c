@@ -75,15 +75,14 @@ static void draft_work(const struct roof_setup *s, const struct roof_step *load,
     model_params(m, &p);
     struct layer_parts module;
     model_mtp_parts(m, &module);
-    double tp = (double)l->tp, passes = load->draft_passes;
+    double passes = load->draft_passes;
     double rank_sequences = ceil(load->sequences / (double)l->dp);
     double head = m->tie_embeddings ? p.embedding : p.lm_head;
-    double streamed = (layer_parts_sum(&module) - module.routed_experts - module.indexer + head) / tp +
-                      module.indexer;
+    double streamed = plan_per_rank(layer_parts_sum(&module) - module.routed_experts + head, module.indexer, l->tp);
     out->matmul = 2 * streamed * rank_sequences * passes;
     out->indexer = model_mtp_indexer_flops(m, load->context) * rank_sequences * passes;
-    out->attention = (model_mtp_attention_flops(m, load->context) * rank_sequences * passes - out->indexer) / tp +
-                     out->indexer;
+    out->attention = plan_per_rank(model_mtp_attention_flops(m, load->context) * rank_sequences * passes,
+                                   out->indexer, l->tp);
     out->dense_bytes = passes * streamed * precision_bytes(w->weights);
     out->cache_bytes = passes * rank_sequences * model_mtp_step_cache_bytes(m, w->kv, load->context, l->tp);
     out->sublayer_tokens = 2 * passes * rank_sequences;
@@ -97,6 +96,17 @@ static void draft_work(const struct roof_setup *s, const struct roof_step *load,
         out->expert_bytes = passes * plan_experts_per_device(m, l) * hit * p.routed_expert *
                             precision_bytes(w->expert_weights) / s->efficiency.experts;
     }
+}
+
+/* The attention FLOPs of `tokens` new tokens at `context` in a stage, on one TP rank: the heads
+ * split, a DSA indexer whole on every rank (its weights are replicated), its share added to
+ * *indexer. */
+static double rank_attention(const struct model *m, const struct stage *st, int64_t context, double tokens,
+                             int64_t tp, double *indexer)
+{
+    double whole = model_indexer_flops_layers(m, context, st->first, st->last) * tokens;
+    *indexer += whole;
+    return plan_per_rank(model_attention_flops_layers(m, context, st->first, st->last) * tokens, whole, tp);
 }
 
 static void stage_times(const struct roof_setup *s, const struct stage *st, const struct roof_step *load,
@@ -120,18 +130,15 @@ static void stage_times(const struct roof_setup *s, const struct stage *st, cons
 
     /* compute: non-expert matmuls on the rank's tokens, split by TP; routed experts get
      * tokens x k / ep on average; attention over the cached tokens, split by TP */
-    double streamed = (st->replicated_params - st->embedding_params - st->unsplit_params) / tp + st->unsplit_params;
+    double streamed = plan_per_rank(st->replicated_params - st->embedding_params, st->unsplit_params, l->tp);
     double matmul = 2 * streamed * rank_tokens;
     double k = (double)m->moe.experts_per_token;
     double imbalance = s->expert_imbalance > 1 ? s->expert_imbalance : 1;
     double expert_matmul = 0;
     if (st->moe_layers) /* the most loaded device gets imbalance x the mean share */
         expert_matmul = 2 * p.routed_expert * tokens * k / ep * imbalance * (double)st->moe_layers / s->efficiency.experts;
-    /* a DSA indexer runs whole on every TP rank (its weights are replicated), the heads split */
-    double indexer = model_indexer_flops_layers(m, load->context, st->first, st->last) * rank_decode_tokens;
-    double attention =
-        (model_attention_flops_layers(m, load->context, st->first, st->last) * rank_decode_tokens - indexer) / tp +
-        indexer;
+    double indexer = 0;
+    double attention = rank_attention(m, st, load->context, rank_decode_tokens, l->tp, &indexer);
     struct drafts drafts = {0};
     if (st->last == m->layers)
         draft_work(s, load, &drafts);
@@ -139,16 +146,8 @@ static void stage_times(const struct roof_setup *s, const struct stage *st, cons
     expert_matmul += drafts.expert_matmul;
     attention += drafts.attention;
     indexer += drafts.indexer;
-    if (rank_prefill_tokens > 0) {
-        double prefill_indexer =
-            model_indexer_flops_layers(m, load->prefill_context, st->first, st->last) * rank_prefill_tokens;
-        attention += (model_attention_flops_layers(m, load->prefill_context, st->first, st->last) *
-                          rank_prefill_tokens -
-                      prefill_indexer) /
-                         tp +
-                     prefill_indexer;
-        indexer += prefill_indexer;
-    }
+    if (rank_prefill_tokens > 0)
+        attention += rank_attention(m, st, load->prefill_context, rank_prefill_tokens, l->tp, &indexer);
     enum precision used;
     double peak_weights = topology_peak_flops_per_s(t, w->weights, &used);
     double peak_kv = topology_peak_flops_per_s(t, w->kv, &used);
