@@ -47,6 +47,9 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct report *
     cli_json_precision(&j, &r->setup->workload);
     json_key(&j, "context");
     json_int(&j, r->setup->workload.context);
+    json_key(&j, "attention_form");
+    json_string(&j, model_attention_form_name(model_attention_form(
+                        r->model, r->options->prefill ? ATTENTION_PASS_PREFILL : ATTENTION_PASS_DECODE)));
     if (r->serving) {
         json_key(&j, "workload");
         json_begin_object(&j);
@@ -167,6 +170,10 @@ static void write_text(FILE *out, const struct report *r)
     if (r->options->prefill) {
         format_count((double)r->setup->workload.context, a, sizeof a);
         fprintf(out, "  prompts of %s tokens; each attends to half its prompt on average (causal)\n", a);
+        if (model_attention_form(r->model, ATTENTION_PASS_PREFILL) == ATTENTION_FORM_EXPANDED) {
+            format_count(model_attention_flops_layers(r->model, 1, 0, 1, ATTENTION_PASS_PREFILL), a, sizeof a);
+            fprintf(out, "  MLA prefilled in its expanded form (%s FLOPs a key a layer; decode runs it absorbed)\n", a);
+        }
     } else {
         fprintf(out, "  latency floor %.4g ms (batch 1, no context", r->floor_s * 1e3);
         if (r->bound_points)

@@ -434,16 +434,56 @@ struct attention_costs {
     double indexed_flops;     /* per held token, in a layer with its own indexer */
 };
 
-static struct attention_costs attention_costs(const struct model *m, enum precision kv, int64_t tp)
+/* MLA's two forms, FLOPs per head per attended key: absorbed, the query against the 576-wide
+ * latent (kv_lora_rank + rope) and the output over the latent (kv_lora_rank); expanded, the
+ * keys and values up-projected per head: QK over qk_nope + qk_rope, PV over v_head_dim. */
+static double mla_absorbed_flops(const struct model *m)
+{
+    return 2.0 * (double)(2 * m->attention.kv_lora_rank + m->attention.qk_rope_head_dim);
+}
+
+static double mla_expanded_flops(const struct model *m)
+{
+    return 2.0 * (double)(m->attention.qk_nope_head_dim + m->attention.qk_rope_head_dim + m->attention.v_head_dim);
+}
+
+enum attention_form model_attention_form(const struct model *m, enum attention_pass pass)
+{
+    if (m->attention.type != ATTENTION_MLA)
+        return ATTENTION_FORM_HEADS;
+    /* DSA selects keys per query, so a key is shared only in the latent (MQA) form: DeepSeek-V3.2
+     * runs it absorbed in prefill too (its report, "DSA under MLA's MQA mode") */
+    if (pass == ATTENTION_PASS_PREFILL && !sparse_attention(m) && mla_expanded_flops(m) < mla_absorbed_flops(m))
+        return ATTENTION_FORM_EXPANDED;
+    return ATTENTION_FORM_ABSORBED;
+}
+
+const char *model_attention_form_name(enum attention_form form)
+{
+    static const char *const names[] = {"heads", "absorbed", "expanded"};
+    return names[form];
+}
+
+static struct attention_costs attention_costs(const struct model *m, enum precision kv, int64_t tp,
+                                              enum attention_pass pass)
 {
     double h = (double)m->attention.heads;
+    double per_head;
+    switch (model_attention_form(m, pass)) {
+    case ATTENTION_FORM_ABSORBED:
+        per_head = mla_absorbed_flops(m);
+        break;
+    case ATTENTION_FORM_EXPANDED:
+        per_head = mla_expanded_flops(m);
+        break;
+    default:
+        per_head = 4.0 * (double)m->attention.head_dim;
+        break;
+    }
     return (struct attention_costs){
         .kv_bytes = model_kv_elements_per_token_layer(m) * precision_bytes(kv) / model_kv_split(m, tp),
         .index_key_bytes = sparse_attention(m) ? model_index_key_bytes(m) : 0,
-        .attended_flops = m->attention.type == ATTENTION_MLA
-                              ? 2.0 * h * (2.0 * (double)m->attention.kv_lora_rank +
-                                           (double)m->attention.qk_rope_head_dim)
-                              : 4.0 * h * (double)m->attention.head_dim,
+        .attended_flops = h * per_head,
         .indexed_flops = 2.0 * (double)(m->attention.indexer.heads * m->attention.indexer.head_dim),
     };
 }
@@ -459,7 +499,7 @@ double model_layer_kv_bytes_per_token(const struct model *m, int64_t layer, enum
 {
     if (model_layer_mixer(m, layer) != MIXER_ATTENTION)
         return 0;
-    struct attention_costs c = attention_costs(m, kv, 1);
+    struct attention_costs c = attention_costs(m, kv, 1, ATTENTION_PASS_DECODE);
     return attention_held_bytes(&c, 1, model_layer_has_indexer(m, layer));
 }
 
@@ -482,7 +522,7 @@ static double attention_flops(const struct model *m, const struct attention_cost
 double model_sequence_bytes_layers(const struct model *m, enum precision kv, int64_t context,
                                    int64_t first, int64_t last, int64_t tp)
 {
-    struct attention_costs c = attention_costs(m, kv, tp);
+    struct attention_costs c = attention_costs(m, kv, tp, ATTENTION_PASS_DECODE);
     if (uniform_attention(m))
         return (double)(last - first) * attention_held_bytes(&c, context, sparse_attention(m));
     double bytes = 0;
@@ -504,7 +544,7 @@ double model_sequence_bytes(const struct model *m, enum precision kv, int64_t co
 double model_step_cache_bytes_layers(const struct model *m, enum precision kv, int64_t context,
                                      int64_t first, int64_t last, int64_t tp, double queries)
 {
-    struct attention_costs c = attention_costs(m, kv, tp);
+    struct attention_costs c = attention_costs(m, kv, tp, ATTENTION_PASS_DECODE);
     if (uniform_attention(m))
         return (double)(last - first) * attention_read_bytes(m, &c, context, sparse_attention(m), queries);
     double bytes = 0;
@@ -521,25 +561,25 @@ double model_step_cache_bytes_layers(const struct model *m, enum precision kv, i
 
 double model_mtp_sequence_bytes(const struct model *m, enum precision kv, int64_t context, int64_t tp)
 {
-    struct attention_costs c = attention_costs(m, kv, tp);
+    struct attention_costs c = attention_costs(m, kv, tp, ATTENTION_PASS_DECODE);
     return (double)m->mtp_layers * attention_held_bytes(&c, context, sparse_attention(m));
 }
 
 double model_mtp_step_cache_bytes(const struct model *m, enum precision kv, int64_t context, int64_t tp)
 {
-    struct attention_costs c = attention_costs(m, kv, tp);
+    struct attention_costs c = attention_costs(m, kv, tp, ATTENTION_PASS_DECODE);
     return attention_read_bytes(m, &c, context, sparse_attention(m), 1);
 }
 
 double model_mtp_attention_flops(const struct model *m, int64_t context)
 {
-    struct attention_costs c = attention_costs(m, m->kv_precision, 1);
+    struct attention_costs c = attention_costs(m, m->kv_precision, 1, ATTENTION_PASS_DECODE);
     return attention_flops(m, &c, context, sparse_attention(m));
 }
 
 double model_mtp_indexer_flops(const struct model *m, int64_t context)
 {
-    struct attention_costs c = attention_costs(m, m->kv_precision, 1);
+    struct attention_costs c = attention_costs(m, m->kv_precision, 1, ATTENTION_PASS_DECODE);
     return sparse_attention(m) ? indexer_flops(&c, context) : 0;
 }
 
@@ -550,10 +590,10 @@ double model_matmul_flops_per_token(const struct model *m)
     return 2.0 * p.active;
 }
 
-double model_attention_flops_layers(const struct model *m, int64_t context, int64_t first,
-                                    int64_t last)
+double model_attention_flops_layers(const struct model *m, int64_t context, int64_t first, int64_t last,
+                                    enum attention_pass pass)
 {
-    struct attention_costs c = attention_costs(m, m->kv_precision, 1);
+    struct attention_costs c = attention_costs(m, m->kv_precision, 1, pass);
     double linear = 7.0 * (double)(m->linear.value_heads * m->linear.key_head_dim * m->linear.value_head_dim) +
                     2.0 * linear_conv_channels(m) * (double)m->linear.conv_kernel;
     double mamba = 5.0 * mamba_inner(m) * (double)m->mamba.state_size +
@@ -581,7 +621,7 @@ double model_attention_flops_layers(const struct model *m, int64_t context, int6
 
 double model_indexer_flops_layers(const struct model *m, int64_t context, int64_t first, int64_t last)
 {
-    struct attention_costs c = attention_costs(m, m->kv_precision, 1);
+    struct attention_costs c = attention_costs(m, m->kv_precision, 1, ATTENTION_PASS_DECODE);
     if (!sparse_attention(m))
         return 0;
     if (uniform_attention(m))
@@ -595,5 +635,5 @@ double model_indexer_flops_layers(const struct model *m, int64_t context, int64_
 
 double model_attention_flops_per_token(const struct model *m, int64_t context)
 {
-    return model_attention_flops_layers(m, context, 0, m->layers);
+    return model_attention_flops_layers(m, context, 0, m->layers, ATTENTION_PASS_DECODE);
 }

@@ -258,9 +258,25 @@ double model_matmul_flops_per_token(const struct model *m);
  * read-out 2), each plus its convolution, 2 * channels * conv_kernel. */
 double model_attention_flops_per_token(const struct model *m, int64_t context);
 
-/* The same for the layers [first, last) only. */
-double model_attention_flops_layers(const struct model *m, int64_t context, int64_t first,
-                                    int64_t last);
+/* A pass over the model: a decode step's new tokens, or a prompt's being prefilled. */
+enum attention_pass { ATTENTION_PASS_DECODE, ATTENTION_PASS_PREFILL };
+
+/* How an attention layer is computed: heads (GQA/MHA, one form); MLA absorbed (decode: the
+ * query against the cached latent) or expanded (prefill: keys and values up-projected per head,
+ * 2 * heads * (qk_nope + qk_rope + v_head_dim) per key, 81,920 for DeepSeek-V3 against 278,528
+ * absorbed; the up-projection is the kv_b matmul every token already pays). Engines prefill MLA
+ * expanded (FlashMLA's and FlashInfer's prefill kernels, SGLang's and vLLM's MLA backends) and
+ * decode it absorbed; a pass takes the cheaper form its kernels offer. A sparse (DSA) layer
+ * stays absorbed in both. */
+enum attention_form { ATTENTION_FORM_HEADS, ATTENTION_FORM_ABSORBED, ATTENTION_FORM_EXPANDED };
+
+enum attention_form model_attention_form(const struct model *m, enum attention_pass pass);
+const char *model_attention_form_name(enum attention_form form);
+
+/* The FLOPs of model_attention_flops_per_token for the layers [first, last) only, in the form
+ * `pass` computes them in (model_attention_form). */
+double model_attention_flops_layers(const struct model *m, int64_t context, int64_t first, int64_t last,
+                                    enum attention_pass pass);
 
 /* The DSA indexers' share of model_attention_flops_layers: they run at the index keys'
  * precision (FP8 in DeepSeek's kernels) whatever the KV's. */

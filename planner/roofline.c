@@ -102,11 +102,11 @@ static void draft_work(const struct roof_setup *s, const struct roof_step *load,
  * split, a DSA indexer whole on every rank (its weights are replicated), its share added to
  * *indexer. */
 static double rank_attention(const struct model *m, const struct stage *st, int64_t context, double tokens,
-                             int64_t tp, double *indexer)
+                             enum attention_pass pass, int64_t tp, double *indexer)
 {
     double whole = model_indexer_flops_layers(m, context, st->first, st->last) * tokens;
     *indexer += whole;
-    return plan_per_rank(model_attention_flops_layers(m, context, st->first, st->last) * tokens, whole, tp);
+    return plan_per_rank(model_attention_flops_layers(m, context, st->first, st->last, pass) * tokens, whole, tp);
 }
 
 static void stage_times(const struct roof_setup *s, const struct stage *st, const struct roof_step *load,
@@ -124,9 +124,9 @@ static void stage_times(const struct roof_setup *s, const struct stage *st, cons
     double rank_prompts = load->prefill_prompts / (double)l->dp;
     double rank_decode_tokens = rank_sequences * load->tokens_per_sequence;
     double rank_prefill_tokens = rank_prompts * load->prefill_tokens_per_prompt;
-    double rank_tokens = rank_decode_tokens + rank_prefill_tokens;
+    double rank_tokens = rank_decode_tokens + rank_prefill_tokens + load->chunk_tokens;
     double tokens = load->sequences * load->tokens_per_sequence +
-                    load->prefill_prompts * load->prefill_tokens_per_prompt;
+                    load->prefill_prompts * load->prefill_tokens_per_prompt + load->chunk_tokens;
 
     /* compute: non-expert matmuls on the rank's tokens, split by TP; routed experts get
      * tokens x k / ep on average; attention over the cached tokens, split by TP */
@@ -138,7 +138,8 @@ static void stage_times(const struct roof_setup *s, const struct stage *st, cons
     if (st->moe_layers) /* the most loaded device gets imbalance x the mean share */
         expert_matmul = 2 * p.routed_expert * tokens * k / ep * imbalance * (double)st->moe_layers / s->efficiency.experts;
     double indexer = 0;
-    double attention = rank_attention(m, st, load->context, rank_decode_tokens, l->tp, &indexer);
+    double attention = rank_attention(m, st, load->context, rank_decode_tokens,
+                                      load->prefilling ? ATTENTION_PASS_PREFILL : ATTENTION_PASS_DECODE, l->tp, &indexer);
     struct drafts drafts = {0};
     if (st->last == m->layers)
         draft_work(s, load, &drafts);
@@ -147,7 +148,11 @@ static void stage_times(const struct roof_setup *s, const struct stage *st, cons
     attention += drafts.attention;
     indexer += drafts.indexer;
     if (rank_prefill_tokens > 0)
-        attention += rank_attention(m, st, load->prefill_context, rank_prefill_tokens, l->tp, &indexer);
+        attention += rank_attention(m, st, load->prefill_context, rank_prefill_tokens, ATTENTION_PASS_PREFILL, l->tp,
+                                    &indexer);
+    if (load->chunk_tokens > 0)
+        attention += rank_attention(m, st, load->chunk_context, load->chunk_tokens, ATTENTION_PASS_PREFILL, l->tp,
+                                    &indexer);
     enum precision used;
     double peak_weights = topology_peak_flops_per_s(t, w->weights, &used);
     double peak_kv = topology_peak_flops_per_s(t, w->kv, &used);
@@ -185,6 +190,9 @@ static void stage_times(const struct roof_setup *s, const struct stage *st, cons
         kv_bytes += rank_prompts *
                     model_step_cache_bytes_layers(m, w->kv, load->prefill_context, st->first, st->last, l->tp,
                                                   load->prefill_tokens_per_prompt);
+    if (load->chunk_tokens > 0)
+        kv_bytes += model_step_cache_bytes_layers(m, w->kv, load->chunk_context, st->first, st->last, l->tp,
+                                                  load->chunk_tokens);
     kv_bytes += drafts.cache_bytes;
     out->kv = kv_bytes / bandwidth;
 
@@ -224,6 +232,7 @@ static void run(const struct roof_setup *s, const struct roof_step *step, double
     struct roof_step micro = *step;
     micro.sequences = ceil(step->sequences / pp);
     micro.prefill_prompts = step->prefill_prompts / pp;
+    micro.chunk_tokens = step->chunk_tokens / pp;
     struct roof_point r = {.batch = (int64_t)step->sequences};
     bool estimate = !efficiency_is_bound(&s->efficiency);
     double worst = -1;
@@ -248,7 +257,8 @@ static void run(const struct roof_setup *s, const struct roof_step *step, double
     }
     if (l->pp > 1) {
         double rank_tokens = ceil(micro.sequences / (double)l->dp) * micro.tokens_per_sequence +
-                             micro.prefill_prompts / (double)l->dp * micro.prefill_tokens_per_prompt;
+                             micro.prefill_prompts / (double)l->dp * micro.prefill_tokens_per_prompt +
+                             micro.chunk_tokens;
         double bytes = rank_tokens * (double)s->model->hidden_size * activation_bytes;
         double link = l->racks > 1 ? topology_scale_out_bytes_per_s(s->topology) * s->efficiency.scale_out
                                    : topology_scale_up_bytes_per_s(s->topology) * s->efficiency.scale_up;
@@ -297,7 +307,8 @@ void roof_prefill(const struct roof_setup *s, int64_t batch, int64_t prompt,
     /* causal attention: the i-th prompt token attends to i tokens, prompt / 2 on average,
      * taken as `prompt` tokens attending to a context of prompt / 2 */
     int64_t half = prompt / 2 > 0 ? prompt / 2 : 1;
-    struct roof_step step = {.sequences = (double)batch, .tokens_per_sequence = (double)prompt, .context = half};
+    struct roof_step step = {.sequences = (double)batch, .tokens_per_sequence = (double)prompt, .context = half,
+                             .prefilling = true};
     run(s, &step, (double)batch * (double)prompt, out);
     struct workload w = s->workload;
     w.batch = batch;

@@ -78,6 +78,13 @@ struct roof_step {
     double prefill_tokens_per_prompt;
     int64_t prefill_context;
     double draft_passes; /* MTP module passes over each decode sequence (speculative drafts) */
+    bool prefilling;     /* the sequences' tokens are their prompts: attention in its prefill form
+                          * (model_attention_form), as the prefill chunks' always is */
+    /* one more chunk of `chunk_tokens` prompt tokens attending to `chunk_context` on average, on
+     * one data-parallel rank (which then paces the step): the chunk of the prompt whose time to
+     * first token is asked; 0 tokens: none */
+    double chunk_tokens;
+    int64_t chunk_context;
 };
 
 /* The step's times; tokens_per_s counts one token per decode sequence, and `fits` is not set

@@ -96,6 +96,37 @@ static void aggregated_step(const struct serve_pool *pool, const struct graph_su
     set_rates(pool, l, y * (double)batch, out);
 }
 
+/* An aggregated instance's time to first token: half the mean step `step_s` in progress when the
+ * prompt arrives, then the steps that carry its chunks. Such a step holds the decode batch, the
+ * chunk (on its rank, which then paces the step) and the rest of the step's mean prefill
+ * spread over the ranks. Each chunk's step costs at least the chunk alone, so the sum is never
+ * less than the prompt's prefill alone on the instance. */
+static double aggregated_ttft(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
+                              const struct serve_workload *w, int64_t batch, double step_s)
+{
+    double computed = prefilled_tokens(w), chunk = (double)w->chunk_tokens;
+    double prefill = serve_tokens_per_step(w) * (double)batch * computed / (double)w->osl;
+    double cached = (double)w->isl - computed;
+    double drafts = (double)(w->mtp > 0 ? w->mtp : 0);
+    struct roof_setup s = setup_of(pool, g, l);
+    double ttft = step_s / 2, done = 0;
+    do {
+        double tokens = fmin(chunk, computed - done);
+        double others = fmax(prefill - tokens, 0);
+        struct roof_step step = {.sequences = (double)batch, .tokens_per_sequence = 1 + drafts,
+                                 .draft_passes = drafts, .context = decode_context(w),
+                                 .prefill_prompts = computed > 0 ? others / computed : 0,
+                                 .prefill_tokens_per_prompt = computed, .prefill_context = prefill_context(w),
+                                 .chunk_tokens = tokens,
+                                 .chunk_context = (int64_t)llround(cached + done + tokens / 2)};
+        struct roof_point r;
+        roof_step(&s, &step, &r);
+        ttft += r.step_s;
+        done += tokens;
+    } while (done < computed);
+    return ttft;
+}
+
 void serve_aggregated_step(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
                            const struct serve_workload *w, int64_t batch, struct roof_point *out)
 {
@@ -123,7 +154,7 @@ bool serve_aggregated(const struct serve_pool *pool, const struct graph_summary 
     p.devices = l->devices;
     p.tpot_s = t / y;
     p.prefill_use = rank_prefill / chunk;
-    p.ttft_s = (0.5 + ceil(prefilled_tokens(w) / chunk)) * t;
+    p.ttft_s = aggregated_ttft(pool, g, l, w, batch, t);
     p.tokens_per_s_per_user = y / t;
     p.tokens_per_s_per_device = p.decode_tokens_per_s_per_device = p.decode.point.tokens_per_s_per_device;
     p.cost_per_mtok = p.decode.point.cost_per_mtok;
@@ -174,7 +205,7 @@ void serve_prefill_step(const struct serve_pool *pool, const struct graph_summar
 {
     struct roof_setup s = setup_of(pool, g, l);
     struct roof_step step = {.sequences = (double)prompts, .tokens_per_sequence = prefilled_tokens(w),
-                             .context = prefill_context(w)};
+                             .context = prefill_context(w), .prefilling = true};
     roof_step(&s, &step, out);
     set_rates(pool, l, (double)prompts * prefilled_tokens(w), out);
     int64_t rank_prompts = (prompts + l->dp * l->pp - 1) / (l->dp * l->pp);

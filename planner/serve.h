@@ -22,8 +22,12 @@
  *   prefill a step (the chunk budget), so P / dp <= C, and rho = P / (dp C) is its use.
  *   T = roof_step(B, K + 1, S; P)            one step, prefill included
  *   TPOT = T / y                             tokens/s per user = 1 / TPOT
- *   TTFT = (1 / 2 + ceil(isl_eff / C)) T     the step in progress (half of one on average), then
- *                                            the chunks of the prompt
+ *   TTFT = T / 2 + sum over the prompt's chunks c_i = min(C, what is left) of
+ *          roof_step(B, K + 1, S; max(P - c_i, 0) spread over the ranks; c_i on one rank)
+ *                                            the step in progress (half of one on average), then
+ *                                            the steps that carry the prompt's chunks, each
+ *                                            paced by the rank holding the chunk: never less
+ *                                            than the prompt's prefill alone on the instance
  *   tokens/s per device = y B / T / n
  * Disaggregated (a prefill pool and a decode pool, each its own layout and batch):
  *   prefill instance: b prompts a batch, S_p = roof_step(b, isl_eff, isl - isl_eff / 2), at most

@@ -315,6 +315,37 @@ static void drafts(void)
     CHECK_EQ(with.step_s, without.step_s, "without --mtp nothing of the module is counted");
 }
 
+static void mla_prefill(void)
+{
+    /* DeepSeek-V3, 8 prompts of 8,192 tokens on one HGX H200 (DP 8, a prompt a GPU): engines
+     * prefill MLA expanded, QK over 128 + 64 dims and PV over 128 a head, 2 x 128 x 320 = 81,920
+     * FLOPs a cached token a layer (absorbed: 2 x 128 x (2 x 512 + 64) = 278,528). Issue 25's
+     * hand figure: 65,536 tokens x (2 x N_act at FP8 1,979 TFLOP/s + 61 x 81,920 x 4,096 at BF16
+     * 989 TFLOP/s) / 8 GPUs = 0.47 s, each token attending to half its prompt. */
+    struct model m = fixture_model("models/deepseek-v3.yaml");
+    struct topology t = fixture_topology("topologies/hgx-h200.xml");
+    struct graph_summary g;
+    struct roof_setup s = setup(&m, &t, &g, 1, 1, 1, 8192);
+    struct model_params p;
+    model_params(&m, &p);
+    CHECK(model_attention_form(&m, ATTENTION_PASS_PREFILL) == ATTENTION_FORM_EXPANDED, "DeepSeek-V3 prefills expanded");
+    CHECK(model_attention_form(&m, ATTENTION_PASS_DECODE) == ATTENTION_FORM_ABSORBED, "and decodes absorbed");
+    CHECK_EQ(model_attention_flops_layers(&m, 4096, 0, 61, ATTENTION_PASS_PREFILL), 61 * 81920.0 * 4096,
+             "expanded: 81,920 FLOPs a cached token a layer");
+    struct roof_point r;
+    roof_prefill(&s, 8, 8192, &r);
+    double attention = 8192.0 * 61 * 81920 * 4096 / 989e12;
+    CHECK_REL(r.compute_s, 8192.0 * 2 * p.active / 1979e12 + attention, 1e-3,
+              "the prefill's compute: a GPU's 8,192 tokens through 2 x N_act at FP8 and expanded MLA at BF16");
+    CHECK(r.step_s <= 0.4727 * 1.001, "at most the hand figure's 0.47 s (was 0.88 s absorbed)");
+    struct model v32 = fixture_model("models/deepseek-v3.2.yaml");
+    CHECK(model_attention_form(&v32, ATTENTION_PASS_PREFILL) == ATTENTION_FORM_ABSORBED,
+          "DSA keeps the absorbed (MQA) form in prefill: a key is shared across heads only as a latent");
+    struct model llama = fixture_model("models/llama-3.1-70b.yaml");
+    CHECK_EQ(model_attention_flops_layers(&llama, 1000, 0, 80, ATTENTION_PASS_PREFILL),
+             model_attention_flops_layers(&llama, 1000, 0, 80, ATTENTION_PASS_DECODE), "GQA has one form");
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && chdir(argv[1]) != 0)
@@ -328,5 +359,6 @@ int main(int argc, char **argv)
     sparse_attention();
     linear_attention();
     drafts();
+    mla_prefill();
     return tap_done();
 }

@@ -139,7 +139,22 @@ static void aggregated_by_hand(void)
 
     /* serve.h's aggregated equations, y = 1, C = 8192, n = 8 */
     CHECK_REL(a.tpot_s, T, 1e-15, "TPOT = T / y = T");
-    CHECK_REL(a.ttft_s, (0.5 + 1) * T, 1e-15, "TTFT = (1/2 + ceil(1000 / 8192)) T = 1.5 T");
+    /* TTFT: half a step in progress, then the step that carries the whole prompt as one chunk
+     * (1000 <= C) beside the 64 decode sequences; the step's mean prefill (256 tokens) is less than
+     * the chunk, so nothing else rides with it: compute = matmuls of 64 + 1000 tokens and
+     * attention (64 at 1125, 1000 at 500), / TP 8 / 989 TF */
+    struct roof_step carrying = {.sequences = 64, .tokens_per_sequence = 1, .context = 1125,
+                                 .chunk_tokens = 1000, .chunk_context = 500};
+    struct roof_point c;
+    roof_step(&s, &carrying, &c);
+    CHECK_REL(c.compute_s,
+              (2 * streamed / 8 * (64 + 1000) + attention_per_token_layer * 80 * (64.0 * 1125 + 1000.0 * 500) / 8) /
+                  flops,
+              1e-12, "the chunk's step: matmuls of 1,064 tokens and their attention");
+    CHECK_REL(a.ttft_s, T / 2 + c.step_s, 1e-12, "TTFT = T / 2 + the step carrying the 1,000-token chunk");
+    struct roof_point alone;
+    roof_prefill(&s, 1, 1000, &alone);
+    CHECK(a.ttft_s >= alone.step_s, "TTFT is at least the prompt's prefill alone on the instance");
     CHECK_REL(a.tokens_per_s_per_device, 64 / T / 8, 1e-15, "tokens/s per device = y B / T / n = 64 / T / 8");
     CHECK_REL(a.tokens_per_s_per_user, 1 / T, 1e-15, "tokens/s per user = 1 / TPOT");
     CHECK_REL(a.decode.requests_per_s, 64 / T / 250, 1e-15, "requests/s = y B / (T osl)");
@@ -171,7 +186,18 @@ static void aggregated_by_hand(void)
               "compute = matmuls of 128 + 236.8 tokens + attention (128 at 1125, 236.8 at 750)");
     CHECK_REL(b.prefill_use, 0.925, 1e-12, "rho = 236.8 / 256 = 0.925");
     CHECK_REL(b.tpot_s, U / 1.85, 1e-12, "TPOT = T / 1.85");
-    CHECK_REL(b.ttft_s, 2.5 * U, 1e-12, "TTFT = (1/2 + ceil(500 / 256)) T = 2.5 T");
+    /* the 500 computed tokens go in two chunks, 256 at 500 + 128 = 628 and 244 at 500 + 256 + 122
+     * = 878; each outweighs the step's mean prefill (236.8), so each rides alone beside the
+     * decode batch: TTFT = U / 2 + the two steps */
+    struct roof_step first = {.sequences = 64, .tokens_per_sequence = 2, .draft_passes = 1, .context = 1125,
+                              .chunk_tokens = 256, .chunk_context = 628};
+    struct roof_step second = first;
+    second.chunk_tokens = 244;
+    second.chunk_context = 878;
+    struct roof_point r1, r2;
+    roof_step(&s, &first, &r1);
+    roof_step(&s, &second, &r2);
+    CHECK_REL(b.ttft_s, U / 2 + r1.step_s + r2.step_s, 1e-12, "TTFT = U / 2 + the steps of its chunks of 256 and 244");
     CHECK_REL(b.tokens_per_s_per_device, 1.85 * 64 / U / 8, 1e-12, "tokens/s per device = 1.85 x 64 / T / 8");
 }
 
@@ -308,7 +334,7 @@ static void disaggregated_by_hand(void)
     CHECK(serve_prefill_instance(&pool, &g, &p8, &w, 64, &pre), "prefill DP 8: 64 prompts");
     /* S_p = roof_step(64 prompts of 1024 tokens at context 1024 - 512 = 512); r_p = 64 / S_p */
     struct roof_setup s = setup_of(&pool, &g, &p8);
-    struct roof_step prompts = {.sequences = 64, .tokens_per_sequence = 1024, .context = 512};
+    struct roof_step prompts = {.sequences = 64, .tokens_per_sequence = 1024, .context = 512, .prefilling = true};
     struct roof_point r;
     roof_step(&s, &prompts, &r);
     double S_p = r.step_s, r_p = 64 / S_p;
