@@ -6,7 +6,7 @@
 #include <string.h>
 
 static const double lowest_efficiency = 0.01; /* the schema's floor */
-static const double longest_overhead_s = 0.2;
+static const double highest_latency = 100; /* the schema's ceiling */
 /* Priors for the network factors, from DeepEP's published H800 measurements
  * (github.com/deepseek-ai/DeepEP, README and docs/legacy.md): normal kernels reach 153-158 GB/s
  * over NVLink of 200 GB/s per direction (~155: 0.775), and 43-58 GB/s over RDMA of a ~50 GB/s
@@ -50,7 +50,7 @@ bool calibrate_prepare(struct measurement *m, int count, char *why, size_t size)
         }
         x->group = -1;
         for (int g = 0; g < i && x->group < 0; g++)
-            if (strcmp(m[g].topology->accelerator, x->topology->accelerator) == 0 &&
+            if (strcmp(m[g].topology->family, x->topology->family) == 0 &&
                 m[g].workload.weights == x->workload.weights)
                 x->group = m[g].group;
         if (x->group < 0) {
@@ -58,7 +58,7 @@ bool calibrate_prepare(struct measurement *m, int count, char *why, size_t size)
             for (int g = 0; g < i; g++)
                 groups = m[g].group + 1 > groups ? m[g].group + 1 : groups;
             if (groups >= CALIBRATE_MAX_GROUPS) {
-                snprintf(why, size, "%s: more than %d accelerator and precision groups", x->id,
+                snprintf(why, size, "%s: more than %d family and precision groups", x->id,
                          CALIBRATE_MAX_GROUPS);
                 return false;
             }
@@ -125,7 +125,8 @@ struct efficiency calibration_efficiency(const struct calibration_fit *f, int gr
 {
     double compute = group >= 0 ? f->groups[group].compute : f->compute;
     double memory = group >= 0 ? f->groups[group].memory : f->memory;
-    return (struct efficiency){compute, memory, f->scale_up, f->scale_out, f->step_overhead_s, f->experts};
+    double latency = group >= 0 ? f->groups[group].latency : f->latency;
+    return (struct efficiency){compute, memory, f->scale_up, f->scale_out, f->step_overhead_s, f->experts, latency};
 }
 
 /* The fit in progress: its factors and each measurement's squared log error under them. */
@@ -155,13 +156,15 @@ static void refresh(struct state *s, int group)
 
 static void pool(struct calibration_fit *f)
 {
-    double compute = 0, memory = 0;
+    double compute = 0, memory = 0, latency = 0;
     for (int g = 0; g < f->group_count; g++) {
         compute += log(f->groups[g].compute);
         memory += log(f->groups[g].memory);
+        latency += log(f->groups[g].latency);
     }
     f->compute = exp(compute / f->group_count);
     f->memory = exp(memory / f->group_count);
+    f->latency = exp(latency / f->group_count);
 }
 
 static double objective(const struct state *s)
@@ -173,26 +176,27 @@ static double objective(const struct state *s)
     const struct calibration_fit *f = &s->fit;
     for (int g = 0; g < f->group_count; g++) {
         double c = log(f->groups[g].compute / f->compute), m = log(f->groups[g].memory / f->memory);
-        sum += CALIBRATE_SHRINK * (c * c + m * m);
+        double l = log(f->groups[g].latency / f->latency);
+        sum += CALIBRATE_SHRINK * (c * c + m * m + l * l);
     }
     double up = log(f->scale_up / scale_up_prior), out = log(f->scale_out / scale_out_prior);
     return sum + CALIBRATE_NETWORK_PRIOR * (up * up + out * out);
 }
 
-/* A direction the descent moves along: factors scaled together by e^v (clamped to [0.01, 1]),
- * or one factor set to v (the overhead, in seconds). */
+/* A direction the descent moves along: factors scaled together by e^v, clamped to [0.01, 1]
+ * (efficiencies) or, with `latency`, to [1, 100] (latency factors). */
 struct move {
     double *factor[2 * CALIBRATE_MAX_GROUPS + 3];
     double base[2 * CALIBRATE_MAX_GROUPS + 3];
     int count;
-    bool linear;
+    bool latency;
     int group; /* the measurements it touches: a group's, or -1: all */
 };
-
 static double try_value(struct state *s, const struct move *mv, double value)
 {
     for (int i = 0; i < mv->count; i++)
-        *mv->factor[i] = mv->linear ? value : fmin(1, fmax(lowest_efficiency, mv->base[i] * exp(value)));
+        *mv->factor[i] = mv->latency ? fmin(highest_latency, fmax(1, mv->base[i] * exp(value)))
+                                     : fmin(1, fmax(lowest_efficiency, mv->base[i] * exp(value)));
     pool(&s->fit);
     refresh(s, mv->group);
     return objective(s);
@@ -205,8 +209,8 @@ static bool descend(struct state *s, struct move *mv)
     enum { GRID = 21, GOLDEN = 24 };
     for (int i = 0; i < mv->count; i++)
         mv->base[i] = *mv->factor[i];
-    double low = mv->linear ? 0 : log(lowest_efficiency), high = mv->linear ? longest_overhead_s : -low;
-    double old = mv->linear ? *mv->factor[0] : 0;
+    double low = log(lowest_efficiency), high = -low;
+    double old = 0;
     double best_value = old, best = try_value(s, mv, old);
     double start = best, spacing = (high - low) / (GRID - 1);
     for (int k = 0; k < GRID; k++) {
@@ -286,12 +290,13 @@ static void descend_from(const struct measurement *m, int count, const bool *use
         f->groups[g].weights = m[i].workload.weights;
         f->groups[g].compute = from ? from->groups[g].compute : start;
         f->groups[g].memory = from ? from->groups[g].memory : start;
+        f->groups[g].latency = from ? from->groups[g].latency : 1;
         if (!use || use[i])
             f->groups[g].measurements++;
     }
     f->scale_up = from ? from->scale_up : start;
     f->scale_out = from ? from->scale_out : start;
-    f->step_overhead_s = from ? from->step_overhead_s : 0;
+    f->step_overhead_s = 0;
     f->experts = from ? from->experts : experts_start;
     pool(f);
     refresh(&s, -1);
@@ -305,6 +310,8 @@ static void descend_from(const struct measurement *m, int count, const bool *use
             /* along the ridge where compute and memory bind in turn, neither moves alone */
             struct move both = {.factor = {&f->groups[g].compute, &f->groups[g].memory}, .count = 2, .group = g};
             better |= descend(&s, &both);
+            struct move latency = {.factor = {&f->groups[g].latency}, .count = 1, .latency = true, .group = g};
+            better |= descend(&s, &latency);
             all.factor[all.count++] = &f->groups[g].compute;
             all.factor[all.count++] = &f->groups[g].memory;
         }
@@ -315,8 +322,6 @@ static void descend_from(const struct measurement *m, int count, const bool *use
         all.factor[all.count++] = &f->scale_out;
         all.factor[all.count++] = &f->experts;
         better |= descend(&s, &all);
-        struct move overhead = {.factor = {&f->step_overhead_s}, .count = 1, .linear = true, .group = -1};
-        better |= descend(&s, &overhead);
         /* a sweep that gains under a millionth of the objective ends the descent: the tail of
          * tiny gains took most of the time and moved no estimate by 0.1% */
         if (!better || before - objective(&s) < 1e-6 * before)

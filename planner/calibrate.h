@@ -12,16 +12,18 @@
  * The bound is the same prediction at efficiency 1: no deployment can beat it. The estimate uses
  * the fitted efficiency.
  *
- * The fit: one compute and one memory efficiency per group (an accelerator at a weight
- * precision), shared scale-up and scale-out efficiencies, a shared further efficiency of the
+ * The fit: one compute and one memory efficiency and one latency factor per group (an
+ * accelerator family, the topology's family attribute, at a weight precision: H100, H200 and H800
+ * are Hopper), shared scale-up and scale-out efficiencies, a shared further efficiency of the
  * routed experts' matmuls and weight reads (grouped GEMMs of a few tokens each, scattered
- * reads), and a fixed time per step, minimising
+ * reads); the latency factor (>= 1) multiplies the topology's latency floors (roofline.h), which
+ * replace the single fixed time per step fitted before. It minimises
  * sum (ln estimate - ln measured)^2 + SHRINK x sum over groups of (ln eta_g - ln pooled eta)^2
  * + NETWORK_PRIOR x ((ln scale_up / 0.775)^2 + (ln scale_out / 1)^2), where the pooled eta is
  * the groups' geometric mean (a group's factor leaves it only as far as its own measurements
  * pull, and a group left without measurements takes it) and the network's priors are DeepEP's
- * measured fractions (calibrate.c). Coordinate descent (each factor, each group's two together,
- * all together, the overhead), a grid then golden section along each, until a sweep gains
+ * measured fractions (calibrate.c), the latency factors shrunk alike. Coordinate descent (each
+ * factor, each group's two together, all together), a grid then golden section along each, until a sweep gains
  * next to nothing, from four starting points: deterministic. */
 #ifndef RACKPLAN_CALIBRATE_H
 #define RACKPLAN_CALIBRATE_H
@@ -64,16 +66,16 @@ struct measurement {
 };
 
 struct calibration_group {
-    const struct topology *topology;
+    const struct topology *topology; /* the first measured of its family */
     enum precision weights;
-    double compute, memory;
+    double compute, memory, latency;
     int measurements; /* in the fit */
 };
 
 struct calibration_fit {
     int group_count;
     struct calibration_group groups[CALIBRATE_MAX_GROUPS];
-    double compute, memory; /* pooled: the groups' geometric mean */
+    double compute, memory, latency; /* pooled: the groups' geometric mean */
     double scale_up, scale_out, step_overhead_s;
     double experts;
     double objective;

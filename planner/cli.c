@@ -937,6 +937,8 @@ void cli_json_efficiency_fields(struct json *j, const struct efficiency *e)
     json_number(j, e->experts);
     json_key(j, "step_overhead_s");
     json_number(j, e->step_overhead_s);
+    json_key(j, "latency");
+    json_number(j, e->latency);
 }
 
 void cli_json_efficiency(struct json *j, const struct efficiency *e, const struct calibration *row)
@@ -952,14 +954,27 @@ void cli_json_efficiency(struct json *j, const struct efficiency *e, const struc
     json_end_object(j);
 }
 
+int cli_count_ids(const char *ids)
+{
+    int n = 0;
+    for (const char *c = ids; *c; c++)
+        n += *c != ' ' && (c == ids || c[-1] == ' ');
+    return n;
+}
+
 void cli_text_efficiency(FILE *out, const struct efficiency *e, const struct calibration *row)
 {
     fprintf(out, "  estimate: compute %.3g, memory %.3g, scale-up %.3g, scale-out %.3g of peak, routed experts "
-                 "%.3g of those, %.3g ms a step",
-            e->compute, e->memory, e->scale_up, e->scale_out, e->experts, e->step_overhead_s * 1e3);
-    if (row)
-        fprintf(out, "; fitted to %s%s", row->fitted_to,
-                row->pooled ? " (other hardware: none measured on this)" : "");
+                 "%.3g of those, %.3g x the latency floors",
+            e->compute, e->memory, e->scale_up, e->scale_out, e->experts, e->latency);
+    if (e->step_overhead_s > 0)
+        fprintf(out, ", %.3g ms a step", e->step_overhead_s * 1e3);
+    if (row && row->pooled)
+        fprintf(out, "; no measurements of this family at these weights: the prior, every group's geometric mean (%d measurements)",
+                cli_count_ids(row->fitted_to));
+    else if (row)
+        fprintf(out, "; fitted to %d measurement%s of this family: %s", cli_count_ids(row->fitted_to),
+                cli_count_ids(row->fitted_to) == 1 ? "" : "s", row->fitted_to);
     fprintf(out, "\n");
 }
 

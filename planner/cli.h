@@ -207,6 +207,9 @@ void cli_json_efficiency_fields(struct json *j, const struct efficiency *e);
 /* The efficiency as an object, with the calibrated row's fitted_to and pooled when there is one. */
 void cli_json_efficiency(struct json *j, const struct efficiency *e, const struct calibration *row);
 /* "  estimate: compute 0.41, memory 0.62, ... of peak, 2.1 ms a step; fitted to ..." */
+/* The words of a space-separated list of measurement ids. */
+int cli_count_ids(const char *ids);
+
 void cli_text_efficiency(FILE *out, const struct efficiency *e, const struct calibration *row);
 /* "precision": {weights, expert_weights, kv} of a workload. */
 void cli_json_precision(struct json *j, const struct workload *w);

@@ -276,13 +276,14 @@ static void round_fit(struct calibration_fit *f)
     for (int g = 0; g < f->group_count; g++) {
         f->groups[g].compute = three_digits(f->groups[g].compute);
         f->groups[g].memory = three_digits(f->groups[g].memory);
+        f->groups[g].latency = three_digits(f->groups[g].latency);
     }
+    f->latency = three_digits(f->latency);
     f->compute = three_digits(f->compute);
     f->memory = three_digits(f->memory);
     f->scale_up = three_digits(f->scale_up);
     f->scale_out = three_digits(f->scale_out);
     f->experts = three_digits(f->experts);
-    f->step_overhead_s = three_digits(f->step_overhead_s);
 }
 
 struct result {
@@ -308,15 +309,15 @@ static void fitted_ids(const struct measurement *m, int count, int group, char *
 static void write_row(FILE *out, const char *precision, const struct efficiency *e, const char *ids, bool pooled)
 {
     fprintf(out, "<efficiency%s%s%s compute=\"%.3g\" memory=\"%.3g\" scale_up=\"%.3g\" scale_out=\"%.3g\" "
-                 "experts=\"%.3g\" step_overhead_s=\"%.3g\" fitted_to=\"%s\"%s/>\n",
+                 "experts=\"%.3g\" latency=\"%.3g\" fitted_to=\"%s\"%s/>\n",
             precision ? " precision=\"" : "", precision ? precision : "", precision ? "\"" : "", e->compute,
-            e->memory, e->scale_up, e->scale_out, e->experts, e->step_overhead_s, ids, pooled ? " pooled=\"true\"" : "");
+            e->memory, e->scale_up, e->scale_out, e->experts, e->latency, ids, pooled ? " pooled=\"true\"" : "");
 }
 
 static void write_text(FILE *out, const struct measurement *m, const struct entry *entries, int count,
                        const struct calibration_fit *f, const struct result *r)
 {
-    fprintf(out, "%d measurement%s in %d group%s (accelerator and weight precision); fitted in %d sweep%s, "
+    fprintf(out, "%d measurement%s in %d group%s (accelerator family and weight precision); fitted in %d sweep%s, "
                  "objective %.4g\n\n",
             count, count == 1 ? "" : "s", f->group_count, f->group_count == 1 ? "" : "s", f->sweeps,
             f->sweeps == 1 ? "" : "s", f->objective);
@@ -344,19 +345,21 @@ static void write_text(FILE *out, const struct measurement *m, const struct entr
                 below == 1 ? " is" : "s are");
     else
         fprintf(out, "every bound is at or above its measurement\n");
-    fprintf(out, "\n%-44s %8s %8s  %s\n", "efficiency (fraction of peak)", "compute", "memory", "fitted to");
+    fprintf(out, "\n%-44s %8s %8s %8s  %s\n", "efficiency (fraction of peak)", "compute", "memory", "latency",
+            "fitted to");
     for (int g = 0; g < f->group_count; g++) {
         char label[160], ids[1024];
-        snprintf(label, sizeof label, "%.36s, %s", f->groups[g].topology->accelerator,
+        snprintf(label, sizeof label, "%.36s, %s", f->groups[g].topology->family,
                  precision_name(f->groups[g].weights));
         fitted_ids(m, count, g, ids, sizeof ids);
-        fprintf(out, "%-44s %8.3g %8.3g  %s\n", label, f->groups[g].compute, f->groups[g].memory, ids);
+        fprintf(out, "%-44s %8.3g %8.3g %8.3g  %s\n", label, f->groups[g].compute, f->groups[g].memory,
+                f->groups[g].latency, ids);
     }
-    fprintf(out, "%-44s %8.3g %8.3g  every group (geometric mean)\n", "pooled, for other hardware", f->compute,
-            f->memory);
-    fprintf(out, "scale-up %.3g and scale-out %.3g of peak; routed experts %.3g of compute and memory's; %.3g ms "
-                 "fixed per step (every group)\n",
-            f->scale_up, f->scale_out, f->experts, f->step_overhead_s * 1e3);
+    fprintf(out, "%-44s %8.3g %8.3g %8.3g  every group (geometric mean)\n", "prior, for families not measured",
+            f->compute, f->memory, f->latency);
+    fprintf(out, "scale-up %.3g and scale-out %.3g of peak; routed experts %.3g of compute and memory's (every "
+                 "group); latency: times the topology's <latency> floors\n",
+            f->scale_up, f->scale_out, f->experts);
     fprintf(out, "\n<efficiency> rows for the topology files:\n");
     char all[4096];
     fitted_ids(m, count, -1, all, sizeof all);
@@ -369,7 +372,7 @@ static void write_text(FILE *out, const struct measurement *m, const struct entr
             continue;
         fprintf(out, "%s\n", entries[i].topology_path);
         for (int g = 0; g < f->group_count; g++) {
-            if (strcmp(f->groups[g].topology->accelerator, m[i].topology->accelerator) != 0)
+            if (strcmp(f->groups[g].topology->family, m[i].topology->family) != 0)
                 continue;
             char ids[1024];
             fitted_ids(m, count, g, ids, sizeof ids);
@@ -425,8 +428,8 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct measurem
     json_begin_array(&j);
     for (int g = 0; g < f->group_count; g++) {
         json_begin_object(&j);
-        json_key(&j, "accelerator");
-        json_string(&j, f->groups[g].topology->accelerator);
+        json_key(&j, "family");
+        json_string(&j, f->groups[g].topology->family);
         json_key(&j, "weights");
         json_string(&j, precision_name(f->groups[g].weights));
         struct efficiency e = calibration_efficiency(f, g);

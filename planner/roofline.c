@@ -9,7 +9,7 @@ static const double combine_bytes = 2;    /* ... and combines in BF16 */
 
 const char *roof_term_name(enum roof_term term)
 {
-    static const char *const names[ROOF_TERMS] = {"compute", "weights", "kv", "network"};
+    static const char *const names[ROOF_TERMS] = {"compute", "weights", "kv", "network", "latency"};
     return names[term];
 }
 
@@ -38,6 +38,59 @@ double roof_remote_domains_per_token(const struct model *m, double domains)
     return (domains - 1) * (1 - missed);
 }
 
+double roof_layer_kernels(const struct model *m, int64_t layer)
+{
+    double kernels = 2;
+    switch (model_layer_mixer(m, layer)) {
+    case MIXER_ATTENTION:
+        kernels += m->attention.type == ATTENTION_MLA ? 7 : 4;
+        if (model_layer_has_indexer(m, layer))
+            kernels += 3;
+        break;
+    case MIXER_LINEAR:
+    case MIXER_MAMBA:
+        kernels += 5;
+        break;
+    default:
+        break;
+    }
+    if (model_layer_is_moe(m, layer))
+        kernels += 4;
+    else if (model_layer_is_dense(m, layer))
+        kernels += 2;
+    return kernels;
+}
+
+/* The head of a step: final norm, LM head, sampling, and the embedding lookup. */
+static const double head_kernels = 4;
+
+static double layer_latency_s(const struct model *m, const struct topology *t, const struct layout *l, int64_t layer)
+{
+    const struct step_latency *f = &t->latency;
+    double s = roof_layer_kernels(m, layer) * f->kernel_s;
+    if (l->tp > 1)
+        s += (double)model_sublayers(m, layer, layer + 1) * f->all_reduce_s;
+    /* with data-parallel attention the ranks exchange tokens (dispatch, combine); with TP over the
+     * whole EP group every rank already holds every token and the TP all-reduce combines */
+    if (l->ep > 1 && l->dp > 1 && model_layer_is_moe(m, layer))
+        s += f->dispatch_s + f->combine_s;
+    return s;
+}
+
+double roof_stage_latency_s(const struct model *m, const struct topology *t, const struct layout *l, int64_t first,
+                            int64_t last, double draft_passes)
+{
+    double s = 0;
+    for (int64_t layer = first; layer < last; layer++)
+        s += layer_latency_s(m, t, l, layer);
+    if (last == m->layers) {
+        s += head_kernels * t->latency.kernel_s;
+        if (draft_passes > 0 && m->mtp_layers > 0) /* a pass of the module: a layer like the last */
+            s += draft_passes * (layer_latency_s(m, t, l, m->layers - 1) + head_kernels * t->latency.kernel_s);
+    }
+    return s;
+}
+
 /* One pipeline stage's times for a micro-batch. Data-parallel ranks hold whole sequences:
  * a rank gets ceil(sequences / dp) of them, each bringing `tokens_per_sequence` new tokens that
  * attend to `context` cached ones. Prefill chunks riding in the same step are spread evenly over
@@ -45,7 +98,7 @@ double roof_remote_domains_per_token(const struct model *m, double domains)
  * bringing `prefill_tokens_per_prompt` tokens that attend to `prefill_context` on average and
  * reading that prompt's cached KV once. */
 struct stage_times {
-    double compute, weights, kv, ep_up, ep_out, tp;
+    double compute, weights, kv, ep_up, ep_out, tp, latency;
     /* compute and weights split by kernel: attention (whose memory is the KV), the dense
      * matmuls, the routed experts */
     double attention, dense, experts, dense_weights, expert_weights;
@@ -196,6 +249,9 @@ static void stage_times(const struct roof_setup *s, const struct stage *st, cons
     kv_bytes += drafts.cache_bytes;
     out->kv = kv_bytes / bandwidth;
 
+    out->latency = roof_stage_latency_s(m, t, l, st->first, st->last,
+                                        w->mtp && st->last == m->layers ? load->draft_passes : 0);
+
     /* network */
     out->ep_up = out->ep_out = out->tp = 0;
     double moe_tokens = rank_tokens * (double)st->moe_layers + drafts.moe_tokens; /* token-layers */
@@ -242,9 +298,10 @@ static void run(const struct roof_setup *s, const struct roof_step *step, double
         struct stage_times times;
         stage_times(s, &st, &micro, &times);
         double network = fmax(times.ep_up, times.ep_out) + times.tp;
+        double latency = s->efficiency.latency * times.latency;
         double stage = estimate ? fmax(times.attention, times.kv) + fmax(times.dense, times.dense_weights) +
-                                      fmax(times.experts, times.expert_weights) + network
-                                : fmax(fmax(times.compute, times.weights + times.kv), network);
+                                      fmax(times.experts, times.expert_weights) + network + latency
+                                : fmax(fmax(times.compute, times.weights + times.kv), fmax(network, latency));
         if (stage > worst) {
             worst = stage;
             r.compute_s = pp * times.compute;
@@ -253,6 +310,7 @@ static void run(const struct roof_setup *s, const struct roof_step *step, double
             r.ep_scale_up_s = pp * times.ep_up;
             r.ep_scale_out_s = pp * times.ep_out;
             r.tp_s = pp * times.tp;
+            r.latency_s = pp * latency;
         }
     }
     if (l->pp > 1) {
@@ -267,13 +325,13 @@ static void run(const struct roof_setup *s, const struct roof_step *step, double
     r.comm_s = fmax(r.ep_scale_up_s, r.ep_scale_out_s) + r.tp_s + r.pp_s;
     r.overhead_s = s->efficiency.step_overhead_s;
     r.step_s = pp * worst + r.pp_s + r.overhead_s;
-    double terms[ROOF_TERMS] = {r.compute_s, r.weights_s, r.kv_s, r.comm_s};
+    double terms[ROOF_TERMS] = {r.compute_s, r.weights_s, r.kv_s, r.comm_s, r.latency_s};
     r.bound = ROOF_COMPUTE;
     for (int i = 1; i < ROOF_TERMS; i++)
         if (terms[i] > terms[r.bound])
             r.bound = (enum roof_term)i;
     /* memory is one roof: weights and KV share the HBM bandwidth */
-    if ((r.bound == ROOF_COMPUTE || r.bound == ROOF_NETWORK) &&
+    if ((r.bound == ROOF_COMPUTE || r.bound == ROOF_NETWORK || r.bound == ROOF_LATENCY) &&
         r.weights_s + r.kv_s > terms[r.bound])
         r.bound = r.weights_s >= r.kv_s ? ROOF_WEIGHTS : ROOF_KV;
     r.tokens_per_s = produced / r.step_s;

@@ -11,13 +11,18 @@
  *   layer, its in-domain share at the domain all-to-all rate and the rest at the NIC rate
  *   (interconnect graph); TP all-reduces 2 (t-1)/t x tokens x hidden x 2 B, twice per layer,
  *   over scale-up; pipeline sends of tokens x hidden x 2 B per stage boundary.
- * In a bound the terms overlap: a stage takes the longest of compute, memory (weights + KV) and
- * its network time. With pp stages the batch runs as pp micro-batches, so a step is pp stage
+ * - latency: the chain of fixed times no batch hides, each layer's kernels one after another
+ *   (a kernel takes at least the topology's kernel_s) and its collectives' floors (all_reduce_s
+ *   a TP all-reduce, dispatch_s + combine_s an EP all-to-all): roof_step_latency_s.
+ * In a bound the terms overlap: a stage takes the longest of compute, memory (weights + KV), its
+ * network time and its latency chain. With pp stages the batch runs as pp micro-batches, so a step is pp stage
  * times plus the pp - 1 sends each token waits for. Efficiency factors (topology.h; 1 for a
  * bound) divide the peaks. An estimate (any factor below 1) runs a stage's kernels in sequence,
  *   stage = max(attention, KV) + max(dense matmuls, their weights)
- *         + max(routed experts, their weights) + EP all-to-all + TP all-reduces,
- * and adds a fixed overhead to every step; with EFFICIENCY_BOUND every time is a lower bound.
+ *         + max(routed experts, their weights) + EP all-to-all + TP all-reduces
+ *         + latency factor x latency chain,
+ * and adds its fixed overhead (if any) to every step; with EFFICIENCY_BOUND every time is a
+ * lower bound.
  */
 #ifndef RACKPLAN_ROOFLINE_H
 #define RACKPLAN_ROOFLINE_H
@@ -40,7 +45,7 @@ struct roof_setup {
     double expert_imbalance; /* max / mean routed-expert load per device (0 or 1: balanced) */
 };
 
-enum roof_term { ROOF_COMPUTE, ROOF_WEIGHTS, ROOF_KV, ROOF_NETWORK, ROOF_TERMS };
+enum roof_term { ROOF_COMPUTE, ROOF_WEIGHTS, ROOF_KV, ROOF_NETWORK, ROOF_LATENCY, ROOF_TERMS };
 
 struct roof_point {
     int64_t batch;     /* sequences in the step (decode) or prompts (prefill) */
@@ -49,6 +54,8 @@ struct roof_point {
     double kv_s;
     double comm_s;     /* EP + TP + pipeline sends */
     double ep_scale_up_s, ep_scale_out_s, tp_s, pp_s;
+    double latency_s;  /* the step's chain of fixed times (roof_step_latency_s), at the estimate's
+                        * latency factor */
     double overhead_s; /* the estimate's fixed time per step; 0 in a bound */
     double step_s;
     double tokens_per_s;
@@ -86,6 +93,27 @@ struct roof_step {
     double chunk_tokens;
     int64_t chunk_context;
 };
+
+/* Kernels a decode step launches in one layer, in sequence on its stream, as fused serving
+ * engines run it: two norms (each fused with its residual add, and its all-reduce under TP);
+ * a GQA mixer 4 (QKV GEMM, RoPE and cache write, attention, output GEMM), MLA 7 (TensorRT-LLM's
+ * min-latency DeepSeek layer: fused down-projections, q up-projection, k absorb, RoPE and cache,
+ * attention, v absorb, output GEMM), a DSA indexer 3 more (its projections, scores, top-k), a
+ * linear-attention or Mamba mixer 5 (in-projection, convolution, scan, gated norm,
+ * out-projection); an MoE FFN 4 (router and top-k, two grouped GEMMs, finalize; the shared
+ * expert runs on a second stream), a dense FFN 2 (gate-up with its activation, down). DeepSeek's
+ * MoE layer is then 13 kernels, the 13 modules of TensorRT-LLM's fused layer (its tech blog 1,
+ * "Pushing Latency Boundaries ... on NVIDIA B200"). */
+double roof_layer_kernels(const struct model *m, int64_t layer);
+
+/* The latency chain of one pipeline stage's pass on layout `l`: each layer's kernels at
+ * kernel_s, TP all-reduces (one a mixer or an FFN) at all_reduce_s, an MoE layer's EP dispatch
+ * and combine when attention is data-parallel (dp > 1; under TP alone the all-reduce combines);
+ * the last stage adds the head's kernels (final norm, LM head, sampling, and the
+ * embedding lookup) and `draft_passes` MTP passes, each a layer's kernels and collectives plus the
+ * head's. Seconds, at the topology's floors (0 where it gives none). */
+double roof_stage_latency_s(const struct model *m, const struct topology *t, const struct layout *l, int64_t first,
+                            int64_t last, double draft_passes);
 
 /* The step's times; tokens_per_s counts one token per decode sequence, and `fits` is not set
  * (the caller knows what the step holds in memory). */

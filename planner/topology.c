@@ -180,6 +180,8 @@ static void read_tree(struct collector *c, const xmlNode *root, struct topology 
 
     const xmlNode *accelerator = child(root, "accelerator");
     attribute(accelerator, "name", t->accelerator, sizeof t->accelerator);
+    if (!attribute(accelerator, "family", t->family, sizeof t->family))
+        snprintf(t->family, sizeof t->family, "%.63s", t->accelerator);
     const xmlNode *hbm = child(accelerator, "hbm");
     t->hbm_bytes = number(c, hbm, "bytes", true);
     t->hbm_bytes_per_s = number(c, hbm, "bytes_per_s", true);
@@ -232,6 +234,11 @@ static void read_tree(struct collector *c, const xmlNode *root, struct topology 
     t->nic_bytes_per_s = number(c, out, "nic_bytes_per_s", true);
     t->scale_out_latency_s = number(c, out, "latency_s", false);
     t->default_domains = count(c, child(root, "cluster"), "domains");
+    const xmlNode *latency = child(root, "latency");
+    if (latency)
+        t->latency = (struct step_latency){number(c, latency, "kernel_s", false), number(c, latency, "all_reduce_s", false),
+                                           number(c, latency, "dispatch_s", false),
+                                           number(c, latency, "combine_s", false)};
     for (const xmlNode *n = root->children; n; n = n->next) {
         if (n->type != XML_ELEMENT_NODE || strcmp((const char *)n->name, "efficiency") != 0)
             continue;
@@ -244,7 +251,9 @@ static void read_tree(struct collector *c, const xmlNode *root, struct topology 
         row->present = true;
         row->efficiency = (struct efficiency){number(c, n, "compute", true), number(c, n, "memory", true),
                                               number(c, n, "scale_up", true), number(c, n, "scale_out", true),
-                                              0, number(c, n, "experts", true)};
+                                              0, number(c, n, "experts", true), 1};
+        if (attribute(n, "latency", text, sizeof text))
+            row->efficiency.latency = strtod(text, NULL);
         if (attribute(n, "step_overhead_s", text, sizeof text))
             row->efficiency.step_overhead_s = strtod(text, NULL);
         attribute(n, "fitted_to", row->fitted_to, sizeof row->fitted_to);
@@ -424,7 +433,7 @@ bool topology_with_domain_size(const struct topology *t, int64_t devices, struct
 bool efficiency_is_bound(const struct efficiency *e)
 {
     return e->compute >= 1 && e->memory >= 1 && e->scale_up >= 1 && e->scale_out >= 1 && e->step_overhead_s <= 0 &&
-           e->experts >= 1;
+           e->experts >= 1 && e->latency <= 1;
 }
 
 const struct calibration *topology_calibration(const struct topology *t, enum precision weights)

@@ -31,9 +31,18 @@ struct efficiency {
     double step_overhead_s;
     double experts;   /* routed experts' matmuls and weight reads, on top of compute and memory:
                        * grouped GEMMs of a few tokens each and scattered reads run slower */
+    double latency;   /* times the topology's latency floors a step takes, >= 1 */
 };
 
-#define EFFICIENCY_BOUND ((struct efficiency){1, 1, 1, 1, 0, 1})
+#define EFFICIENCY_BOUND ((struct efficiency){1, 1, 1, 1, 0, 1, 1})
+
+/* The fixed times of a decode step's pieces (the topology's <latency>); 0: not known. */
+struct step_latency {
+    double kernel_s;     /* one kernel, the shortest a step launches */
+    double all_reduce_s; /* a small all-reduce over the scale-up domain */
+    double dispatch_s;   /* a low-latency MoE dispatch inside the domain */
+    double combine_s;    /* and its combine */
+};
 
 bool efficiency_is_bound(const struct efficiency *e);
 
@@ -48,6 +57,7 @@ struct calibration {
 struct topology {
     char name[128];
     char accelerator[128];
+    char family[64]; /* the architecture family calibrate groups by; the accelerator's name if unset */
     bool announced; /* not shipping yet */
 
     double hbm_bytes;
@@ -75,6 +85,7 @@ struct topology {
     double scale_out_latency_s; /* 0 = unknown */
 
     int64_t default_domains;
+    struct step_latency latency;
 
     /* calibrated efficiency by weight precision, and for any other precision */
     struct calibration calibrated[PREC_COUNT];

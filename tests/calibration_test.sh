@@ -20,7 +20,7 @@ check "... and most left-out estimates within 25% of their measurement" \
 # the rows in topologies/ are what the fit gives now: rewrite a copy and compare
 mkdir "$work/tree"
 cp -r topologies models calibration tools "$work/tree/"
-(cd "$work/tree" && python3 tools/apply_calibration.py "$rackplan" calibration/measurements.yaml) 2>"$work/err"
+(cd "$work/tree" && python3 tools/apply_calibration.py "$rackplan" "$work/fit.json") 2>"$work/err"
 check "the topology files carry exactly the rows calibrate fits (tools/apply_calibration.py)" \
     diff -r topologies "$work/tree/topologies"
 

@@ -26,6 +26,7 @@ int main(int argc, char **argv)
     struct topology h200 = fixture_topology("topologies/hgx-h200.xml");
     struct topology h800 = fixture_topology("topologies/hgx-h800.xml");
     struct topology b200 = fixture_topology("topologies/hgx-b200.xml");
+    struct topology mi300x = fixture_topology("topologies/mi300x.xml");
 
     /* By hand: with prefill on the same device, each step 64 / 294 requests end and as many
      * prompts of 512 tokens start, so one step carries the 64 sequences' decode, reading the KV
@@ -75,10 +76,10 @@ int main(int argc, char **argv)
     m[1].id = "dsv3-prefill";
     m[1].prefill = true;
     m[1].batch = 32;
-    m[2] = llama2_h200(&llama, &h200);
+    m[2] = llama2_h200(&llama, &mi300x);
     m[2].id = "llama2-offline";
     m[2].batch = 0;
-    m[3] = llama2_h200(&llama, &h200);
+    m[3] = llama2_h200(&llama, &mi300x);
     m[3].id = "llama2-40ms";
     m[3].batch = 0;
     m[3].tpot_s = 0.040;
@@ -93,8 +94,8 @@ int main(int argc, char **argv)
     CHECK(laid, "six synthetic measurements lay out %s", laid ? "" : why);
     CHECK(m[0].group == m[1].group && m[2].group == m[3].group && m[4].group == m[5].group &&
               m[0].group != m[2].group && m[2].group != m[4].group,
-          "grouped by accelerator and weight precision: H800 fp8, H200 fp8, B200 fp4");
-    const struct efficiency truth[3] = {{0.35, 0.45, 0.775, 1, 0, 0.8}, {0.7, 0.55, 0.775, 1, 0, 0.8}, {0.6, 0.3, 0.775, 1, 0, 0.8}};
+          "grouped by family and weight precision: Hopper (H800) fp8, CDNA3 (MI300X) fp8, Blackwell (B200) fp4");
+    const struct efficiency truth[3] = {{0.35, 0.45, 0.775, 1, 0, 0.8, 1}, {0.7, 0.55, 0.775, 1, 0, 0.8, 1}, {0.6, 0.3, 0.775, 1, 0, 0.8, 1}};
     for (int i = 0; i < 6; i++)
         m[i].measured = calibrate_predict(&m[i], &truth[m[i].group], NULL);
     struct calibration_fit fit;
@@ -111,6 +112,7 @@ int main(int argc, char **argv)
     for (int g = 0; g < 3; g++) {
         truth_fit.groups[g].compute = truth[g].compute;
         truth_fit.groups[g].memory = truth[g].memory;
+        truth_fit.groups[g].latency = truth[g].latency;
     }
     truth_fit.scale_up = 0.775;
     truth_fit.scale_out = 1;

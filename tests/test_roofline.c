@@ -149,13 +149,13 @@ static void network(void)
     CHECK_REL(roof_remote_domains_per_token(&m, 18), 6.309239455852574, 1e-12, "18 domains: 6.309 remote domains a token");
     CHECK_EQ(roof_remote_domains_per_token(&m, 1), 0, "one domain: none remote");
 
-    s.efficiency = (struct efficiency){0.5, 0.5, 0.5, 0.5, 0, 1};
+    s.efficiency = (struct efficiency){0.5, 0.5, 0.5, 0.5, 0, 1, 1};
     struct roof_point slow;
     roof_decode(&s, 144 * 64, &slow);
     /* an estimate runs the kernels in sequence: at least twice the bound's overlapped step */
     CHECK(slow.step_s >= 2 * r.step_s, "efficiency 0.5 everywhere: the step at least doubles");
-    CHECK(slow.step_s <= 2 * (r.compute_s + r.weights_s + r.kv_s + r.comm_s) * (1 + 1e-12),
-          "and at most twice every term added up");
+    CHECK(slow.step_s <= (2 * (r.compute_s + r.weights_s + r.kv_s + r.comm_s) + slow.latency_s) * (1 + 1e-12),
+          "and at most twice every term added up, plus its latency chain");
     CHECK(r.cost_per_mtok == 0, "no price in the GB200 file: no cost");
     struct topology h800 = fixture_topology("topologies/hgx-h800.xml");
     struct graph_summary g8;
@@ -184,19 +184,21 @@ static void kernels_in_sequence(void)
     s.layout.devices = 1;
     s.layout.dp = 1;
     struct roof_setup half = s;
-    half.efficiency = (struct efficiency){0.5, 0.5, 0.5, 0.5, 0, 1};
+    half.efficiency = (struct efficiency){0.5, 0.5, 0.5, 0.5, 0, 1, 1};
     struct roof_point bound, estimate;
 
     roof_decode(&s, 1, &bound);
     roof_decode(&half, 1, &estimate);
     CHECK(bound.weights_s + bound.kv_s > bound.compute_s, "one sequence: memory binds");
-    CHECK_REL(estimate.step_s, 2 * (bound.weights_s + bound.kv_s), 1e-12,
-              "one sequence: the estimate is twice weights + KV");
+    /* the estimate adds the latency chain at its factor (1 here): HGX H200's floors */
+    CHECK_REL(estimate.step_s, 2 * (bound.weights_s + bound.kv_s) + estimate.latency_s, 1e-12,
+              "one sequence: the estimate is twice weights + KV, plus the latency chain");
 
     roof_prefill(&s, 1, 8192, &bound);
     roof_prefill(&half, 1, 8192, &estimate);
     CHECK(bound.compute_s > bound.weights_s + bound.kv_s, "one long prompt: compute binds");
-    CHECK_REL(estimate.step_s, 2 * bound.compute_s, 1e-12, "one long prompt: the estimate is twice the compute");
+    CHECK_REL(estimate.step_s, 2 * bound.compute_s + estimate.latency_s, 1e-12,
+              "one long prompt: the estimate is twice the compute, plus the latency chain");
 
     roof_decode(&s, 256, &bound);
     roof_decode(&half, 256, &estimate);
@@ -204,7 +206,8 @@ static void kernels_in_sequence(void)
     double matmul = bound.compute_s - attention;
     CHECK(bound.kv_s > attention && matmul > bound.weights_s, "256 sequences: KV binds attention, compute the matmuls");
     CHECK_REL(bound.kv_s, 256.0 * 4096 * 80 * 8 * 128 * 2 * 2 / 4.8e12, 1e-12, "the KV read: 256 x 4,096 x 320 KiB at 4.8 TB/s");
-    CHECK_REL(estimate.step_s, 2 * (bound.kv_s + matmul), 1e-12, "the estimate is twice KV + matmuls");
+    CHECK_REL(estimate.step_s, 2 * (bound.kv_s + matmul) + estimate.latency_s, 1e-12,
+              "the estimate is twice KV + matmuls, plus the latency chain");
     CHECK_REL(bound.step_s, bound.weights_s + bound.kv_s, 1e-12, "where the bound overlaps them: weights + KV");
 }
 
@@ -346,6 +349,41 @@ static void mla_prefill(void)
              model_attention_flops_layers(&llama, 1000, 0, 80, ATTENTION_PASS_DECODE), "GQA has one form");
 }
 
+static void latency_chain(void)
+{
+    /* DeepSeek-V3 FP8 decoding one sequence on one HGX B200 as TP 8 (DP 1, EP 8): the chain is
+     * 3 dense layers of 2 + 7 + 2 = 11 kernels, 58 MoE layers of 2 + 7 + 4 = 13, the head's 4, at
+     * 3.4 us each (hgx-b200.xml), and two all-reduces a layer at 7 us; with TP over the whole EP
+     * group no dispatch or combine: (33 + 754 + 4) x 3.4 us + 122 x 7 us = 3.543 ms. It binds:
+     * the weights stream in 1.66 ms. SGLang measured 9.16 ms a token at batch 1 (the bound is
+     * below it, as it must be). */
+    struct model m = fixture_model("models/deepseek-v3.yaml");
+    struct topology t = fixture_topology("topologies/hgx-b200.xml");
+    struct graph_summary g;
+    struct roof_setup s = setup(&m, &t, &g, 1, 8, 1, 820);
+    s.workload.weights = s.workload.expert_weights = PREC_FP8;
+    CHECK_EQ(roof_layer_kernels(&m, 0), 11, "a dense DeepSeek layer: 11 kernels");
+    CHECK_EQ(roof_layer_kernels(&m, 3), 13, "an MoE DeepSeek layer: 13, TensorRT-LLM's 13 modules");
+    struct roof_point r;
+    roof_decode(&s, 1, &r);
+    CHECK_REL(r.latency_s, (33 + 754 + 4) * 3.4e-6 + 122 * 7e-6, 1e-9, "the chain: 791 kernels and 122 all-reduces");
+    CHECK(r.bound == ROOF_LATENCY && r.step_s == r.latency_s, "at batch 1 the chain binds the bound");
+    CHECK(r.step_s < 9.16e-3, "below SGLang's 9.16 ms (sgl-cookbook DeepSeek-R1, 8 x B200, batch 1)");
+    /* as DP 8 (EP 8 over data-parallel attention) every MoE layer adds a dispatch and a combine,
+     * 18.9 + 31.0 us, and no all-reduce: 791 x 3.4 us + 58 x 49.9 us = 5.584 ms */
+    struct roof_setup dp = setup(&m, &t, &g, 1, 1, 1, 820);
+    dp.workload.weights = dp.workload.expert_weights = PREC_FP8;
+    roof_decode(&dp, 1, &r);
+    CHECK_REL(r.latency_s, 791 * 3.4e-6 + 58 * 49.9e-6, 1e-9, "DP 8: the chain adds 58 dispatches and combines");
+    /* Llama 3.1 70B on HGX H100, TP 8: 80 layers of 2 + 4 + 2 = 8 kernels and the head's 4 at
+     * 3.7 us, 160 all-reduces at 5.9 us: 2.383 + 0.944 = 3.327 ms */
+    struct model llama = fixture_model("models/llama-3.1-70b.yaml");
+    struct topology h100 = fixture_topology("topologies/hgx-h100.xml");
+    struct roof_setup l = setup(&llama, &h100, &g, 1, 8, 1, 1100);
+    roof_decode(&l, 1, &r);
+    CHECK_REL(r.latency_s, (80 * 8 + 4) * 3.7e-6 + 160 * 5.9e-6, 1e-9, "Llama 70B TP 8: 644 kernels, 160 all-reduces");
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && chdir(argv[1]) != 0)
@@ -360,5 +398,6 @@ int main(int argc, char **argv)
     linear_attention();
     drafts();
     mla_prefill();
+    latency_chain();
     return tap_done();
 }
