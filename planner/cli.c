@@ -349,6 +349,7 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         {{"mode", required_argument, NULL, OPT_MODE}, OPTS_TARGETS | OPTS_COMPARE},
         {{"chunk", required_argument, NULL, OPT_CHUNK}, OPTS_WORKLOAD},
         {{"rate", required_argument, NULL, OPT_RATE}, OPTS_SERVE},
+        {{"devices", required_argument, NULL, OPT_DEVICES}, OPTS_SERVE},
         {{"prefill-topology", required_argument, NULL, OPT_PREFILL_TOPOLOGY}, OPTS_SERVE},
         {{"price", required_argument, NULL, OPT_PRICE}, OPTS_SERVE},
         {{"plot", required_argument, NULL, OPT_PLOT}, OPTS_SERVE},
@@ -957,9 +958,14 @@ void cli_text_efficiency(FILE *out, const struct efficiency *e, const struct cal
     fprintf(out, "  estimate: compute %.3g, memory %.3g, scale-up %.3g, scale-out %.3g of peak, routed experts "
                  "%.3g of those, %.3g ms a step",
             e->compute, e->memory, e->scale_up, e->scale_out, e->experts, e->step_overhead_s * 1e3);
-    if (row)
+    /* the ids whole when they are few; a long list (the pooled rows name every measurement) by
+     * its count, the topology file listing them */
+    if (row && row->fitted_count <= CLI_FITTED_IDS_SHOWN && strlen(row->fitted_to) < sizeof row->fitted_to - 1)
         fprintf(out, "; fitted to %s%s", row->fitted_to,
                 row->pooled ? " (other hardware: none measured on this)" : "");
+    else if (row)
+        fprintf(out, "; fitted to %d measurements (their ids: the topology's <efficiency fitted_to>)%s",
+                row->fitted_count, row->pooled ? ", none on this hardware" : "");
     fprintf(out, "\n");
 }
 

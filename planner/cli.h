@@ -61,6 +61,9 @@ enum {
 #define CLI_MAX_RACKS_LIST 16
 #define CLI_MAX_PRICES 16
 #define CLI_MAX_SHARDS 1000000
+/* --estimate's header lists the measurements an efficiency row was fitted to when there are at
+ * most this many, and counts them otherwise. */
+#define CLI_FITTED_IDS_SHOWN 12
 #define CLI_MAX_DEVICES 10000000 /* the interconnect graph of ten million devices still builds */
 
 struct command {

@@ -881,8 +881,11 @@ int cmd_compare(int argc, char **argv)
     int status = cli_parse(&command_compare, argc, argv, &o);
     if (status >= 0)
         return status;
-    if (o.devices && o.domain_size_count == 0)
-        return cli_usage_error(o.command, "--devices goes with --domain-sizes; --racks sets the cluster otherwise");
+    if (o.devices && o.domain_size_count == 0 && o.isl == 0)
+        return cli_usage_error(o.command, "--devices goes with --domain-sizes, or with --isl/--osl as the budget of "
+                                          "a deployment; --racks sets the cluster otherwise");
+    if (o.devices && o.domain_size_count == 0 && o.racks_count > 0)
+        return cli_usage_error(o.command, "--racks and --devices both set the budget: give one");
     struct model m;
     if ((status = cli_load_model(o.positional[0], &m)) != EXIT_OK)
         return status;
@@ -961,10 +964,13 @@ int cmd_compare(int argc, char **argv)
             struct compare_row bound;
             bool built, estimated = !efficiency_is_bound(&efficiency);
             if (o.isl > 0) {
-                /* without --racks, instances span whole domains up to serve.h's default */
-                int64_t cluster = o.racks_count > 0 || by_domain_size ? racks : 0;
-                built = compare_serving_row(&m, t, cluster, &w, &serving, &efficiency, price, &rows[row]) &&
-                        (!estimated || compare_serving_row(&m, t, cluster, &w, &serving, NULL, price, &bound));
+                /* --racks or --devices: the whole deployment's budget; without either no budget,
+                 * instances spanning whole domains up to serve.h's default */
+                int64_t budget = o.racks_count > 0 || by_domain_size ? racks * t->domain_devices
+                                 : o.devices > 0                     ? o.devices
+                                                                     : 0;
+                built = compare_serving_row(&m, t, budget, &w, &serving, &efficiency, price, &rows[row]) &&
+                        (!estimated || compare_serving_row(&m, t, budget, &w, &serving, NULL, price, &bound));
                 if (estimated)
                     compare_row_release(&bound);
             } else {

@@ -1,6 +1,7 @@
 /* topology.c: see topology.h. The only file that includes libxml2. */
 #include "topology.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <libxml/parser.h>
 #include <libxml/tree.h>
@@ -248,6 +249,16 @@ static void read_tree(struct collector *c, const xmlNode *root, struct topology 
         if (attribute(n, "step_overhead_s", text, sizeof text))
             row->efficiency.step_overhead_s = strtod(text, NULL);
         attribute(n, "fitted_to", row->fitted_to, sizeof row->fitted_to);
+        xmlChar *ids = xmlGetProp(n, (const xmlChar *)"fitted_to");
+        for (const char *at = ids ? (const char *)ids : ""; *at;) { /* whitespace-separated ids */
+            while (*at && isspace((unsigned char)*at))
+                at++;
+            if (*at)
+                row->fitted_count++;
+            while (*at && !isspace((unsigned char)*at))
+                at++;
+        }
+        xmlFree(ids);
         row->pooled = attribute(n, "pooled", text, sizeof text) && (strcmp(text, "true") == 0 || strcmp(text, "1") == 0);
     }
 

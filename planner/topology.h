@@ -41,7 +41,8 @@ bool efficiency_is_bound(const struct efficiency *e);
 struct calibration {
     bool present;
     struct efficiency efficiency;
-    char fitted_to[512]; /* ids of the measurements fitted */
+    char fitted_to[2048]; /* ids of the measurements fitted, separated by spaces (cut at 2,047 bytes) */
+    int fitted_count;     /* how many ids the attribute lists (all of them, even past a cut) */
     bool pooled;         /* none of them ran on this hardware */
 };
 

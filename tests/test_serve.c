@@ -598,9 +598,11 @@ static void exhaustive(void)
     struct model m = fixture_model("models/llama-3.1-70b.yaml");
     struct topology node = fixture_topology("topologies/hgx-h200.xml");
     struct serve_pool pool = pool_of(&m, &node);
-    /* a cluster of one node: the search's shapes are then the powers of two within it and the
-     * node, which the brute force enumerates (without --racks it would also try 2, 4, ... nodes) */
-    pool.max_racks = 1;
+    /* a budget of one node (8 GPUs): the search's shapes are then the powers of two within it and
+     * the node, which the brute force enumerates (without a budget it would also try 2, 4, ...
+     * nodes); aggregated points are then floor(8 / n) replicas of an instance, whose tokens/s per
+     * device is the instance's */
+    pool.budget_devices = 8;
     /* Streaming 69.5e9 params x 2 B takes 139 GB / 4.8 TB/s = 29 ms a GPU: 14.5 ms a step on TP 2,
      * 7.2 ms on TP 4, 3.6 ms on TP 8. A 4 ms TPOT leaves TP 8 a few sequences' worth of time (the
      * target, not compute, caps the batch); at 15 ms TP 2 and TP 4 qualify too and the batch
@@ -624,7 +626,7 @@ static void exhaustive(void)
      * DP) and EP over the instance enter: Qwen3-30B-A3B, long outputs, a 10 ms TPOT */
     struct model qwen = fixture_model("models/qwen3-30b-a3b.yaml");
     struct serve_pool moe = pool_of(&qwen, &node);
-    moe.max_racks = 1;
+    moe.budget_devices = 8; /* one node, as above */
     struct serve_workload v = workload(1000, 2000);
     v.mode = SERVE_AGGREGATED;
     v.tpot_s = 0.010;
