@@ -356,6 +356,15 @@ static void serving_heading(FILE *out, const struct report *r)
         fprintf(out, ", TPOT <= %.4g ms", w->tpot_s * 1e3);
     if (w->mode != SERVE_BEST)
         fprintf(out, ", %s only", serve_mode_name(w->mode));
+    /* the budget of every row: --racks (the row's racks column) or --devices */
+    if (r->options->racks_count > 0 && !r->by_domain_size) {
+        fprintf(out, ", budget --racks ");
+        for (int k = 0; k < r->options->racks_count; k++)
+            fprintf(out, "%s%lld", k ? "," : "", (long long)r->options->racks_list[k]);
+        fputs(r->options->racks_count > 1 ? " (a row each)" : "", out);
+    }
+    else if (r->options->devices > 0 && !r->by_domain_size)
+        fprintf(out, ", budget --devices %lld", (long long)r->options->devices);
     fprintf(out, "\n");
 }
 
@@ -443,6 +452,9 @@ static void write_serving_text(FILE *out, const struct report *r)
             estimates ? "Estimates use each topology's efficiency\n  fitted to published measurements "
                         "(rackplan calibrate); the bound column is the roofline at efficiency 1."
                       : "Every number is a\n  roofline bound (efficiency 1).");
+    if ((r->options->racks_count > 0 || r->options->devices > 0) && !r->by_domain_size)
+        fprintf(out, "  The budget holds both pools and every replica; devices: those the deployment uses of it,\n"
+                     "  over which tok/s/dev is counted.\n");
 }
 
 static void write_serving_markdown(FILE *out, const struct report *r)
