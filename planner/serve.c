@@ -354,6 +354,9 @@ bool serve_disaggregated(const struct serve_pool *prefill_pool, const struct ser
     p.tpot_s = decode->step_s / serve_tokens_per_step(w);
     p.tokens_per_s_per_user = 1 / p.tpot_s;
     p.meets = (w->ttft_s <= 0 || p.ttft_s <= w->ttft_s * (1 + 1e-12)) && (w->tpot_s <= 0 || p.tpot_s <= w->tpot_s);
+    if (rate > 0 && !within_budget(prefill_pool, decode_pool, p.prefill_instances, prefill->layout.devices,
+                                   p.decode_instances, decode->layout.devices))
+        p.meets = false; /* sized beyond the budget */
     *out = p;
     return true;
 }
@@ -795,10 +798,6 @@ static void search_disaggregated(struct search *s, const struct serve_pool *deco
                 continue;
             bool sizing = w->rate > 0 &&
                           serve_disaggregated(prefill_pool, &chosen->instance, decode_pool, &d, w, w->rate, &sized);
-            if (sizing && !within_budget(prefill_pool, decode_pool, sized.prefill_instances,
-                                         sized.prefill.layout.devices, sized.decode_instances,
-                                         sized.decode.layout.devices))
-                sized.meets = false;
             consider(s, &p, sizing ? &sized : NULL);
         }
     }
