@@ -408,6 +408,8 @@ static void text_none(FILE *out, const struct answer *a)
                         (long long)r->min_devices);
             else if (!r->prefill_short)
                 fprintf(out, "  give --devices %lld\n", (long long)r->min_devices);
+            else
+                fprintf(out, "  (the prefill pool is held to its topology as written, its <cluster domains>)\n");
         } else {
             fprintf(out, "does not fit: no cluster of up to %d domains of %s holds %s's weights and one %s of %s "
                          "tokens\n",
@@ -649,10 +651,21 @@ static bool write_report(const char *path, const struct answer *a, struct sink_b
             text_none(f, a);
             fclose(f);
         }
-        for (char *c = why; *c; c++)
-            if (*c == '\n')
-                *c = ' ';
-        document_paragraph(&d, "%s", why);
+        char joined[2 * sizeof why], *to = joined; /* one paragraph: lines joined by "; " */
+        for (const char *c = why; *c; c++) {
+            if (*c == '\n') {
+                while (c[1] == ' ')
+                    c++;
+                if (c[1]) {
+                    *to++ = ';';
+                    *to++ = ' ';
+                }
+            } else {
+                *to++ = *c;
+            }
+        }
+        *to = 0;
+        document_paragraph(&d, "%s", joined);
     }
     document_heading(&d, "Frontier");
     static const char *const headers[] = {"mode", "instance devices", "batch", "TTFT ms", "TPOT ms", "tok/s/user",
