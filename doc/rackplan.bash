@@ -33,8 +33,8 @@ _rackplan_options() {
             "--ttft-ms --mode"
         ;;
     serve)
-        echo "--racks --weights --kv --reserve --tp --pp --format $shared $workload --ttft-ms --tpot-ms --mode" \
-            "--rate --prefill-topology --price --plot --report --estimate"
+        echo "--racks --devices --weights --kv --reserve --tp --pp --format $shared $workload --ttft-ms --tpot-ms" \
+            "--mode --rate --prefill-topology --price --plot --report --estimate"
         ;;
     merge) echo "--format $shared" ;;
     calibrate) echo "--format $shared" ;;

@@ -2,11 +2,18 @@
 #include "calibrate.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 
 static const double lowest_efficiency = 0.01; /* the schema's floor */
 static const double highest_latency = 100; /* the schema's ceiling */
+/* 200 us of host time a sequence a step: vLLM 0.5.3 spent 62% of a Llama 3 8B step on one H100
+ * on the host (blog.vllm.ai/2024/09/05/perf-update.html), a few ms over its batch */
+static const double longest_sequence_s = 200e-6;
 /* Priors for the network factors, from DeepEP's published H800 measurements
  * (github.com/deepseek-ai/DeepEP, README and docs/legacy.md): normal kernels reach 153-158 GB/s
  * over NVLink of 200 GB/s per direction (~155: 0.775), and 43-58 GB/s over RDMA of a ~50 GB/s
@@ -15,6 +22,11 @@ static const double highest_latency = 100; /* the schema's ceiling */
  * network-bound, and the leave-one-out error rises (25% against 23%). */
 static const double scale_up_prior = 0.775;
 static const double scale_out_prior = 1;
+/* The latency factor's prior: measured batch-1 steps leave 95-125 us a layer beyond streaming the
+ * weights on H100 and MI300X (facts B2: Llama 3.1 405B and 70B, TensorRT-LLM and vLLM), where the
+ * chain of roofline.h counts 41-42 us a layer (8 kernels at 3.7 us, two all-reduces at 5.9-6.3
+ * us): about 2.5 times the floors. */
+static const double latency_prior = 2.5;
 
 bool calibrate_prepare(struct measurement *m, int count, char *why, size_t size)
 {
@@ -66,6 +78,24 @@ bool calibrate_prepare(struct measurement *m, int count, char *why, size_t size)
         }
     }
     return true;
+}
+
+enum calibration_class calibrate_class(const struct measurement *m)
+{
+    if (m->prefill || (m->batch < 1 && m->tpot_s <= 0))
+        return CALIBRATION_OFFLINE;
+    double tpot = m->tpot_s;
+    if (m->batch >= 1) {
+        double devices = (double)(m->devices > 0 ? m->devices : m->racks * m->topology->domain_devices);
+        tpot = (double)m->batch / (m->measured * devices);
+    }
+    return tpot <= CALIBRATE_INTERACTIVE_S ? CALIBRATION_INTERACTIVE : CALIBRATION_RELAXED;
+}
+
+const char *calibration_class_name(enum calibration_class c)
+{
+    static const char *const names[CALIBRATION_CLASSES] = {"offline", "relaxed", "interactive"};
+    return names[c];
 }
 
 /* The measurement as the serving engine sees it: its pool and its workload. A decode measurement
@@ -126,7 +156,8 @@ struct efficiency calibration_efficiency(const struct calibration_fit *f, int gr
     double compute = group >= 0 ? f->groups[group].compute : f->compute;
     double memory = group >= 0 ? f->groups[group].memory : f->memory;
     double latency = group >= 0 ? f->groups[group].latency : f->latency;
-    return (struct efficiency){compute, memory, f->scale_up, f->scale_out, f->step_overhead_s, f->experts, latency};
+    return (struct efficiency){compute,     memory,       f->scale_up, f->scale_out, f->step_overhead_s,
+                               f->experts,  latency,      group >= 0 ? f->groups[group].sequence_s : f->sequence_s};
 }
 
 /* The fit in progress: its factors and each measurement's squared log error under them. */
@@ -165,6 +196,10 @@ static void pool(struct calibration_fit *f)
     f->compute = exp(compute / f->group_count);
     f->memory = exp(memory / f->group_count);
     f->latency = exp(latency / f->group_count);
+    double host = 0;
+    for (int g = 0; g < f->group_count; g++)
+        host += f->groups[g].sequence_s;
+    f->sequence_s = host / f->group_count;
 }
 
 static double objective(const struct state *s)
@@ -176,8 +211,8 @@ static double objective(const struct state *s)
     const struct calibration_fit *f = &s->fit;
     for (int g = 0; g < f->group_count; g++) {
         double c = log(f->groups[g].compute / f->compute), m = log(f->groups[g].memory / f->memory);
-        double l = log(f->groups[g].latency / f->latency);
-        sum += CALIBRATE_SHRINK * (c * c + m * m + l * l);
+        double l = log(f->groups[g].latency / f->latency), p = log(f->groups[g].latency / latency_prior);
+        sum += CALIBRATE_SHRINK * (c * c + m * m + l * l) + CALIBRATE_LATENCY_PRIOR * p * p;
     }
     double up = log(f->scale_up / scale_up_prior), out = log(f->scale_out / scale_out_prior);
     return sum + CALIBRATE_NETWORK_PRIOR * (up * up + out * out);
@@ -190,13 +225,15 @@ struct move {
     double base[2 * CALIBRATE_MAX_GROUPS + 3];
     int count;
     bool latency;
-    int group; /* the measurements it touches: a group's, or -1: all */
+    bool linear; /* one factor set to v in [0, longest_sequence_s]: the host time a sequence */
+    int group;   /* the measurements it touches: a group's, or -1: all */
 };
 static double try_value(struct state *s, const struct move *mv, double value)
 {
     for (int i = 0; i < mv->count; i++)
-        *mv->factor[i] = mv->latency ? fmin(highest_latency, fmax(1, mv->base[i] * exp(value)))
-                                     : fmin(1, fmax(lowest_efficiency, mv->base[i] * exp(value)));
+        *mv->factor[i] = mv->linear    ? value
+                         : mv->latency ? fmin(highest_latency, fmax(1, mv->base[i] * exp(value)))
+                                       : fmin(1, fmax(lowest_efficiency, mv->base[i] * exp(value)));
     pool(&s->fit);
     refresh(s, mv->group);
     return objective(s);
@@ -209,8 +246,8 @@ static bool descend(struct state *s, struct move *mv)
     enum { GRID = 21, GOLDEN = 24 };
     for (int i = 0; i < mv->count; i++)
         mv->base[i] = *mv->factor[i];
-    double low = log(lowest_efficiency), high = -low;
-    double old = 0;
+    double low = mv->linear ? 0 : log(lowest_efficiency), high = mv->linear ? longest_sequence_s : -low;
+    double old = mv->linear ? *mv->factor[0] : 0;
     double best_value = old, best = try_value(s, mv, old);
     double start = best, spacing = (high - low) / (GRID - 1);
     for (int k = 0; k < GRID; k++) {
@@ -291,6 +328,7 @@ static void descend_from(const struct measurement *m, int count, const bool *use
         f->groups[g].compute = from ? from->groups[g].compute : start;
         f->groups[g].memory = from ? from->groups[g].memory : start;
         f->groups[g].latency = from ? from->groups[g].latency : 1;
+        f->groups[g].sequence_s = from ? from->groups[g].sequence_s : 0;
         if (!use || use[i])
             f->groups[g].measurements++;
     }
@@ -322,6 +360,11 @@ static void descend_from(const struct measurement *m, int count, const bool *use
         all.factor[all.count++] = &f->scale_out;
         all.factor[all.count++] = &f->experts;
         better |= descend(&s, &all);
+        /* one host time for every group: the same serving stacks' schedulers and samplers */
+        struct move host = {.linear = true, .group = -1};
+        for (int g = 0; g < f->group_count; g++)
+            host.factor[host.count++] = &f->groups[g].sequence_s;
+        better |= descend(&s, &host);
         /* a sweep that gains under a millionth of the objective ends the descent: the tail of
          * tiny gains took most of the time and moved no estimate by 0.1% */
         if (!better || before - objective(&s) < 1e-6 * before)
@@ -350,3 +393,55 @@ void calibrate_fit(const struct measurement *m, int count, const bool *use, cons
             *out = f;
     }
 }
+
+struct left_out_work {
+    const struct measurement *m;
+    int count;
+    const struct calibration_fit *fit;
+    void (*round)(struct calibration_fit *);
+    double *out;
+    atomic_int next;
+};
+
+static void *left_out_worker(void *data)
+{
+    struct left_out_work *w = data;
+    bool *use = malloc((size_t)w->count * sizeof *use);
+    if (!use)
+        return NULL; /* the calling thread does the rest */
+    for (;;) {
+        int i = atomic_fetch_add(&w->next, 1);
+        if (i >= w->count)
+            break;
+        for (int k = 0; k < w->count; k++)
+            use[k] = k != i;
+        struct calibration_fit without;
+        calibrate_fit(w->m, w->count, use, w->fit, &without);
+        if (w->round)
+            w->round(&without);
+        int group = w->m[i].group;
+        struct efficiency e = calibration_efficiency(&without, without.groups[group].measurements > 0 ? group : -1);
+        w->out[i] = calibrate_predict(&w->m[i], &e, NULL);
+    }
+    free(use);
+    return w;
+}
+
+void calibrate_left_out(const struct measurement *m, int count, const struct calibration_fit *fit,
+                        void (*round)(struct calibration_fit *), double *out)
+{
+    enum { MOST_THREADS = 8 };
+    struct left_out_work w = {.m = m, .count = count, .fit = fit, .round = round, .out = out};
+    atomic_init(&w.next, 0);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = cores < 1 ? 1 : cores > MOST_THREADS ? MOST_THREADS : (int)cores;
+    pthread_t helper[MOST_THREADS];
+    int started = 0;
+    while (started + 1 < threads && pthread_create(&helper[started], NULL, left_out_worker, &w) == 0)
+        started++;
+    while (!left_out_worker(&w)) /* out of memory here: try again until the others finish */
+        ;
+    for (int i = 0; i < started; i++)
+        pthread_join(helper[i], NULL);
+}
+

@@ -22,7 +22,9 @@
  * + NETWORK_PRIOR x ((ln scale_up / 0.775)^2 + (ln scale_out / 1)^2), where the pooled eta is
  * the groups' geometric mean (a group's factor leaves it only as far as its own measurements
  * pull, and a group left without measurements takes it) and the network's priors are DeepEP's
- * measured fractions (calibrate.c), the latency factors shrunk alike. Coordinate descent (each
+ * measured fractions (calibrate.c), the latency factors shrunk alike and held by LATENCY_PRIOR x
+ * (ln latency_g / 2.5)^2 to the factor measured batch-1 steps show (calibrate.c); and one host
+ * time a sequence a step for every group, what grows with the batch. Coordinate descent (each
  * factor, each group's two together, all together), a grid then golden section along each, until a sweep gains
  * next to nothing, from four starting points: deterministic. */
 #ifndef RACKPLAN_CALIBRATE_H
@@ -40,6 +42,7 @@
 
 #define CALIBRATE_SHRINK 0.01
 #define CALIBRATE_NETWORK_PRIOR 1.0
+#define CALIBRATE_LATENCY_PRIOR 1.0
 #define CALIBRATE_MAX_GROUPS 32
 #define CALIBRATE_MAX_MEASUREMENTS 256
 
@@ -69,18 +72,30 @@ struct calibration_group {
     const struct topology *topology; /* the first measured of its family */
     enum precision weights;
     double compute, memory, latency;
-    int measurements; /* in the fit */
+    double sequence_s; /* host time a sequence a step (one for every group) */
+    int measurements;  /* in the fit */
 };
 
 struct calibration_fit {
     int group_count;
     struct calibration_group groups[CALIBRATE_MAX_GROUPS];
     double compute, memory, latency; /* pooled: the groups' geometric mean */
+    double sequence_s;               /* pooled: the groups' mean */
     double scale_up, scale_out, step_overhead_s;
     double experts;
     double objective;
     int sweeps;
 };
+
+/* Where on the throughput-interactivity frontier a measurement sits: offline (the largest batch
+ * that fits, or a prefill), a relaxed time per token, or an interactive one (at most
+ * CALIBRATE_INTERACTIVE_S a token: a TPOT target that low, or a given batch whose measured
+ * tokens/s put a token of each sequence that often: batch / (measured x devices)). */
+enum calibration_class { CALIBRATION_OFFLINE, CALIBRATION_RELAXED, CALIBRATION_INTERACTIVE, CALIBRATION_CLASSES };
+#define CALIBRATE_INTERACTIVE_S 0.040
+
+enum calibration_class calibrate_class(const struct measurement *m);
+const char *calibration_class_name(enum calibration_class c);
 
 /* Lays each measurement out and builds its interconnect graph; groups them. False, with why in
  * `why`, when one has no valid layout, does not fit, or there are too many groups. */
@@ -95,6 +110,13 @@ double calibrate_predict(const struct measurement *m, const struct efficiency *e
  * all of them, to refit without one). */
 void calibrate_fit(const struct measurement *m, int count, const bool *use, const struct calibration_fit *from,
                    struct calibration_fit *out);
+
+/* Each measurement's estimate with it left out, into out[i]: the fit redone from the factors of
+ * `fit` without it, rounded by `round` (NULL: not), at its group's factors, or at the prior when
+ * it was its group's only measurement. The refits run on every core (at most 8), each into its
+ * own slot: the same answer as one after another. */
+void calibrate_left_out(const struct measurement *m, int count, const struct calibration_fit *fit,
+                        void (*round)(struct calibration_fit *), double *out);
 
 /* The fit's objective at the factors of `f` (its pooled factors recomputed), for the
  * measurements with use[i] (NULL: all). */

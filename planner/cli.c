@@ -110,17 +110,20 @@ static void print_help(const struct command *c)
                "                   accelerator (same links per device and scale-out network), on\n"
                "                   the same number of devices: what a bigger domain buys\n"
                "  --devices N      with --domain-sizes: the devices in every row (a multiple of\n"
-               "                   each size); default: the sizes' least common multiple\n"
+               "                   each size); default: the sizes' least common multiple; with\n"
+               "                   --isl/--osl alone: every row's budget in devices\n"
                "  --plot FILE.svg  time per token and cost against batch, a line per row; with\n"
                "                   --domain-sizes: latency floor, throughput and cost against size\n"
                "  --shard I/N      only the I-th of N equal parts of the rows (topologies x sizes,\n"
                "                   in the order given), for rackplan merge to join\n");
     if (c->options & OPTS_SERVE)
-        printf("  --racks N        the cluster: at most N scale-up domains for an instance and for\n"
-               "                   the deployment --rate sizes; default: instances of whole domains\n"
-               "                   up to %d devices (or the fewest domains that hold the model)\n"
+        printf("  --racks N        the budget: at most N scale-up domains for the whole deployment\n"
+               "                   (both pools, every replica); default: the topology as written\n"
+               "                   (its <cluster domains>), with a line on what more would buy\n"
+               "  --devices N      the budget in devices (part of a domain, or not whole domains)\n"
                "  --rate R         requests per second to serve: the fewest devices (whole\n"
-               "                   instances) that serve R within the targets\n"
+               "                   instances) that serve R within the targets; beyond the topology\n"
+               "                   as written without --racks/--devices (instances up to %d devices)\n"
                "  --prefill-topology FILE  disaggregated serving with prefill on this hardware and\n"
                "                   decode on TOPOLOGY, the KV crossing the scale-out network\n"
                "  --price D=USD    price per device-hour for topology D (its file name without\n"
@@ -227,7 +230,8 @@ static void print_help(const struct command *c)
     const char *verdict = strcmp(c->name, "fit") == 0    ? "0 fits, 1 does not fit"
                           : strcmp(c->name, "plan") == 0 ? "0 the plan fits, 1 it does not"
                           : c->options & OPTS_COMPARE    ? "0 some row fits, 1 none does"
-                          : c->options & OPTS_SERVE      ? "0 some deployment meets the targets (and --rate), 1 none does"
+                          : c->options & OPTS_SERVE      ? "0 some deployment within the budget meets the targets (and --rate),\n"
+                                                           "            1 the model does not fit the budget or none does"
                           : c->options & OPTS_MERGE      ? "0 ok, 1 no merged compare row fits"
                                                          : "0 ok";
     printf("\nexit codes: %s, 2 usage error, 3 invalid input, 5 I/O or internal error\n", verdict);
@@ -349,6 +353,7 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         {{"mode", required_argument, NULL, OPT_MODE}, OPTS_TARGETS | OPTS_COMPARE},
         {{"chunk", required_argument, NULL, OPT_CHUNK}, OPTS_WORKLOAD},
         {{"rate", required_argument, NULL, OPT_RATE}, OPTS_SERVE},
+        {{"devices", required_argument, NULL, OPT_DEVICES}, OPTS_SERVE},
         {{"prefill-topology", required_argument, NULL, OPT_PREFILL_TOPOLOGY}, OPTS_SERVE},
         {{"price", required_argument, NULL, OPT_PRICE}, OPTS_SERVE},
         {{"plot", required_argument, NULL, OPT_PLOT}, OPTS_SERVE},
@@ -939,6 +944,8 @@ void cli_json_efficiency_fields(struct json *j, const struct efficiency *e)
     json_number(j, e->step_overhead_s);
     json_key(j, "latency");
     json_number(j, e->latency);
+    json_key(j, "sequence_s");
+    json_number(j, e->sequence_s);
 }
 
 void cli_json_efficiency(struct json *j, const struct efficiency *e, const struct calibration *row)
@@ -954,27 +961,25 @@ void cli_json_efficiency(struct json *j, const struct efficiency *e, const struc
     json_end_object(j);
 }
 
-int cli_count_ids(const char *ids)
-{
-    int n = 0;
-    for (const char *c = ids; *c; c++)
-        n += *c != ' ' && (c == ids || c[-1] == ' ');
-    return n;
-}
-
 void cli_text_efficiency(FILE *out, const struct efficiency *e, const struct calibration *row)
 {
     fprintf(out, "  estimate: compute %.3g, memory %.3g, scale-up %.3g, scale-out %.3g of peak, routed experts "
                  "%.3g of those, %.3g x the latency floors",
             e->compute, e->memory, e->scale_up, e->scale_out, e->experts, e->latency);
+    if (e->sequence_s > 0)
+        fprintf(out, ", %.3g us of host time a sequence", e->sequence_s * 1e6);
     if (e->step_overhead_s > 0)
         fprintf(out, ", %.3g ms a step", e->step_overhead_s * 1e3);
-    if (row && row->pooled)
-        fprintf(out, "; no measurements of this family at these weights: the prior, every group's geometric mean (%d measurements)",
-                cli_count_ids(row->fitted_to));
+    const char *whose = row && row->pooled
+                            ? "no measurements of this family at these weights: the prior, every group's geometric mean of"
+                            : "fitted to";
+    /* the ids whole when they are few; a long list (the prior names every measurement) by its
+     * count, the topology file listing them */
+    if (row && row->fitted_count <= CLI_FITTED_IDS_SHOWN && strlen(row->fitted_to) < sizeof row->fitted_to - 1)
+        fprintf(out, "; %s %s", whose, row->fitted_to);
     else if (row)
-        fprintf(out, "; fitted to %d measurement%s of this family: %s", cli_count_ids(row->fitted_to),
-                cli_count_ids(row->fitted_to) == 1 ? "" : "s", row->fitted_to);
+        fprintf(out, "; %s %d measurements (their ids: the topology's <efficiency fitted_to>)", whose,
+                row->fitted_count);
     fprintf(out, "\n");
 }
 

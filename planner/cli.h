@@ -61,6 +61,9 @@ enum {
 #define CLI_MAX_RACKS_LIST 16
 #define CLI_MAX_PRICES 16
 #define CLI_MAX_SHARDS 1000000
+/* --estimate's header lists the measurements an efficiency row was fitted to when there are at
+ * most this many, and counts them otherwise. */
+#define CLI_FITTED_IDS_SHOWN 12
 #define CLI_MAX_DEVICES 10000000 /* the interconnect graph of ten million devices still builds */
 
 struct command {
@@ -207,9 +210,6 @@ void cli_json_efficiency_fields(struct json *j, const struct efficiency *e);
 /* The efficiency as an object, with the calibrated row's fitted_to and pooled when there is one. */
 void cli_json_efficiency(struct json *j, const struct efficiency *e, const struct calibration *row);
 /* "  estimate: compute 0.41, memory 0.62, ... of peak, 2.1 ms a step; fitted to ..." */
-/* The words of a space-separated list of measurement ids. */
-int cli_count_ids(const char *ids);
-
 void cli_text_efficiency(FILE *out, const struct efficiency *e, const struct calibration *row);
 /* "precision": {weights, expert_weights, kv} of a workload. */
 void cli_json_precision(struct json *j, const struct workload *w);

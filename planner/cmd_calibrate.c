@@ -279,6 +279,9 @@ static void round_fit(struct calibration_fit *f)
         f->groups[g].latency = three_digits(f->groups[g].latency);
     }
     f->latency = three_digits(f->latency);
+    f->sequence_s = three_digits(f->sequence_s);
+    for (int g = 0; g < f->group_count; g++)
+        f->groups[g].sequence_s = three_digits(f->groups[g].sequence_s);
     f->compute = three_digits(f->compute);
     f->memory = three_digits(f->memory);
     f->scale_up = three_digits(f->scale_up);
@@ -309,9 +312,10 @@ static void fitted_ids(const struct measurement *m, int count, int group, char *
 static void write_row(FILE *out, const char *precision, const struct efficiency *e, const char *ids, bool pooled)
 {
     fprintf(out, "<efficiency%s%s%s compute=\"%.3g\" memory=\"%.3g\" scale_up=\"%.3g\" scale_out=\"%.3g\" "
-                 "experts=\"%.3g\" latency=\"%.3g\" fitted_to=\"%s\"%s/>\n",
+                 "experts=\"%.3g\" latency=\"%.3g\" sequence_s=\"%.3g\" fitted_to=\"%s\"%s/>\n",
             precision ? " precision=\"" : "", precision ? precision : "", precision ? "\"" : "", e->compute,
-            e->memory, e->scale_up, e->scale_out, e->experts, e->latency, ids, pooled ? " pooled=\"true\"" : "");
+            e->memory, e->scale_up, e->scale_out, e->experts, e->latency, e->sequence_s, ids,
+            pooled ? " pooled=\"true\"" : "");
 }
 
 static void write_text(FILE *out, const struct measurement *m, const struct entry *entries, int count,
@@ -338,6 +342,22 @@ static void write_text(FILE *out, const struct measurement *m, const struct entr
         fprintf(out, "%-32s %10s %10s %10s %+7.1f%% %13s %+7.1f%%%s\n", m[i].id, measured, bound, estimate, e * 100,
                 left_out, l * 100, r[i].bound < m[i].measured ? "  BOUND BELOW MEASURED" : "");
     }
+    double class_error[CALIBRATION_CLASSES] = {0};
+    int class_count[CALIBRATION_CLASSES] = {0}, class_within[CALIBRATION_CLASSES] = {0};
+    for (int i = 0; i < count; i++) {
+        enum calibration_class c = calibrate_class(&m[i]);
+        double l = fabs(error_of(r[i].left_out, m[i].measured));
+        class_error[c] += l;
+        class_count[c]++;
+        class_within[c] += l <= 0.25;
+    }
+    fprintf(out, "\nleft out, by class:");
+    for (int c = 0; c < CALIBRATION_CLASSES; c++)
+        if (class_count[c])
+            fprintf(out, " %s %.1f%% (%d of %d within 25%%)%s", calibration_class_name((enum calibration_class)c),
+                    class_error[c] / class_count[c] * 100, class_within[c], class_count[c],
+                    c + 1 < CALIBRATION_CLASSES ? ";" : "");
+    fprintf(out, "\n(interactive: at most %.0f ms a token)", CALIBRATE_INTERACTIVE_S * 1e3);
     fprintf(out, "\nmean |error|: %.1f%% fitted, %.1f%% left out (each refitted without it)\n", fitted * 100,
             left * 100);
     if (below)
@@ -345,20 +365,21 @@ static void write_text(FILE *out, const struct measurement *m, const struct entr
                 below == 1 ? " is" : "s are");
     else
         fprintf(out, "every bound is at or above its measurement\n");
-    fprintf(out, "\n%-44s %8s %8s %8s  %s\n", "efficiency (fraction of peak)", "compute", "memory", "latency",
-            "fitted to");
+    fprintf(out, "\n%-44s %8s %8s %8s %8s  %s\n", "efficiency (fraction of peak)", "compute", "memory", "latency",
+            "host us", "fitted to");
     for (int g = 0; g < f->group_count; g++) {
         char label[160], ids[1024];
         snprintf(label, sizeof label, "%.36s, %s", f->groups[g].topology->family,
                  precision_name(f->groups[g].weights));
         fitted_ids(m, count, g, ids, sizeof ids);
-        fprintf(out, "%-44s %8.3g %8.3g %8.3g  %s\n", label, f->groups[g].compute, f->groups[g].memory,
-                f->groups[g].latency, ids);
+        fprintf(out, "%-44s %8.3g %8.3g %8.3g %8.3g  %s\n", label, f->groups[g].compute, f->groups[g].memory,
+                f->groups[g].latency, f->groups[g].sequence_s * 1e6, ids);
     }
-    fprintf(out, "%-44s %8.3g %8.3g %8.3g  every group (geometric mean)\n", "prior, for families not measured",
-            f->compute, f->memory, f->latency);
+    fprintf(out, "%-44s %8.3g %8.3g %8.3g %8.3g  every group (geometric mean; host time: mean)\n",
+            "prior, for families not measured", f->compute, f->memory, f->latency, f->sequence_s * 1e6);
     fprintf(out, "scale-up %.3g and scale-out %.3g of peak; routed experts %.3g of compute and memory's (every "
-                 "group); latency: times the topology's <latency> floors\n",
+                 "group); latency: times the topology's <latency> floors; host us: host time a sequence a "
+                 "step\n",
             f->scale_up, f->scale_out, f->experts);
     fprintf(out, "\n<efficiency> rows for the topology files:\n");
     char all[4096];
@@ -403,6 +424,8 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct measurem
         json_string(&j, entries[i].topology_path);
         json_key(&j, "group");
         json_int(&j, m[i].group);
+        json_key(&j, "class");
+        json_string(&j, calibration_class_name(calibrate_class(&m[i])));
         json_key(&j, "measured");
         json_number(&j, m[i].measured);
         json_key(&j, "bound");
@@ -512,20 +535,15 @@ int cmd_calibrate(int argc, char **argv)
     struct calibration_fit unrounded = fit;
     round_fit(&fit);
     struct result *r = xcalloc((size_t)count, sizeof *r);
-    bool *use = xcalloc((size_t)count, sizeof *use);
+    double *left_out = xcalloc((size_t)count, sizeof *left_out);
+    calibrate_left_out(m, count, &unrounded, round_fit, left_out);
     struct efficiency bound = EFFICIENCY_BOUND;
     int below = 0;
     for (int i = 0; i < count; i++) {
         r[i].bound = calibrate_predict(&m[i], &bound, &r[i].bound_batch);
         struct efficiency e = calibration_efficiency(&fit, m[i].group);
         r[i].estimate = calibrate_predict(&m[i], &e, &r[i].batch);
-        for (int k = 0; k < count; k++)
-            use[k] = k != i;
-        struct calibration_fit without;
-        calibrate_fit(m, count, use, &unrounded, &without);
-        round_fit(&without);
-        e = calibration_efficiency(&without, without.groups[m[i].group].measurements > 0 ? m[i].group : -1);
-        r[i].left_out = calibrate_predict(&m[i], &e, NULL);
+        r[i].left_out = left_out[i];
         below += r[i].bound < m[i].measured;
     }
     struct calibration_output output = {.measurements = m, .entries = entries, .count = count, .fit = &fit,
@@ -538,7 +556,7 @@ int cmd_calibrate(int argc, char **argv)
         fprintf(stderr, "rackplan calibrate: %d bound%s below the measured throughput: the model misses "
                         "something there\n",
                 below, below == 1 ? " is" : "s are");
-    free(use);
+    free(left_out);
     free(r);
     free(m);
     free(entries);

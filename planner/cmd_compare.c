@@ -356,6 +356,15 @@ static void serving_heading(FILE *out, const struct report *r)
         fprintf(out, ", TPOT <= %.4g ms", w->tpot_s * 1e3);
     if (w->mode != SERVE_BEST)
         fprintf(out, ", %s only", serve_mode_name(w->mode));
+    /* the budget of every row: --racks (the row's racks column) or --devices */
+    if (r->options->racks_count > 0 && !r->by_domain_size) {
+        fprintf(out, ", budget --racks ");
+        for (int k = 0; k < r->options->racks_count; k++)
+            fprintf(out, "%s%lld", k ? "," : "", (long long)r->options->racks_list[k]);
+        fputs(r->options->racks_count > 1 ? " (a row each)" : "", out);
+    }
+    else if (r->options->devices > 0 && !r->by_domain_size)
+        fprintf(out, ", budget --devices %lld", (long long)r->options->devices);
     fprintf(out, "\n");
 }
 
@@ -443,6 +452,9 @@ static void write_serving_text(FILE *out, const struct report *r)
             estimates ? "Estimates use each topology's efficiency\n  fitted to published measurements "
                         "(rackplan calibrate); the bound column is the roofline at efficiency 1."
                       : "Every number is a\n  roofline bound (efficiency 1).");
+    if ((r->options->racks_count > 0 || r->options->devices > 0) && !r->by_domain_size)
+        fprintf(out, "  The budget holds both pools and every replica; devices: those the deployment uses of it,\n"
+                     "  over which tok/s/dev is counted.\n");
 }
 
 static void write_serving_markdown(FILE *out, const struct report *r)
@@ -881,8 +893,11 @@ int cmd_compare(int argc, char **argv)
     int status = cli_parse(&command_compare, argc, argv, &o);
     if (status >= 0)
         return status;
-    if (o.devices && o.domain_size_count == 0)
-        return cli_usage_error(o.command, "--devices goes with --domain-sizes; --racks sets the cluster otherwise");
+    if (o.devices && o.domain_size_count == 0 && o.isl == 0)
+        return cli_usage_error(o.command, "--devices goes with --domain-sizes, or with --isl/--osl as the budget of "
+                                          "a deployment; --racks sets the cluster otherwise");
+    if (o.devices && o.domain_size_count == 0 && o.racks_count > 0)
+        return cli_usage_error(o.command, "--racks and --devices both set the budget: give one");
     struct model m;
     if ((status = cli_load_model(o.positional[0], &m)) != EXIT_OK)
         return status;
@@ -961,10 +976,13 @@ int cmd_compare(int argc, char **argv)
             struct compare_row bound;
             bool built, estimated = !efficiency_is_bound(&efficiency);
             if (o.isl > 0) {
-                /* without --racks, instances span whole domains up to serve.h's default */
-                int64_t cluster = o.racks_count > 0 || by_domain_size ? racks : 0;
-                built = compare_serving_row(&m, t, cluster, &w, &serving, &efficiency, price, &rows[row]) &&
-                        (!estimated || compare_serving_row(&m, t, cluster, &w, &serving, NULL, price, &bound));
+                /* --racks or --devices: the whole deployment's budget; without either no budget,
+                 * instances spanning whole domains up to serve.h's default */
+                int64_t budget = o.racks_count > 0 || by_domain_size ? racks * t->domain_devices
+                                 : o.devices > 0                     ? o.devices
+                                                                     : 0;
+                built = compare_serving_row(&m, t, budget, &w, &serving, &efficiency, price, &rows[row]) &&
+                        (!estimated || compare_serving_row(&m, t, budget, &w, &serving, NULL, price, &bound));
                 if (estimated)
                     compare_row_release(&bound);
             } else {

@@ -82,7 +82,8 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct report *
                      {"weights_s", p->weights_s}, {"kv_s", p->kv_s},
                      {"comm_s", p->comm_s},       {"ep_scale_up_s", p->ep_scale_up_s},
                      {"ep_scale_out_s", p->ep_scale_out_s}, {"tp_s", p->tp_s},
-                     {"pp_s", p->pp_s},           {"tokens_per_s", p->tokens_per_s},
+                     {"pp_s", p->pp_s},           {"latency_s", p->latency_s},
+                     {"overhead_s", p->overhead_s}, {"tokens_per_s", p->tokens_per_s},
                      {"tokens_per_s_per_device", p->tokens_per_s_per_device}};
         for (size_t k = 0; k < sizeof times / sizeof times[0]; k++) {
             json_key(&j, times[k].key);

@@ -24,6 +24,13 @@ struct answer {
     const struct serve_workload *workload;
     const struct serve_result *result;       /* the estimate with --estimate, else the bound */
     const struct serve_result *bound;        /* with --estimate: the bound's search; else NULL */
+    const struct serve_result *open;         /* without --racks/--devices: the search with no budget, at
+                                              * the result's efficiency (what more hardware buys, and
+                                              * --rate's sizing); else NULL */
+    const struct serve_result *sizing;       /* where --rate's answer comes from: result or open */
+    int64_t budget;                          /* devices of TOPOLOGY the deployment may use */
+    int64_t prefill_budget;                  /* with --prefill-topology: devices of it */
+    const char *budget_source;               /* "--racks", "--devices" or NULL: the topology as written */
     struct efficiency efficiency;
     const struct calibration *calibration;
     double seconds;
@@ -126,13 +133,18 @@ static void json_frontier_point(struct json *j, const struct serve_point *p)
     json_number(j, p->ttft_s);
     json_key(j, "tpot_s");
     json_number(j, p->tpot_s);
+    json_key(j, "devices");
+    json_int(j, p->devices);
     json_key(j, "instance_devices");
     json_int(j, p->decode.layout.devices);
     json_key(j, "layout");
     cli_json_parallel(j, &p->decode.layout);
     json_key(j, "batch");
     json_int(j, p->decode.batch);
-    if (p->mode == SERVE_DISAGGREGATED) {
+    if (p->mode == SERVE_AGGREGATED) {
+        json_key(j, "instances");
+        json_int(j, p->decode_instances);
+    } else {
         json_key(j, "prefill_instance_devices");
         json_int(j, p->prefill.layout.devices);
         json_key(j, "prefill_layout");
@@ -181,6 +193,28 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct answer *
     json_bool(&j, a->bound != NULL);
     json_key(&j, "efficiency");
     cli_json_efficiency(&j, &a->efficiency, a->calibration);
+    json_key(&j, "budget");
+    json_begin_object(&j);
+    json_key(&j, "devices");
+    json_int(&j, a->budget);
+    json_key(&j, "given_by");
+    if (a->budget_source)
+        json_string(&j, a->budget_source);
+    else
+        json_null(&j);
+    json_key(&j, "prefill_devices");
+    if (a->prefill_topology)
+        json_int(&j, a->prefill_budget);
+    else
+        json_null(&j);
+    json_end_object(&j);
+    json_key(&j, "fits");
+    json_bool(&j, r->fits);
+    json_key(&j, "devices_to_fit");
+    if (!r->fits && r->min_devices > 0)
+        json_int(&j, r->min_devices);
+    else
+        json_null(&j);
     json_key(&j, "found");
     json_bool(&j, r->found);
     if (r->found) {
@@ -189,16 +223,41 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct answer *
         json_key(&j, "mode");
         json_null(&j);
     }
+    const struct serve_point *reachable;
+    enum serve_binding binding = serve_binding_target(a->workload, r, &reachable);
+    static const char *const binding_names[] = {NULL, "tpot", "ttft", "both"};
+    json_key(&j, "binding_target");
+    if (binding != SERVE_BINDS_NONE)
+        json_string(&j, binding_names[binding]);
+    else
+        json_null(&j);
+    json_key(&j, "reachable");
+    if (reachable) {
+        json_begin_object(&j);
+        json_point_fields(&j, reachable);
+        json_end_object(&j);
+    } else {
+        json_null(&j);
+    }
+    json_key(&j, "more_hardware");
+    if (a->open && a->open->found) {
+        json_begin_object(&j);
+        json_point_fields(&j, &a->open->best);
+        json_end_object(&j);
+    } else {
+        json_null(&j);
+    }
     if (a->workload->rate > 0) {
+        const struct serve_result *z = a->sizing;
         json_key(&j, "min_devices");
-        if (r->sized)
-            json_int(&j, r->sized_point.devices);
+        if (z->sized)
+            json_int(&j, z->sized_point.devices);
         else
             json_null(&j);
         json_key(&j, "sized");
-        if (r->sized) {
+        if (z->sized) {
             json_begin_object(&j);
-            json_point_fields(&j, &r->sized_point);
+            json_point_fields(&j, &z->sized_point);
             json_end_object(&j);
         } else {
             json_null(&j);
@@ -285,6 +344,132 @@ static void text_point(FILE *out, const struct answer *a, const struct serve_poi
         fprintf(out, ", energy unknown (no power)\n");
 }
 
+/* "aggregated, 2 x 32-device instances, batch 1,024 each" or "disaggregated 1P1D, 8+64 devices,
+ * decode batch 512": where a point stands, for one-line answers. */
+static void point_where(const struct serve_point *p, char *out, size_t size)
+{
+    char batch[32];
+    format_count((double)p->decode.batch, batch, sizeof batch);
+    if (p->mode == SERVE_AGGREGATED && p->decode_instances == 1)
+        snprintf(out, size, "aggregated, one %lld-device instance, batch %s", (long long)p->decode.layout.devices, batch);
+    else if (p->mode == SERVE_AGGREGATED)
+        snprintf(out, size, "aggregated, %lld x %lld-device instances, batch %s each", (long long)p->decode_instances,
+                 (long long)p->decode.layout.devices, batch);
+    else
+        snprintf(out, size, "disaggregated %lldP%lldD, %lld+%lld-device instances, decode batch %s",
+                 (long long)p->prefill_instances, (long long)p->decode_instances, (long long)p->prefill.layout.devices,
+                 (long long)p->decode.layout.devices, batch);
+}
+
+/* The budget as the header states it. */
+static void text_budget(FILE *out, const struct answer *a)
+{
+    char devices[32];
+    format_count((double)a->budget, devices, sizeof devices);
+    const struct topology *t = a->topology;
+    fprintf(out, "  budget: %s device%s", devices, a->budget == 1 ? "" : "s");
+    char domain[32];
+    format_count((double)t->domain_devices, domain, sizeof domain);
+    if (a->budget % t->domain_devices == 0)
+        fprintf(out, " (%lld domain%s of %s)", (long long)(a->budget / t->domain_devices),
+                a->budget / t->domain_devices == 1 ? "" : "s", domain);
+    if (a->budget_source)
+        fprintf(out, ", set by %s", a->budget_source);
+    else
+        fprintf(out, ", the topology as written (--racks N or --devices N sets it)");
+    if (a->prefill_topology) {
+        format_count((double)a->prefill_budget, devices, sizeof devices);
+        fprintf(out, "; prefill: %s devices as written", devices);
+    }
+    fprintf(out, "\n");
+}
+
+/* Why there is no best deployment, on one line (and a second with the way out): the model does
+ * not fit the budget, no deployment fits it in the mode asked, or a target binds. */
+static void text_none(FILE *out, const struct answer *a)
+{
+    const struct serve_result *r = a->result;
+    const struct serve_workload *w = a->workload;
+    char where[160];
+    if (!r->fits) {
+        const struct topology *t = r->prefill_short ? a->prefill_topology : a->topology;
+        int64_t budget = r->prefill_short ? a->prefill_budget : a->budget;
+        char context[32];
+        format_count((double)(r->prefill_short ? w->isl : w->isl + w->osl), context, sizeof context);
+        if (r->min_devices > 0) {
+            int64_t domains = (r->min_devices + t->domain_devices - 1) / t->domain_devices;
+            fprintf(out, "does not fit: %s's weights and one %s of %s tokens need %lld devices of %s (%lld domain%s); "
+                         "the %sbudget is %lld\n",
+                    a->model->name, r->prefill_short ? "prompt" : "sequence", context, (long long)r->min_devices,
+                    t->name, (long long)domains, domains == 1 ? "" : "s", r->prefill_short ? "prefill pool's " : "",
+                    (long long)budget);
+            if (!r->prefill_short && r->min_devices % t->domain_devices == 0)
+                fprintf(out, "  give --racks %lld (or --devices %lld)\n", (long long)domains,
+                        (long long)r->min_devices);
+            else if (!r->prefill_short)
+                fprintf(out, "  give --devices %lld\n", (long long)r->min_devices);
+            else
+                fprintf(out, "  (the prefill pool is held to its topology as written, its <cluster domains>)\n");
+        } else {
+            fprintf(out, "does not fit: no cluster of up to %d domains of %s holds %s's weights and one %s of %s "
+                         "tokens\n",
+                    PLAN_MAX_RACKS, t->name, a->model->name, r->prefill_short ? "prompt" : "sequence", context);
+        }
+        return;
+    }
+    const struct serve_point *reachable;
+    enum serve_binding binding = serve_binding_target(w, r, &reachable);
+    if (binding == SERVE_BINDS_NONE) {
+        fprintf(out, "no %sdeployment fits in %lld devices%s\n",
+                w->mode == SERVE_BEST ? "" : w->mode == SERVE_AGGREGATED ? "aggregated " : "disaggregated ",
+                (long long)a->budget,
+                w->mode == SERVE_DISAGGREGATED ? ": a prefill and a decode instance together take more" : "");
+        return;
+    }
+    if (reachable)
+        point_where(reachable, where, sizeof where);
+    if (binding == SERVE_BINDS_TPOT)
+        fprintf(out, "no deployment meets the targets: TPOT <= %.4g ms binds; the lowest TPOT reachable is %.2f ms "
+                     "(%s)\n",
+                w->tpot_s * 1e3, reachable->tpot_s * 1e3, where);
+    else if (binding == SERVE_BINDS_TTFT)
+        fprintf(out, "no deployment meets the targets: TTFT <= %.4g ms binds; the lowest TTFT reachable is %.1f ms "
+                     "(%s)\n",
+                w->ttft_s * 1e3, reachable->ttft_s * 1e3, where);
+    else if (reachable)
+        fprintf(out, "no deployment meets the targets: each is reachable, not both; within TTFT <= %.4g ms the "
+                     "lowest TPOT reachable is %.2f ms (%s)\n",
+                w->ttft_s * 1e3, reachable->tpot_s * 1e3, where);
+    else
+        fprintf(out, "no deployment meets the targets together\n");
+}
+
+/* Without --racks/--devices: what the search with no budget finds beyond the topology as
+ * written, in one line. */
+static void text_more_hardware(FILE *out, const struct answer *a)
+{
+    const struct serve_result *r = a->result, *o = a->open;
+    if (!o)
+        return;
+    if (!o->found) {
+        fprintf(out, "  more hardware: no deployment on more %s meets the targets either\n", a->topology->name);
+        return;
+    }
+    char rate[32], devices[32], where[160];
+    format_count(o->best.tokens_per_s_per_device, rate, sizeof rate);
+    format_count((double)o->best.devices, devices, sizeof devices);
+    point_where(&o->best, where, sizeof where);
+    if (!r->found)
+        fprintf(out, "  more hardware: %s output tokens/s per device on %s devices (%s)\n", rate, devices, where);
+    else if (o->best.tokens_per_s_per_device > r->best.tokens_per_s_per_device * (1 + 1e-6))
+        fprintf(out, "  more hardware: %s output tokens/s per device (+%.1f%%) on %s devices (%s)\n", rate,
+                (o->best.tokens_per_s_per_device / r->best.tokens_per_s_per_device - 1) * 100, devices, where);
+    else
+        fprintf(out, "  more hardware: no more output tokens/s per device (the best beyond the budget is %s on %s "
+                     "devices)\n",
+                rate, devices);
+}
+
 static void write_text(FILE *out, const struct answer *a)
 {
     const struct serve_workload *w = a->workload;
@@ -312,12 +497,18 @@ static void write_text(FILE *out, const struct answer *a)
         fprintf(out, "none");
     fprintf(out, "; mode %s; weights %s, KV %s\n", serve_mode_name(w->mode), precision_name(a->precisions->weights),
             precision_name(a->precisions->kv));
+    text_budget(out, a);
     if (a->bound)
         cli_text_efficiency(out, &a->efficiency, a->calibration);
     fprintf(out, "  searched %lld layouts, %lld points\n\n", (long long)r->layouts, (long long)r->points);
     if (r->found) {
         fprintf(out, "best deployment (%s)\n", a->bound ? "calibrated estimate" : "roofline bound");
         text_point(out, a, &r->best);
+        char used[32], budget[32], total[32];
+        format_count((double)r->best.devices, used, sizeof used);
+        format_count((double)a->budget, budget, sizeof budget);
+        format_count(r->best.tokens_per_s_per_device * (double)r->best.devices, total, sizeof total);
+        fprintf(out, "  uses %s of the budget's %s devices: %s output tokens/s in all\n", used, budget, total);
         if (a->bound && a->bound->found) {
             char rate[32];
             format_count(a->bound->best.tokens_per_s_per_device, rate, sizeof rate);
@@ -326,17 +517,26 @@ static void write_text(FILE *out, const struct answer *a)
                     a->bound->best.tpot_s * 1e3);
         }
     } else {
-        fprintf(out, "no deployment meets the targets\n");
+        text_none(out, a);
     }
+    text_more_hardware(out, a);
     if (w->rate > 0) {
-        fprintf(out, "\nfor %.4g requests/s\n", w->rate);
-        if (r->sized) {
-            fprintf(out, "  fewest devices: %lld\n", (long long)r->sized_point.devices);
-            text_point(out, a, &r->sized_point);
+        const struct serve_result *z = a->sizing;
+        fprintf(out, "\nfor %.4g requests/s%s\n", w->rate,
+                a->budget_source ? "" : " (beyond the topology as written when it takes more)");
+        if (z->sized) {
+            fprintf(out, "  fewest devices: %lld\n", (long long)z->sized_point.devices);
+            text_point(out, a, &z->sized_point);
         } else {
             fprintf(out, "  no deployment serves it within the targets%s\n",
-                    a->options->racks ? " and --racks" : "");
+                    a->budget_source ? " and the budget" : "");
         }
+    }
+    if (!r->fits) {
+        fprintf(out, "\n%s\n", a->bound ? "Estimates use the topology's efficiency fitted to published measurements "
+                                          "(rackplan calibrate)."
+                                        : "Every number is a roofline bound (efficiency 1): no engine serves more.");
+        return;
     }
     fprintf(out, "\nfrontier (output tokens/s per device against per user; Pareto points, most per device first)\n");
     fprintf(out, "  %-13s %-32s %9s %10s %10s %12s %12s %9s\n", "mode", "instance (decode)", "batch", "TTFT ms", "TPOT ms",
@@ -348,6 +548,10 @@ static void write_text(FILE *out, const struct answer *a)
             snprintf(instance, sizeof instance, "%lldP%lldD, %lld+%lld dev", (long long)p->prefill_instances,
                      (long long)p->decode_instances, (long long)p->prefill.layout.devices,
                      (long long)p->decode.layout.devices);
+        else if (p->decode_instances > 1)
+            snprintf(instance, sizeof instance, "%lld x %lld dev, TP %lld DP %lld PP %lld", (long long)p->decode_instances,
+                     (long long)p->decode.layout.devices, (long long)p->decode.layout.tp,
+                     (long long)p->decode.layout.dp, (long long)p->decode.layout.pp);
         else
             snprintf(instance, sizeof instance, "%lld dev, TP %lld DP %lld PP %lld", (long long)p->decode.layout.devices,
                      (long long)p->decode.layout.tp, (long long)p->decode.layout.dp, (long long)p->decode.layout.pp);
@@ -441,7 +645,27 @@ static bool write_report(const char *path, const struct answer *a, struct sink_b
                            (long long)p->decode.batch, p->ttft_s * 1e3, p->tpot_s * 1e3, p->tokens_per_s_per_device,
                            p->tokens_per_s_per_user, a->bound ? "a calibrated estimate" : "a roofline bound");
     } else {
-        document_paragraph(&d, "No deployment meets the targets.");
+        char why[1024] = "";
+        FILE *f = fmemopen(why, sizeof why - 1, "w");
+        if (f) {
+            text_none(f, a);
+            fclose(f);
+        }
+        char joined[2 * sizeof why], *to = joined; /* one paragraph: lines joined by "; " */
+        for (const char *c = why; *c; c++) {
+            if (*c == '\n') {
+                while (c[1] == ' ')
+                    c++;
+                if (c[1]) {
+                    *to++ = ';';
+                    *to++ = ' ';
+                }
+            } else {
+                *to++ = *c;
+            }
+        }
+        *to = 0;
+        document_paragraph(&d, "%s", joined);
     }
     document_heading(&d, "Frontier");
     static const char *const headers[] = {"mode", "instance devices", "batch", "TTFT ms", "TPOT ms", "tok/s/user",
@@ -469,12 +693,12 @@ static bool write_report(const char *path, const struct answer *a, struct sink_b
     return !outputs->failed;
 }
 
-/* A pool on `t` as the options describe it. */
+/* A pool on `t` as the options describe it, held to `budget` devices (0: none). */
 static int pool_of(const struct options *o, const struct model *m, const struct topology *t, const char *path,
-                   int64_t racks, const struct workload *precisions, bool bound, struct serve_pool *out,
+                   int64_t budget, const struct workload *precisions, bool bound, struct serve_pool *out,
                    const struct calibration **row)
 {
-    *out = (struct serve_pool){.model = m, .topology = t, .precisions = *precisions, .max_racks = racks};
+    *out = (struct serve_pool){.model = m, .topology = t, .precisions = *precisions, .budget_devices = budget};
     out->price_usd_per_hour = cli_price(o, path, t);
     if (out->price_usd_per_hour <= 0)
         out->price_usd_per_hour = t->price_usd_per_hour;
@@ -493,7 +717,13 @@ int cmd_serve(int argc, char **argv)
     int status = cli_parse(&command_serve, argc, argv, &o);
     if (status >= 0)
         return status;
-    int64_t racks = o.racks; /* 0: not given, no cap */
+    if (o.racks && o.devices)
+        return cli_usage_error(o.command, "--racks and --devices both set the budget: give one");
+    /* the budget: --racks N domains or --devices N; without either the topology as written */
+    char given[64];
+    snprintf(given, sizeof given, "%s %lld", o.racks ? "--racks" : "--devices", (long long)(o.racks ? o.racks : o.devices));
+    const char *budget_source = o.racks || o.devices ? given : NULL;
+    int64_t racks = o.racks;
     if ((status = cli_load_model(o.positional[0], &m)) != EXIT_OK ||
         (status = cli_load_topology(o.positional[1], &t)) != EXIT_OK)
         return status;
@@ -524,32 +754,42 @@ int cmd_serve(int argc, char **argv)
     if (o.prefill_topology)
         w.mode = SERVE_DISAGGREGATED;
 
+    int64_t budget = o.devices ? o.devices : (racks ? racks : t.default_domains) * t.domain_devices;
+    int64_t prefill_budget = o.prefill_topology ? prefill_topology.default_domains * prefill_topology.domain_devices : 0;
     struct serve_pool decode, prefill, decode_bound, prefill_bound;
     const struct calibration *row = NULL, *prefill_row = NULL;
-    if ((status = pool_of(&o, &m, &t, o.positional[1], racks, &precisions, false, &decode, &row)) != EXIT_OK ||
-        (status = pool_of(&o, &m, &t, o.positional[1], racks, &precisions, true, &decode_bound, NULL)) != EXIT_OK)
+    if ((status = pool_of(&o, &m, &t, o.positional[1], budget, &precisions, false, &decode, &row)) != EXIT_OK ||
+        (status = pool_of(&o, &m, &t, o.positional[1], budget, &precisions, true, &decode_bound, NULL)) != EXIT_OK)
         return status;
     if (o.prefill_topology &&
-        ((status = pool_of(&o, &m, &prefill_topology, o.prefill_topology, 0, &precisions, false, &prefill,
+        ((status = pool_of(&o, &m, &prefill_topology, o.prefill_topology, prefill_budget, &precisions, false, &prefill,
                            &prefill_row)) != EXIT_OK ||
-         (status = pool_of(&o, &m, &prefill_topology, o.prefill_topology, 0, &precisions, true, &prefill_bound,
-                           NULL)) != EXIT_OK))
+         (status = pool_of(&o, &m, &prefill_topology, o.prefill_topology, prefill_budget, &precisions, true,
+                           &prefill_bound, NULL)) != EXIT_OK))
         return status;
     bool estimate = !efficiency_is_bound(&decode.efficiency) ||
                     (o.prefill_topology && !efficiency_is_bound(&prefill.efficiency));
+    /* without a budget given, the same search with none: what more hardware buys, and --rate's
+     * sizing, which goes beyond the topology as written */
+    struct serve_pool decode_open = decode, prefill_open = prefill;
+    decode_open.budget_devices = prefill_open.budget_devices = 0;
 
-    struct serve_result result = {0}, bound = {0};
+    struct serve_result result = {0}, bound = {0}, open = {0};
     bool ok = serve_search(&decode, o.prefill_topology ? &prefill : NULL, &w, &result) &&
-              (!estimate || serve_search(&decode_bound, o.prefill_topology ? &prefill_bound : NULL, &w, &bound));
+              (!estimate || serve_search(&decode_bound, o.prefill_topology ? &prefill_bound : NULL, &w, &bound)) &&
+              (budget_source || serve_search(&decode_open, o.prefill_topology ? &prefill_open : NULL, &w, &open));
     if (!ok) {
         fprintf(stderr, "rackplan serve: out of memory in the search\n");
         serve_result_release(&result);
         serve_result_release(&bound);
+        serve_result_release(&open);
         return EXIT_IO;
     }
     struct answer a = {.model = &m, .topology = &t, .prefill_topology = o.prefill_topology ? &prefill_topology : NULL,
                        .options = &o, .precisions = &precisions, .workload = &w, .result = &result,
-                       .bound = estimate ? &bound : NULL, .efficiency = decode.efficiency, .calibration = row};
+                       .bound = estimate ? &bound : NULL, .open = budget_source ? NULL : &open,
+                       .sizing = budget_source ? &result : &open, .budget = budget, .prefill_budget = prefill_budget,
+                       .budget_source = budget_source, .efficiency = decode.efficiency, .calibration = row};
     struct sink_batch outputs;
     sink_batch_init(&outputs);
     bool whole = sink_batch_write(&outputs, o.output, write_output, &a) &&
@@ -557,11 +797,12 @@ int cmd_serve(int argc, char **argv)
                  (!o.report || write_report(o.report, &a, &outputs));
     if (!sink_batch_finish(&outputs, whole))
         status = EXIT_IO;
-    else if (!result.found || (w.rate > 0 && !result.sized))
+    else if (!result.found || (w.rate > 0 && !a.sizing->sized))
         status = EXIT_NO_FIT;
     else
         status = EXIT_OK;
     serve_result_release(&result);
     serve_result_release(&bound);
+    serve_result_release(&open);
     return status;
 }

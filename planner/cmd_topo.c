@@ -108,6 +108,22 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct topology
     json_positive_or_null(&j, t->power_watts);
     json_key(&j, "price_usd_per_device_hour");
     json_positive_or_null(&j, t->price_usd_per_hour);
+    json_key(&j, "family");
+    json_string(&j, t->family);
+    json_key(&j, "latency");
+    json_begin_object(&j);
+    const struct {
+        const char *key;
+        double value;
+    } floors[] = {{"kernel_s", t->latency.kernel_s},
+                  {"all_reduce_s", t->latency.all_reduce_s},
+                  {"dispatch_s", t->latency.dispatch_s},
+                  {"combine_s", t->latency.combine_s}};
+    for (size_t i = 0; i < sizeof floors / sizeof floors[0]; i++) {
+        json_key(&j, floors[i].key);
+        json_positive_or_null(&j, floors[i].value);
+    }
+    json_end_object(&j);
     json_end_object(&j);
     json_finish(&j);
 }
@@ -145,6 +161,26 @@ static void write_text(FILE *out, const struct topology *t, int64_t racks,
         fprintf(out, "  power          %.4g W\n", t->power_watts);
     if (t->price_usd_per_hour > 0)
         fprintf(out, "  price          $%.2f per hour\n", t->price_usd_per_hour);
+    fprintf(out, "  family         %s\n", t->family);
+    const struct step_latency *f = &t->latency;
+    if (f->kernel_s > 0 || f->all_reduce_s > 0 || f->dispatch_s > 0 || f->combine_s > 0) {
+        fprintf(out, "  latency floors");
+        const char *sep = " ";
+        const struct {
+            const char *name;
+            double value;
+        } floors[] = {{"kernel", f->kernel_s}, {"all-reduce", f->all_reduce_s}, {"dispatch", f->dispatch_s},
+                      {"combine", f->combine_s}};
+        for (size_t i = 0; i < sizeof floors / sizeof floors[0]; i++) {
+            if (floors[i].value > 0) {
+                fprintf(out, "%s%s %.3g us", sep, floors[i].name, floors[i].value * 1e6);
+                sep = ", ";
+            }
+        }
+        fprintf(out, "\n");
+    } else {
+        fprintf(out, "  latency floors none published (a step's kernels and collectives add no floor)\n");
+    }
     format_count(t->hbm_bytes * devices / 1e9, a, sizeof a);
     fprintf(out, "\ncluster\n  HBM            %s GB\n", a);
     format_count((double)g->domains, a, sizeof a);

@@ -70,13 +70,16 @@ bool compare_row(const struct model *m, const struct topology *t, int64_t racks,
     return true;
 }
 
-bool compare_serving_row(const struct model *m, const struct topology *t, int64_t racks, const struct workload *w,
+bool compare_serving_row(const struct model *m, const struct topology *t, int64_t budget_devices, const struct workload *w,
                          const struct serve_workload *sw, const struct efficiency *e, double price_usd_per_hour,
                          struct compare_row *out)
 {
+    int64_t racks = (budget_devices + t->domain_devices - 1) / t->domain_devices;
     *out = (struct compare_row){.racks = racks > 0 ? racks : t->default_domains, .domain_size = t->domain_devices,
                                 .serving = true};
-    out->devices = out->racks * t->domain_devices;
+    out->devices = out->budget_devices = budget_devices > 0 ? budget_devices : out->racks * t->domain_devices;
+    if (budget_devices <= 0)
+        out->budget_devices = 0;
     out->efficiency = e ? *e : EFFICIENCY_BOUND;
     out->estimate = !efficiency_is_bound(&out->efficiency);
     out->price_usd_per_hour = price_usd_per_hour > 0 ? price_usd_per_hour : t->price_usd_per_hour;
@@ -87,7 +90,7 @@ bool compare_serving_row(const struct model *m, const struct topology *t, int64_
     if (plan_fit(m, t, out->racks, &held, &fit))
         out->min_devices = fit.min_devices;
     struct serve_pool pool = {.model = m, .topology = t, .precisions = *w, .efficiency = out->efficiency,
-                              .max_racks = racks, .price_usd_per_hour = out->price_usd_per_hour};
+                              .budget_devices = budget_devices, .price_usd_per_hour = out->price_usd_per_hour};
     struct serve_result r;
     if (!serve_search(&pool, NULL, sw, &r))
         return false;

@@ -38,6 +38,7 @@ struct compare_row {
     /* With a workload (compare_serving_row): the best deployment serve.h finds; `layout`,
      * `batch`, `point` and the rates above are its decode instance's and the whole deployment's. */
     bool serving;
+    int64_t budget_devices;        /* the devices the deployment may use; 0: no budget */
     struct serve_point served;     /* valid when tpot_met */
     struct serve_point *frontier;  /* owned: compare_row_release */
     int64_t frontier_count;
@@ -51,12 +52,14 @@ bool compare_row(const struct model *m, const struct topology *t, int64_t racks,
                  const struct workload *w, const struct efficiency *e, double tpot_s,
                  double price_usd_per_hour, struct compare_row *out);
 
-/* The same row for a workload: the best deployment serve_search finds on `racks` domains of `t`
- * (racks 0: no cluster given; instances span whole domains up to serve.h's
- * SERVE_DEFAULT_SPAN_DEVICES) within the workload's targets; tpot_met says whether one meets
- * them. The row's tokens/s per device is output tokens/s over every device of the deployment
- * (prefill devices included), its devices the deployment's. False when out of memory. */
-bool compare_serving_row(const struct model *m, const struct topology *t, int64_t racks, const struct workload *w,
+/* The same row for a workload: the best deployment serve_search finds on `t` within a budget of
+ * `budget_devices` devices for the whole deployment (serve.h; 0: no budget, instances span whole
+ * domains up to SERVE_DEFAULT_SPAN_DEVICES and an xPyD pair is as large as its ratio wants)
+ * within the workload's targets; tpot_met says whether one meets them. The row's tokens/s per
+ * device is output tokens/s over every device the deployment uses (prefill devices included),
+ * its devices those, its racks the budget's domains (rounded up; with no budget the topology's
+ * default cluster). False when out of memory. */
+bool compare_serving_row(const struct model *m, const struct topology *t, int64_t budget_devices, const struct workload *w,
                          const struct serve_workload *sw, const struct efficiency *e, double price_usd_per_hour,
                          struct compare_row *out);
 

@@ -118,7 +118,8 @@ const struct command command_compare = {
             "in domains of each size, on the same devices, rows in size order.\n"
             "With --isl/--osl each row is instead the best deployment rackplan serve finds on that\n"
             "hardware for the workload (mode, instance, batch, TTFT, TPOT, output tokens/s per device\n"
-            "over every device, prefill devices included), sorted by cost per token the same way.\n"
+            "over every device used, prefill devices included), sorted by cost per token the same way;\n"
+            "--racks N or --devices N is then each deployment's budget (both pools, every replica).\n"
             "Exit 0 when some row fits (and meets the target), 1 when none does.\n",
     .options = OPTS_FORMAT | OPTS_PRECISION | OPTS_CONTEXT | OPTS_COMPARE | OPTS_WORKLOAD | OPTS_TARGETS,
     .positionals = 2,
@@ -166,7 +167,7 @@ const struct command command_serve = {
     .summary = "serve a workload: the best deployment under TTFT/TPOT targets, its frontier, sizing",
     .usage = "rackplan serve MODEL TOPOLOGY --isl N --osl N [--ttft-ms X] [--tpot-ms Y] [--rate R]\n"
              "                      [--mode aggregated|disaggregated|best] [--prefix-hit F]\n"
-             "                      [--mtp K --mtp-accept P] [--chunk N] [--racks N] [--estimate]\n"
+             "                      [--mtp K --mtp-accept P] [--chunk N] [--racks N | --devices N] [--estimate]\n"
              "                      [--prefill-topology FILE] [--price DEVICE=USD_PER_HOUR]...\n"
              "                      [--weights PREC] [--kv PREC] [--tp N] [--pp N] [--reserve R]\n"
              "                      [--plot FILE.svg] [--report FILE.md|FILE.html] [--format text|json|yaml] [-o FILE]",
@@ -178,9 +179,12 @@ const struct command command_serve = {
             "and time-per-output-token targets. Prints the chosen deployment, its TTFT, TPOT,\n"
             "tokens/s per device and per user, cost and energy per token, and the frontier of\n"
             "tokens/s per device against tokens/s per user. --rate R sizes it: the fewest devices\n"
-            "that serve R requests/s. Every figure is a roofline bound, or with --estimate the\n"
-            "topology's calibrated estimate beside the bound. Exit 0 when some deployment meets the\n"
-            "targets (and serves --rate within --racks), 1 when none does.\n",
+            "that serve R requests/s. --racks N or --devices N is the budget of the whole deployment\n"
+            "(both pools, every replica); without either, the topology as written, and a line says\n"
+            "what more hardware would buy. Every figure is a roofline bound, or with --estimate the\n"
+            "topology's calibrated estimate beside the bound. Exit 0 when some deployment within the\n"
+            "budget meets the targets (and serves --rate), 1 when the model does not fit the budget\n"
+            "(how many devices would hold it is said) or none meets them (the binding target named).\n",
     .options = OPTS_FORMAT | OPTS_PRECISION | OPTS_RACKS | OPTS_FIT | OPTS_WORKLOAD | OPTS_TARGETS | OPTS_SERVE,
     .positionals = 2,
 };

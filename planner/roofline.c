@@ -68,8 +68,8 @@ static double layer_latency_s(const struct model *m, const struct topology *t, c
 {
     const struct step_latency *f = &t->latency;
     double s = roof_layer_kernels(m, layer) * f->kernel_s;
-    if (l->tp > 1)
-        s += (double)model_sublayers(m, layer, layer + 1) * f->all_reduce_s;
+    if (l->tp > 1) /* each norm runs inside its all-reduce (TensorRT-LLM's fused AR + RMSNorm) */
+        s += (double)model_sublayers(m, layer, layer + 1) * (f->all_reduce_s - f->kernel_s);
     /* with data-parallel attention the ranks exchange tokens (dispatch, combine); with TP over the
      * whole EP group every rank already holds every token and the TP all-reduce combines */
     if (l->ep > 1 && l->dp > 1 && model_layer_is_moe(m, layer))
@@ -323,7 +323,7 @@ static void run(const struct roof_setup *s, const struct roof_step *step, double
         r.pp_s = (pp - 1) * bytes / link;
     }
     r.comm_s = fmax(r.ep_scale_up_s, r.ep_scale_out_s) + r.tp_s + r.pp_s;
-    r.overhead_s = s->efficiency.step_overhead_s;
+    r.overhead_s = s->efficiency.step_overhead_s + s->efficiency.sequence_s * ceil(step->sequences / (double)l->dp);
     r.step_s = pp * worst + r.pp_s + r.overhead_s;
     double terms[ROOF_TERMS] = {r.compute_s, r.weights_s, r.kv_s, r.comm_s, r.latency_s};
     r.bound = ROOF_COMPUTE;

@@ -21,8 +21,8 @@
  *   stage = max(attention, KV) + max(dense matmuls, their weights)
  *         + max(routed experts, their weights) + EP all-to-all + TP all-reduces
  *         + latency factor x latency chain,
- * and adds its fixed overhead (if any) to every step; with EFFICIENCY_BOUND every time is a
- * lower bound.
+ * and adds its host time to every step (sequence_s for each sequence of a DP rank, and a fixed
+ * overhead if a row gives one); with EFFICIENCY_BOUND every time is a lower bound.
  */
 #ifndef RACKPLAN_ROOFLINE_H
 #define RACKPLAN_ROOFLINE_H
@@ -56,7 +56,8 @@ struct roof_point {
     double ep_scale_up_s, ep_scale_out_s, tp_s, pp_s;
     double latency_s;  /* the step's chain of fixed times (roof_step_latency_s), at the estimate's
                         * latency factor */
-    double overhead_s; /* the estimate's fixed time per step; 0 in a bound */
+    double overhead_s; /* the estimate's host time a step: fixed, and per sequence of a DP rank;
+                        * 0 in a bound */
     double step_s;
     double tokens_per_s;
     double tokens_per_s_per_device;
@@ -107,7 +108,8 @@ struct roof_step {
 double roof_layer_kernels(const struct model *m, int64_t layer);
 
 /* The latency chain of one pipeline stage's pass on layout `l`: each layer's kernels at
- * kernel_s, TP all-reduces (one a mixer or an FFN) at all_reduce_s, an MoE layer's EP dispatch
+ * kernel_s, TP all-reduces (one a mixer or an FFN) at all_reduce_s, each holding a norm's
+ * kernel (TensorRT-LLM's fused all-reduce + RMSNorm), an MoE layer's EP dispatch
  * and combine when attention is data-parallel (dp > 1; under TP alone the all-reduce combines);
  * the last stage adds the head's kernels (final norm, LM head, sampling, and the
  * embedding lookup) and `draft_passes` MTP passes, each a layer's kernels and collectives plus the

@@ -289,6 +289,45 @@ static void disaggregated_totals(const struct serve_pool *pp, const struct serve
     p->joules_per_token = pw > 0 && dw > 0 ? (pw * prefill_devices + dw * decode_devices) / tokens_per_s : 0;
 }
 
+/* Whether the two pools are held to one budget, the decode pool's: they are on one topology. */
+static bool shared_budget(const struct serve_pool *prefill, const struct serve_pool *decode)
+{
+    return prefill->topology == decode->topology;
+}
+
+static bool budgeted(const struct serve_pool *prefill, const struct serve_pool *decode)
+{
+    return decode->budget_devices > 0 || (!shared_budget(prefill, decode) && prefill->budget_devices > 0);
+}
+
+/* Whether x prefill instances of n_p devices and y decode instances of n_d fit the budgets. */
+static bool within_budget(const struct serve_pool *prefill, const struct serve_pool *decode, int64_t x, int64_t n_p,
+                          int64_t y, int64_t n_d)
+{
+    if (shared_budget(prefill, decode))
+        return decode->budget_devices <= 0 || x * n_p + y * n_d <= decode->budget_devices;
+    return (decode->budget_devices <= 0 || y * n_d <= decode->budget_devices) &&
+           (prefill->budget_devices <= 0 || x * n_p <= prefill->budget_devices);
+}
+
+/* How many copies of x prefill and y decode instances fit the budgets (at least 1: the caller
+ * has checked that one does). */
+static int64_t copies_within(const struct serve_pool *prefill, const struct serve_pool *decode, int64_t x, int64_t n_p,
+                             int64_t y, int64_t n_d)
+{
+    int64_t k = INT64_MAX;
+    if (shared_budget(prefill, decode)) {
+        if (decode->budget_devices > 0)
+            k = decode->budget_devices / (x * n_p + y * n_d);
+    } else {
+        if (decode->budget_devices > 0)
+            k = decode->budget_devices / (y * n_d);
+        if (prefill->budget_devices > 0 && prefill->budget_devices / (x * n_p) < k)
+            k = prefill->budget_devices / (x * n_p);
+    }
+    return k == INT64_MAX || k < 1 ? 1 : k;
+}
+
 bool serve_disaggregated(const struct serve_pool *prefill_pool, const struct serve_instance *prefill,
                          const struct serve_pool *decode_pool, const struct serve_instance *decode,
                          const struct serve_workload *w, double rate, struct serve_point *out)
@@ -309,9 +348,11 @@ bool serve_disaggregated(const struct serve_pool *prefill_pool, const struct ser
         p.prefill_use = rate / ((double)p.prefill_instances * prefill->requests_per_s);
         p.ttft_s = prefill->step_s * (1 + p.prefill_use / 2) + p.kv_transfer_s;
     } else {
-        bool found = false;
+        bool found = false, budget = budgeted(prefill_pool, decode_pool);
+        int64_t n_p = prefill->layout.devices, n_d = decode->layout.devices;
         struct serve_point best = p;
-        for (int64_t y = 1; y <= SERVE_MAX_DECODE_INSTANCES; y++) {
+        int64_t most = budget ? SERVE_MAX_BUDGET_DECODE_INSTANCES : SERVE_MAX_DECODE_INSTANCES;
+        for (int64_t y = 1; y <= most; y++) {
             struct serve_point q = p;
             q.decode_instances = y;
             /* the fewest prefill instances that keep up within the use limit (a hair of slack
@@ -319,10 +360,24 @@ bool serve_disaggregated(const struct serve_pool *prefill_pool, const struct ser
             q.prefill_instances = (int64_t)ceil((double)y * r_d / r_p - 1e-9);
             if (q.prefill_instances < 1)
                 q.prefill_instances = 1;
+            /* x never falls as y grows, so a pair over the budget ends the ratios */
+            if (!within_budget(prefill_pool, decode_pool, q.prefill_instances, n_p, y, n_d))
+                break;
             disaggregated_totals(prefill_pool, decode_pool, osl, &q);
             if (!found || q.tokens_per_s_per_device > best.tokens_per_s_per_device * (1 + 1e-12)) {
                 best = q;
                 found = true;
+            }
+        }
+        if (!found)
+            return false;
+        if (budget) { /* the pair replicated as often as the budget holds it */
+            int64_t k = copies_within(prefill_pool, decode_pool, best.prefill_instances, n_p, best.decode_instances,
+                                      n_d);
+            if (k > 1) {
+                best.prefill_instances *= k;
+                best.decode_instances *= k;
+                disaggregated_totals(prefill_pool, decode_pool, osl, &best);
             }
         }
         p = best;
@@ -330,6 +385,9 @@ bool serve_disaggregated(const struct serve_pool *prefill_pool, const struct ser
     p.tpot_s = decode->step_s / serve_tokens_per_step(w);
     p.tokens_per_s_per_user = 1 / p.tpot_s;
     p.meets = (w->ttft_s <= 0 || p.ttft_s <= w->ttft_s * (1 + 1e-12)) && (w->tpot_s <= 0 || p.tpot_s <= w->tpot_s);
+    if (rate > 0 && !within_budget(prefill_pool, decode_pool, p.prefill_instances, prefill->layout.devices,
+                                   p.decode_instances, decode->layout.devices))
+        p.meets = false; /* sized beyond the budget */
     *out = p;
     return true;
 }
@@ -398,36 +456,37 @@ static int64_t fewest_racks(const struct serve_pool *pool, const struct serve_wo
     return 0;
 }
 
-/* Shapes for a pool: powers of two within a domain and the domain; then with max_racks 2, 4, ...
- * whole domains and max_racks itself; without it 2, 4, ... whole domains up to
+/* Shapes for a pool: powers of two within a domain and the domain; with a budget of B devices
+ * only those up to B, and B itself when it is part of one domain, then 2, 4, ... whole domains
+ * and floor(B / domain) of them; without one 2, 4, ... whole domains up to
  * SERVE_DEFAULT_SPAN_DEVICES, and the fewest whole domains that hold the model when one domain
  * does not. */
 static bool enumerate_shapes(const struct serve_pool *pool, const struct serve_workload *w, struct layouts *ls)
 {
     const struct topology *t = pool->topology;
-    int64_t domain = t->domain_devices;
-    for (int64_t n = 1; n < domain; n *= 2)
+    int64_t domain = t->domain_devices, budget = pool->budget_devices;
+    int64_t within = budget > 0 && budget < domain ? budget : domain; /* the largest shape in one domain */
+    for (int64_t n = 1; n < within; n *= 2) /* (a power of two equal to `within` is added below) */
         if (!add_shape(ls, t, n, 1))
             return false;
-    if (!add_shape(ls, t, domain, 1))
+    if (!add_shape(ls, t, within, 1))
         return false;
-    if (pool->max_racks > 1) {
-        for (int64_t r = 2; r < pool->max_racks; r *= 2)
+    if (budget > 0) {
+        int64_t racks = budget / domain;
+        for (int64_t r = 2; r < racks; r *= 2)
             if (!add_shape(ls, t, r * domain, r))
                 return false;
-        return add_shape(ls, t, pool->max_racks * domain, pool->max_racks);
+        return racks < 2 || add_shape(ls, t, racks * domain, racks);
     }
-    if (pool->max_racks == 0) {
-        int64_t fewest = fewest_racks(pool, w);
-        bool fewest_added = fewest <= 1;
-        for (int64_t r = 2; r * domain <= SERVE_DEFAULT_SPAN_DEVICES; r *= 2) {
-            if (!add_shape(ls, t, r * domain, r))
-                return false;
-            fewest_added |= r == fewest;
-        }
-        if (!fewest_added && fewest * domain <= SERVE_MAX_SPAN_DEVICES)
-            return add_shape(ls, t, fewest * domain, fewest);
+    int64_t fewest = fewest_racks(pool, w);
+    bool fewest_added = fewest <= 1;
+    for (int64_t r = 2; r * domain <= SERVE_DEFAULT_SPAN_DEVICES; r *= 2) {
+        if (!add_shape(ls, t, r * domain, r))
+            return false;
+        fewest_added |= r == fewest;
     }
+    if (!fewest_added && fewest * domain <= SERVE_MAX_SPAN_DEVICES)
+        return add_shape(ls, t, fewest * domain, fewest);
     return true;
 }
 
@@ -547,14 +606,30 @@ static bool smaller(const struct serve_point *a, const struct serve_point *b)
     return a->tokens_per_s_per_device > b->tokens_per_s_per_device;
 }
 
+/* Lower `value` than the kept point's, ties to the better point. */
+static bool lower(double value, double kept, const struct serve_point *p, const struct serve_point *k)
+{
+    return value < kept || (value == kept && better(p, k));
+}
+
 static void consider(struct search *s, const struct serve_point *p, const struct serve_point *sized)
 {
     struct serve_result *r = s->result;
     r->points++;
     if (!(p->tokens_per_s_per_device > 0 && isfinite(p->tokens_per_s_per_device)))
         return; /* a step that takes forever (no peak at the precision) serves nothing */
-    if (s->w->ttft_s <= 0 || p->ttft_s <= s->w->ttft_s * (1 + 1e-12))
+    if (!r->reached || lower(p->tpot_s, r->lowest_tpot.tpot_s, p, &r->lowest_tpot))
+        r->lowest_tpot = *p;
+    if (!r->reached || lower(p->ttft_s, r->lowest_ttft.ttft_s, p, &r->lowest_ttft))
+        r->lowest_ttft = *p;
+    r->reached = true;
+    bool within_ttft = s->w->ttft_s <= 0 || p->ttft_s <= s->w->ttft_s * (1 + 1e-12);
+    if (within_ttft) {
+        if (!r->tpot_within_ttft || lower(p->tpot_s, r->lowest_tpot_within_ttft.tpot_s, p, &r->lowest_tpot_within_ttft))
+            r->lowest_tpot_within_ttft = *p;
+        r->tpot_within_ttft = true;
         points_add(&s->all, p);
+    }
     if (!p->meets)
         return;
     if (!r->found || better(p, &r->best)) {
@@ -656,8 +731,12 @@ static void search_aggregated(struct search *s, const struct serve_pool *pool, c
             if (w->rate > 0) {
                 sized.decode_instances = (int64_t)ceil(w->rate / p.decode.requests_per_s);
                 sized.devices = sized.decode_instances * c->layout.devices;
-                if (pool->max_racks > 0 && sized.devices > pool->max_racks * pool->topology->domain_devices)
+                if (pool->budget_devices > 0 && sized.devices > pool->budget_devices)
                     sized.meets = false;
+            }
+            if (pool->budget_devices > 0) { /* as many replicas as the budget holds */
+                p.decode_instances = pool->budget_devices / c->layout.devices;
+                p.devices = p.decode_instances * c->layout.devices;
             }
             consider(s, &p, w->rate > 0 ? &sized : NULL);
         }
@@ -722,6 +801,8 @@ static void search_disaggregated(struct search *s, const struct serve_pool *deco
         double chosen_cost = INFINITY;
         for (int64_t j = 0; j < option_count; j++) {
             const struct prefill_option *o = &options[j];
+            if (!within_budget(prefill_pool, decode_pool, 1, o->instance.layout.devices, 1, c->layout.devices))
+                continue; /* one prefill and one decode instance must fit in the budget */
             double transfer = serve_kv_transfer_s(prefill_pool, &o->instance.layout, decode_pool, &c->layout, w, NULL);
             double limit = prefill_use_limit(w, o->instance.step_s, transfer);
             if (limit <= 0)
@@ -748,9 +829,6 @@ static void search_disaggregated(struct search *s, const struct serve_pool *deco
                 continue;
             bool sizing = w->rate > 0 &&
                           serve_disaggregated(prefill_pool, &chosen->instance, decode_pool, &d, w, w->rate, &sized);
-            if (sizing && decode_pool->max_racks > 0 &&
-                sized.devices > decode_pool->max_racks * decode_pool->topology->domain_devices)
-                sized.meets = false;
             consider(s, &p, sizing ? &sized : NULL);
         }
     }
@@ -768,6 +846,44 @@ static int compare_user_rate(const void *a, const void *b)
     return x < y ? -1 : x > y; /* enumeration order */
 }
 
+static bool close_to(double a, double b)
+{
+    return fabs(a - b) <= 1e-6 * fmax(fabs(a), fabs(b));
+}
+
+/* The same batch per data-parallel rank: a / a_dp = b / b_dp. */
+static bool same_rank_batch(int64_t a, int64_t a_dp, int64_t b, int64_t b_dp)
+{
+    return (double)a * (double)b_dp == (double)b * (double)a_dp;
+}
+
+/* One operating point (serve.h): the same mode, TP, PP and batch per DP rank (on both sides and
+ * in the same x : y when disaggregated), and rates within a part in a million. */
+static bool same_operating_point(const struct serve_point *a, const struct serve_point *b)
+{
+    const struct layout *ad = &a->decode.layout, *bd = &b->decode.layout;
+    if (a->mode != b->mode || ad->tp != bd->tp || ad->pp != bd->pp ||
+        !same_rank_batch(a->decode.batch, ad->dp, b->decode.batch, bd->dp) ||
+        !close_to(a->tokens_per_s_per_device, b->tokens_per_s_per_device) ||
+        !close_to(a->tokens_per_s_per_user, b->tokens_per_s_per_user))
+        return false;
+    if (a->mode == SERVE_AGGREGATED)
+        return true;
+    const struct layout *ap = &a->prefill.layout, *bp = &b->prefill.layout;
+    return ap->tp == bp->tp && ap->pp == bp->pp && same_rank_batch(a->prefill.batch, ap->dp, b->prefill.batch, bp->dp) &&
+           (double)a->prefill_instances * (double)b->decode_instances ==
+               (double)b->prefill_instances * (double)a->decode_instances;
+}
+
+/* Of two copies of one operating point, whether `a` is the one to drop: more instance devices,
+ * then more devices in all. */
+static bool larger_copy(const struct serve_point *a, const struct serve_point *b)
+{
+    int64_t x = a->decode.layout.devices + a->prefill.layout.devices;
+    int64_t y = b->decode.layout.devices + b->prefill.layout.devices;
+    return x != y ? x > y : a->devices > b->devices;
+}
+
 static bool pareto(const struct points *ps, enum serve_mode mode, struct serve_point **out, int64_t *count)
 {
     *out = NULL;
@@ -780,6 +896,23 @@ static bool pareto(const struct points *ps, enum serve_mode mode, struct serve_p
         if (mode == SERVE_BEST || ps->items[i].mode == mode)
             order[n++] = &ps->items[i];
     qsort(order, (size_t)n, sizeof *order, compare_user_rate);
+    /* one copy of each operating point: copies sit within a part in a million of each other in
+     * tokens/s per user, so each point is held against those just after it in this order; a
+     * dropped point becomes NULL */
+    for (int64_t i = 0; i < n; i++) {
+        for (int64_t j = i + 1; order[i] && j < n; j++) {
+            if (!order[j])
+                continue;
+            if (order[j]->tokens_per_s_per_user < order[i]->tokens_per_s_per_user * (1 - 1e-6))
+                break;
+            if (same_operating_point(order[i], order[j])) {
+                if (larger_copy(order[i], order[j]))
+                    order[i] = NULL;
+                else
+                    order[j] = NULL;
+            }
+        }
+    }
     struct serve_point *kept = malloc((size_t)(n > 0 ? n : 1) * sizeof *kept);
     if (!kept) {
         free(order);
@@ -788,7 +921,7 @@ static bool pareto(const struct points *ps, enum serve_mode mode, struct serve_p
     int64_t k = 0;
     double best_rate = -1;
     for (int64_t i = 0; i < n; i++)
-        if (order[i]->tokens_per_s_per_device > best_rate) {
+        if (order[i] && order[i]->tokens_per_s_per_device > best_rate) {
             best_rate = order[i]->tokens_per_s_per_device;
             kept[k++] = *order[i];
         }
@@ -801,6 +934,35 @@ static bool pareto(const struct points *ps, enum serve_mode mode, struct serve_p
     *out = kept;
     *count = k;
     return true;
+}
+
+/* The fewest devices of the pool's topology that hold the weights and one sequence of isl + osl
+ * tokens (one prompt of isl for a prefill pool), as `fit` counts them; 0: none. */
+static int64_t fewest_devices(const struct serve_pool *pool, const struct serve_workload *w, bool prefill)
+{
+    struct workload one = pool->precisions;
+    one.batch = 1;
+    one.context = prefill ? w->isl : w->isl + w->osl;
+    struct fit f;
+    return plan_fit(pool->model, pool->topology, 1, &one, &f) ? f.min_devices : 0;
+}
+
+enum serve_binding serve_binding_target(const struct serve_workload *w, const struct serve_result *r,
+                                        const struct serve_point **reachable)
+{
+    *reachable = NULL;
+    if (r->found || !r->reached || (w->ttft_s <= 0 && w->tpot_s <= 0))
+        return SERVE_BINDS_NONE;
+    if (w->tpot_s > 0 && r->lowest_tpot.tpot_s > w->tpot_s) {
+        *reachable = &r->lowest_tpot;
+        return SERVE_BINDS_TPOT;
+    }
+    if (w->ttft_s > 0 && r->lowest_ttft.ttft_s > w->ttft_s * (1 + 1e-12)) {
+        *reachable = &r->lowest_ttft;
+        return SERVE_BINDS_TTFT;
+    }
+    *reachable = r->tpot_within_ttft ? &r->lowest_tpot_within_ttft : NULL;
+    return SERVE_BINDS_BOTH;
 }
 
 bool serve_search(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
@@ -819,6 +981,14 @@ bool serve_search(const struct serve_pool *decode_pool, const struct serve_pool 
         pls = &prefill_layouts;
     }
     out->layouts = decode_layouts.count + (prefill_pool ? prefill_layouts.count : 0);
+    for (int64_t i = 0; ok && i < decode_layouts.count; i++)
+        out->fits |= decode_layouts.items[i].max_sequences >= 1;
+    if (ok && out->fits && prefill_pool) {
+        out->fits = prefill_layouts.count > 0; /* a prefill layout is kept when it holds a prompt */
+        out->prefill_short = !out->fits;
+    }
+    if (ok && !out->fits)
+        out->min_devices = fewest_devices(out->prefill_short ? prefill_pool : decode_pool, w, out->prefill_short);
     if (ok && w->mode != SERVE_DISAGGREGATED && !prefill_pool)
         search_aggregated(&s, decode_pool, &decode_layouts);
     if (ok && w->mode != SERVE_AGGREGATED) {

@@ -46,10 +46,24 @@
  * Queueing beyond the batch in progress is not modelled: the pools are sized so that requests
  * do not arrive faster than they are served.
  *
+ * The budget (serve_pool.budget_devices, B; 0: none): the most devices the whole deployment
+ * may use, every replica and both pools counted (on one topology x n_p + y n_d <= B; a prefill
+ * pool on other hardware is held to its own pool's budget, x n_p <= B_p, and the decode pool
+ * to y n_d <= B_d). Aggregated: floor(B / n) replicas of the instance. Disaggregated: for each
+ * y from 1 (at most SERVE_MAX_BUDGET_DECODE_INSTANCES) while the fewest x that keeps up fits,
+ * the (x, y) with the most tokens/s per device, then that pair replicated as often as it fits
+ * (k x P k y D). Tokens/s per device is over the devices the deployment uses (its `devices`),
+ * not over the budget: devices of the budget that no instance uses are idle, and the answer
+ * says how many are used of how many. Without a budget (the engine's own contract; the
+ * commands always give one, see cmd_serve.c) an aggregated deployment is one instance and an
+ * xPyD pair takes y up to SERVE_MAX_DECODE_INSTANCES, as large as the ratio wants. `--rate`
+ * sizing (rate > 0) takes ceil(R / r) instances and misses when that exceeds the budget.
+ *
  * The search (exact over what it enumerates, deterministic): per topology, instance shapes of n
- * devices (powers of two within a domain and the whole domain, those that hold the weights; then
- * with a cluster of R domains 2, 4, 8 ... and R whole domains; without one 2, 4, 8 ... whole
- * domains up to SERVE_DEFAULT_SPAN_DEVICES, and the fewest that hold the model if more), every
+ * devices (powers of two within a domain and the whole domain, those that hold the weights; with
+ * a budget of B devices those up to B, B itself when it is part of one domain, then R = floor(B /
+ * domain) whole domains: 2, 4, 8 ... and R; without one 2, 4, 8 ... whole domains up to
+ * SERVE_DEFAULT_SPAN_DEVICES, and the fewest that hold the model if more), every
  * TP degree that divides n and the attention heads within a domain (TP 1 is data-parallel
  * attention), PP over whole domains; per layout the batches of a log grid up to what HBM holds
  * at isl + osl, plus the largest batch within the targets (bisection: step time, TPOT and TTFT
@@ -57,6 +71,12 @@
  * steps at those). The best point under the targets has the most tokens/s per device; ties
  * (within a part in a million) go to more tokens/s per user, fewer devices, aggregated serving,
  * then enumeration order.
+ *
+ * The frontier is the Pareto set of the points within the TTFT target (tokens/s per device
+ * against per user), one row per operating point: two points of the same mode whose rates agree
+ * within a part in a million, with the same TP, PP and batch per data-parallel rank (and on the
+ * prefill side the same, and the same x : y) are one, and the one on the fewest instance devices
+ * stays (a 256-device instance of 32 data-parallel replicas is the 8-device one 32 times).
  */
 #ifndef RACKPLAN_SERVE_H
 #define RACKPLAN_SERVE_H
@@ -76,6 +96,9 @@
  * a prefill batch holds at most that many prompt tokens a DP rank (one prompt if longer). */
 #define SERVE_PREFILL_TOKENS_PER_RANK 16384
 #define SERVE_MAX_DECODE_INSTANCES 8
+/* With a budget, the most decode instances one xPyD ratio takes before it is replicated: enough
+ * for the ratio's rounding to cost under a part in a thousand of a prefill instance. */
+#define SERVE_MAX_BUDGET_DECODE_INSTANCES 1024
 #define SERVE_MAX_SPAN_DEVICES 65536
 /* Without a cluster, instances span whole domains up to this many devices: DeepSeek's production
  * decode unit is 144 GPUs (EP144 over 18 nodes, open-infra-index day 6), the largest published;
@@ -104,9 +127,9 @@ struct serve_pool {
     const struct topology *topology;
     struct workload precisions; /* weights, expert_weights, kv, reserve; tp and pp pinned or 0 */
     struct efficiency efficiency;
-    int64_t max_racks;          /* the cluster: most domains an instance or a sized deployment may
-                                 * span; 0: no cluster given (instances span up to
-                                 * SERVE_DEFAULT_SPAN_DEVICES, deployments are not capped) */
+    int64_t budget_devices;     /* the most devices the deployment may use (see the header); 0: no
+                                 * budget (instances span up to SERVE_DEFAULT_SPAN_DEVICES,
+                                 * deployments are not capped) */
     double price_usd_per_hour;  /* per device; 0: unknown */
     double expert_imbalance;    /* max / mean routed-expert load per device (0 or 1: balanced) */
 };
@@ -123,13 +146,14 @@ struct serve_point {
     enum serve_mode mode;            /* aggregated or disaggregated */
     struct serve_instance decode;    /* aggregated: the one pool */
     struct serve_instance prefill;   /* disaggregated */
-    int64_t decode_instances, prefill_instances; /* aggregated: prefill_instances 0 */
-    int64_t devices;                 /* of those instances */
+    int64_t decode_instances, prefill_instances; /* aggregated: prefill_instances 0; with a budget
+                                                  * the replicas that fit in it */
+    int64_t devices;                 /* of those instances: the devices the deployment uses */
     double ttft_s, tpot_s;
     double kv_transfer_s;            /* disaggregated */
     bool kv_over_scale_up;
     double prefill_use;              /* rho of the prefill budget or pool */
-    double tokens_per_s_per_device;  /* output tokens, over every device of the deployment */
+    double tokens_per_s_per_device;  /* output tokens, over every device the deployment uses */
     double tokens_per_s_per_user;
     double decode_tokens_per_s_per_device;
     double cost_per_mtok;            /* USD per million output tokens; 0: a price unknown */
@@ -138,6 +162,13 @@ struct serve_point {
 };
 
 struct serve_result {
+    bool fits;               /* some instance within the budget holds the weights and one sequence
+                              * of isl + osl tokens (and, with a prefill pool on other hardware,
+                              * one there holds a prompt) */
+    int64_t min_devices;     /* when it does not: the fewest devices of the decode (or, with
+                              * prefill_short, the prefill) topology that hold them, as `fit` counts
+                              * (plan_fit); 0: none up to PLAN_MAX_RACKS domains */
+    bool prefill_short;      /* the prefill pool on other hardware is what does not fit */
     bool found;              /* some point meets the targets */
     struct serve_point best;
     struct serve_point *frontier; /* Pareto points over both modes, most tokens/s per device first */
@@ -147,7 +178,22 @@ struct serve_result {
     int64_t layouts, points; /* layouts tried, points evaluated */
     bool sized;              /* a rate was given and some deployment serves it */
     struct serve_point sized_point; /* the fewest devices for the rate */
+    /* Whatever the targets, the points with the lowest TPOT and the lowest TTFT evaluated, and
+     * the lowest TPOT among those within the TTFT target (reached false: no point evaluated;
+     * tpot_within_ttft false: none within it): what serve_binding_target reports. */
+    bool reached, tpot_within_ttft;
+    struct serve_point lowest_tpot, lowest_ttft, lowest_tpot_within_ttft;
 };
+
+enum serve_binding { SERVE_BINDS_NONE, SERVE_BINDS_TPOT, SERVE_BINDS_TTFT, SERVE_BINDS_BOTH };
+
+/* Which target keeps every point out when none meets them: TPOT when no point reaches it
+ * (*reachable: the point with the lowest TPOT), else TTFT when no point reaches it (the lowest
+ * TTFT), else the two together (the lowest TPOT within the TTFT target, or NULL when no point is
+ * within it). SERVE_BINDS_NONE when some point meets them, no target is set or nothing was
+ * evaluated. */
+enum serve_binding serve_binding_target(const struct serve_workload *w, const struct serve_result *r,
+                                        const struct serve_point **reachable);
 
 /* The expected tokens a decode step yields a sequence: 1 + P + ... + P^K. */
 double serve_tokens_per_step(const struct serve_workload *w);
@@ -186,8 +232,11 @@ double serve_kv_transfer_s(const struct serve_pool *prefill, const struct layout
                            const struct layout *dl, const struct serve_workload *w, bool *over_scale_up);
 
 /* A disaggregated point from a prefill and a decode instance: with rate 0 the best xPyD for
- * tokens/s per device within the TTFT target, else the fewest instances that serve `rate`.
- * False when the TTFT target cannot be met. */
+ * tokens/s per device within the TTFT target and the pools' budget (replicated as often as it
+ * fits, see the header), else the fewest instances that serve `rate` (meets false when they
+ * exceed the budget). The pools share one budget, the decode pool's, when they are on one
+ * topology (the same pointer). False when the TTFT target cannot be met or, at rate 0, no pair
+ * fits in the budget. */
 bool serve_disaggregated(const struct serve_pool *prefill_pool, const struct serve_instance *prefill,
                          const struct serve_pool *decode_pool, const struct serve_instance *decode,
                          const struct serve_workload *w, double rate, struct serve_point *out);

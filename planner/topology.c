@@ -1,6 +1,7 @@
 /* topology.c: see topology.h. The only file that includes libxml2. */
 #include "topology.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <libxml/parser.h>
 #include <libxml/tree.h>
@@ -251,12 +252,24 @@ static void read_tree(struct collector *c, const xmlNode *root, struct topology 
         row->present = true;
         row->efficiency = (struct efficiency){number(c, n, "compute", true), number(c, n, "memory", true),
                                               number(c, n, "scale_up", true), number(c, n, "scale_out", true),
-                                              0, number(c, n, "experts", true), 1};
+                                              0, number(c, n, "experts", true), 1, 0};
         if (attribute(n, "latency", text, sizeof text))
             row->efficiency.latency = strtod(text, NULL);
+        if (attribute(n, "sequence_s", text, sizeof text))
+            row->efficiency.sequence_s = strtod(text, NULL);
         if (attribute(n, "step_overhead_s", text, sizeof text))
             row->efficiency.step_overhead_s = strtod(text, NULL);
         attribute(n, "fitted_to", row->fitted_to, sizeof row->fitted_to);
+        xmlChar *ids = xmlGetProp(n, (const xmlChar *)"fitted_to");
+        for (const char *at = ids ? (const char *)ids : ""; *at;) { /* whitespace-separated ids */
+            while (*at && isspace((unsigned char)*at))
+                at++;
+            if (*at)
+                row->fitted_count++;
+            while (*at && !isspace((unsigned char)*at))
+                at++;
+        }
+        xmlFree(ids);
         row->pooled = attribute(n, "pooled", text, sizeof text) && (strcmp(text, "true") == 0 || strcmp(text, "1") == 0);
     }
 
@@ -433,7 +446,7 @@ bool topology_with_domain_size(const struct topology *t, int64_t devices, struct
 bool efficiency_is_bound(const struct efficiency *e)
 {
     return e->compute >= 1 && e->memory >= 1 && e->scale_up >= 1 && e->scale_out >= 1 && e->step_overhead_s <= 0 &&
-           e->experts >= 1 && e->latency <= 1;
+           e->experts >= 1 && e->latency <= 1 && e->sequence_s <= 0;
 }
 
 const struct calibration *topology_calibration(const struct topology *t, enum precision weights)

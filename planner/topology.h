@@ -32,9 +32,12 @@ struct efficiency {
     double experts;   /* routed experts' matmuls and weight reads, on top of compute and memory:
                        * grouped GEMMs of a few tokens each and scattered reads run slower */
     double latency;   /* times the topology's latency floors a step takes, >= 1 */
+    double sequence_s; /* host time a step spends on each sequence of a data-parallel rank
+                        * (scheduling, sampling, KV-cache bookkeeping), the batch's share of the
+                        * host that no kernel fusion removes */
 };
 
-#define EFFICIENCY_BOUND ((struct efficiency){1, 1, 1, 1, 0, 1, 1})
+#define EFFICIENCY_BOUND ((struct efficiency){1, 1, 1, 1, 0, 1, 1, 0})
 
 /* The fixed times of a decode step's pieces (the topology's <latency>); 0: not known. */
 struct step_latency {
@@ -50,7 +53,8 @@ bool efficiency_is_bound(const struct efficiency *e);
 struct calibration {
     bool present;
     struct efficiency efficiency;
-    char fitted_to[512]; /* ids of the measurements fitted */
+    char fitted_to[2048]; /* ids of the measurements fitted, separated by spaces (cut at 2,047 bytes) */
+    int fitted_count;     /* how many ids the attribute lists (all of them, even past a cut) */
     bool pooled;         /* none of them ran on this hardware */
 };
 

@@ -3,7 +3,8 @@
 # paths relative to the source root); NAME.out, NAME.err and NAME.code hold the expected
 # stdout, stderr and exit code. @FILE@ in the arguments is replaced by a temporary path (an
 # extension may follow: @FILE@.csv), and the file written there is compared with NAME.file.
-# UPDATE_GOLDEN=1 rewrites the expected files. Solver wall-clock seconds (the one value that
+# A line of NAME.args that starts with # is a comment (the shell drops it): where the expected
+# values come from. UPDATE_GOLDEN=1 rewrites the expected files. Solver wall-clock seconds (the one value that
 # differs between runs) are masked before comparing (mask, tests/tap.sh). Under
 # RACKPLAN_WRAPPER (tests/tap.sh) a case also fails when the wrapper reports anything, and its
 # time follows as a TAP comment.

@@ -1,7 +1,10 @@
 /* The serving engine (serve.h) against hand arithmetic (issue 17): MTP tokens a step, one
  * aggregated instance term by term, the chunk budget, a disaggregated xPyD pair and its KV
  * transfer, then the search: the frontier's shape, --rate sizing, an exhaustive brute force on a
- * small case, determinism, and a TPU pod that must not be served as one instance.
+ * small case, determinism, and a TPU pod that must not be served as one instance; then the budget
+ * (issue 25): xPyD pairs within it by hand, a rack's search in both modes within its 72 GPUs, the
+ * model that does not fit (and on how many devices it would), the target that binds, and one
+ * frontier row per operating point.
  *
  * Every expected number is worked out beside its check from the model and topology files'
  * published figures, or is a closed form stated beside it; none is pasted from a run. */
@@ -399,6 +402,44 @@ static void disaggregated_by_hand(void)
     CHECK_EQ(p.devices, xp * 8 + xd * 64, "devices = 8 ceil(R / r_p) + 64 ceil(R / r_d)");
     CHECK_REL(p.ttft_s, S_p * (1 + 1000 / ((double)xp * r_p) / 2) + t_kv, 1e-12,
               "TTFT at rho = R / (x r_p)");
+
+    /* ---- the budget (serve.h): x n_p + y n_d <= B for both pools on the rack ----
+     * With a = r_d / r_p, x(y) = ceil(y a). The expected pairs below hold for 10/7 < a <= 13/9,
+     * checked first: then x(1..10) = 2, 3, 5, 6, 8, 9, 11, 12, 13, 15 and the pairs take
+     * 8 x + 64 y = 80, 152, 232, 304, 384, 456, 536, 608, 680, 760 devices, i.e. 80, 76, 77.3,
+     * 76, 76.8, 76, 76.6, 76, 75.6, 76 devices a decode instance. */
+    double a = r_d / r_p;
+    CHECK(a > 10.0 / 7 && a <= 13.0 / 9, "r_d / r_p = %.4f lies in (10/7, 13/9], where the pairs below hold", a);
+    struct serve_pool budgeted = pool;
+    /* B = 72, one NVL72 rack: the smallest pair, 2P1D, takes 80 > 72 devices: no deployment */
+    budgeted.budget_devices = 72;
+    CHECK(!serve_disaggregated(&budgeted, &pre, &budgeted, &dec, &w, 0, &p),
+          "budget 72: 8 x 2 + 64 = 80 devices for 2P1D do not fit, so no 8+64 deployment does");
+    /* B = 144: 2P1D (80) fits, 3P2D (152) does not; 80 devices, not replicated (2 x 80 > 144) */
+    budgeted.budget_devices = 144;
+    bool made = serve_disaggregated(&budgeted, &pre, &budgeted, &dec, &w, 0, &p);
+    CHECK(made && p.prefill_instances == 2 && p.decode_instances == 1 && p.devices == 80,
+          "budget 144: 2P1D on 80 devices (got %lldP%lldD on %lld)", (long long)p.prefill_instances,
+          (long long)p.decode_instances, (long long)p.devices);
+    CHECK_REL(p.tokens_per_s_per_device, r_d * 1024 / 80, 1e-12,
+              "and tokens/s per device = r_d osl / 80, over the devices used, not the 144 of the budget");
+    /* B = 700: pairs up to 9 decode instances fit (680), 15P10D (760) does not; 13P9D has the
+     * fewest devices a decode instance (75.6), and floor(700 / 680) = 1 copy */
+    budgeted.budget_devices = 700;
+    made = serve_disaggregated(&budgeted, &pre, &budgeted, &dec, &w, 0, &p);
+    CHECK(made && p.prefill_instances == 13 && p.decode_instances == 9 && p.devices == 680,
+          "budget 700: 13P9D on 680 devices (got %lldP%lldD on %lld)", (long long)p.prefill_instances,
+          (long long)p.decode_instances, (long long)p.devices);
+    CHECK_REL(p.tokens_per_s_per_device, 9 * r_d * 1024 / 680, 1e-12, "tokens/s per device = 9 r_d osl / 680");
+    CHECK_REL(p.prefill_use, 9 * r_d / (13 * r_p), 1e-12, "rho = 9 r_d / (13 r_p)");
+    /* --rate within and beyond the budget: R = 1000 takes 8 ceil(R / r_p) + 64 ceil(R / r_d) =
+     * 8 x 3 + 64 x 2 = 152 devices (checked above), within 700 and beyond 144 */
+    made = serve_disaggregated(&budgeted, &pre, &budgeted, &dec, &w, 1000, &p);
+    CHECK(made && p.meets && p.devices == 152, "sized for 1000 requests/s within 700: 152 devices (got %lld)",
+          (long long)p.devices);
+    budgeted.budget_devices = 144;
+    made = serve_disaggregated(&budgeted, &pre, &budgeted, &dec, &w, 1000, &p);
+    CHECK(made && !p.meets && p.devices == 152, "and beyond a budget of 144 it misses");
 }
 
 /* ---- 5, 6, 8: the search on DeepSeek-V3 and a GB200 NVL72 rack ---- */
@@ -624,9 +665,11 @@ static void exhaustive(void)
     struct model m = fixture_model("models/llama-3.1-70b.yaml");
     struct topology node = fixture_topology("topologies/hgx-h200.xml");
     struct serve_pool pool = pool_of(&m, &node);
-    /* a cluster of one node: the search's shapes are then the powers of two within it and the
-     * node, which the brute force enumerates (without --racks it would also try 2, 4, ... nodes) */
-    pool.max_racks = 1;
+    /* a budget of one node (8 GPUs): the search's shapes are then the powers of two within it and
+     * the node, which the brute force enumerates (without a budget it would also try 2, 4, ...
+     * nodes); aggregated points are then floor(8 / n) replicas of an instance, whose tokens/s per
+     * device is the instance's */
+    pool.budget_devices = 8;
     /* Streaming 69.5e9 params x 2 B takes 139 GB / 4.8 TB/s = 29 ms a GPU: 14.5 ms a step on TP 2,
      * 7.2 ms on TP 4, 3.6 ms on TP 8. A 4 ms TPOT leaves TP 8 a few sequences' worth of time (the
      * target, not compute, caps the batch); at 15 ms TP 2 and TP 4 qualify too and the batch
@@ -650,7 +693,7 @@ static void exhaustive(void)
      * DP) and EP over the instance enter: Qwen3-30B-A3B, long outputs, a 10 ms TPOT */
     struct model qwen = fixture_model("models/qwen3-30b-a3b.yaml");
     struct serve_pool moe = pool_of(&qwen, &node);
-    moe.max_racks = 1;
+    moe.budget_devices = 8; /* one node, as above */
     struct serve_workload v = workload(1000, 2000);
     v.mode = SERVE_AGGREGATED;
     v.tpot_s = 0.010;
@@ -661,6 +704,180 @@ static void exhaustive(void)
     v.mode = SERVE_AGGREGATED;
     v.tpot_s = 0.004;
     exhaustive_case(&moe, &v, "Qwen3-30B-A3B on HGX H200, isl 1000 osl 16, TPOT 4 ms: the same");
+}
+
+/* ---- 10. the budget in the search, what it says when nothing fits, and one row per point ---- */
+
+static struct serve_result searched(const struct serve_pool *pool, const struct serve_workload *w)
+{
+    struct serve_result r;
+    if (!serve_search(pool, NULL, w, &r)) {
+        printf("Bail out! serve_search out of memory\n");
+        exit(1);
+    }
+    return r;
+}
+
+/* Whether p's devices are its instances' (serve.h: decode instances x n_d + prefill x n_p) and
+ * within `budget`. */
+static bool held(const struct serve_point *p, int64_t budget)
+{
+    return p->devices == p->decode_instances * p->decode.layout.devices +
+                             p->prefill_instances * p->prefill.layout.devices &&
+           p->devices <= budget;
+}
+
+/* DeepSeek-V3 on one GB200 NVL72 rack (72 GPUs, the file's one domain), a 50 ms TPOT: in
+ * each mode the best deployment and every frontier point use at most the rack's 72 GPUs (the
+ * issue's case answered 824: 40P7D of 8 + 72). */
+static void budget_search(void)
+{
+    struct model ds = fixture_model("models/deepseek-v3.yaml");
+    struct topology rack = fixture_topology("topologies/gb200-nvl72.xml");
+    struct serve_pool pool = pool_of(&ds, &rack);
+    pool.budget_devices = 72;
+    const enum serve_mode modes[] = {SERVE_AGGREGATED, SERVE_DISAGGREGATED};
+    for (int k = 0; k < 2; k++) {
+        struct serve_workload w = workload(1024, 1024);
+        w.tpot_s = 0.050;
+        w.mode = modes[k];
+        struct serve_result r = searched(&pool, &w);
+        bool all_held = r.frontier_count > 0;
+        for (int64_t i = 0; i < r.frontier_count; i++)
+            all_held = all_held && held(&r.frontier[i], 72) && r.frontier[i].mode == modes[k];
+        CHECK(r.fits && r.found && held(&r.best, 72), "%s, budget 72: the best uses %lld devices, at most 72",
+              serve_mode_name(modes[k]), (long long)r.best.devices);
+        CHECK(all_held, "and each of the %lld frontier points at most 72", (long long)r.frontier_count);
+        if (modes[k] == SERVE_AGGREGATED)
+            /* as many replicas as the rack holds: floor(72 / n) */
+            CHECK(r.best.decode_instances == 72 / r.best.decode.layout.devices,
+                  "aggregated: %lld replicas of %lld devices = floor(72 / n)", (long long)r.best.decode_instances,
+                  (long long)r.best.decode.layout.devices);
+        serve_result_release(&r);
+    }
+    /* --rate within a budget: at most best tokens/s per device x 72 / osl requests/s fit in 72
+     * devices (no point within the targets makes more a device); 10,000 requests/s of 1,024
+     * tokens is more, so none is sized */
+    struct serve_workload w = workload(1024, 1024);
+    w.tpot_s = 0.050;
+    w.rate = 10000;
+    struct serve_result r = searched(&pool, &w);
+    CHECK(r.found && 10000 > r.best.tokens_per_s_per_device * 72 / 1024 && !r.sized,
+          "10,000 requests/s > %.0f (the best %.0f tokens/s a device x 72 / 1,024): not sized within 72",
+          r.best.tokens_per_s_per_device * 72 / 1024, r.best.tokens_per_s_per_device);
+    serve_result_release(&r);
+}
+
+/* DeepSeek-V3 on one HGX H100 node: 671.026 GB of FP8 weights (rackplan model) against 8 x 80 GB
+ * less the 10% reserve = 576 GB, so no instance of at most 8 GPUs holds it; `fit` then tries
+ * whole domains, and 16 GPUs hold 671.026 / 16 = 41.9 GB each plus 8 GB of reserve in 80 GB.
+ * Without targets nothing binds: the answer is that it does not fit, on 16 devices. */
+static void no_fit(void)
+{
+    struct model ds = fixture_model("models/deepseek-v3.yaml");
+    struct topology node = fixture_topology("topologies/hgx-h100.xml");
+    struct serve_pool pool = pool_of(&ds, &node);
+    pool.budget_devices = 8;
+    struct serve_workload w = workload(1024, 1024);
+    struct serve_result r = searched(&pool, &w);
+    const struct serve_point *reachable;
+    CHECK(!r.fits && !r.found && r.points == 0 && r.frontier_count == 0,
+          "DeepSeek-V3 on 8 H100s: does not fit, nothing evaluated");
+    CHECK_EQ(r.min_devices, 16, "the fewest devices that hold it: 16 (2 domains), as fit says");
+    CHECK(serve_binding_target(&w, &r, &reachable) == SERVE_BINDS_NONE && !reachable,
+          "no target set: none binds");
+    serve_result_release(&r);
+    pool.budget_devices = 16; /* the answer given, it fits */
+    r = searched(&pool, &w);
+    CHECK(r.fits && r.found && r.best.devices <= 16, "with a budget of 16 it fits and is served");
+    serve_result_release(&r);
+}
+
+/* Which target binds: on the rack, a TPOT no step reaches binds (0.01 ms: a step reads at least
+ * the 36.6e9 active FP8 weights, 36.6 GB / (72 x 8 TB/s) = 0.064 ms on all 72 GPUs), and the best
+ * reachable is at a batch of one (step time never falls as the batch grows); a TTFT no prompt
+ * reaches binds when it is the only target (1 us: a prompt's 1,024 x 2 x 36.6e9 = 75 TFLOP would
+ * need 75 EFLOP/s). */
+static void binding_target(void)
+{
+    struct model ds = fixture_model("models/deepseek-v3.yaml");
+    struct topology rack = fixture_topology("topologies/gb200-nvl72.xml");
+    struct serve_pool pool = pool_of(&ds, &rack);
+    pool.budget_devices = 72;
+    struct serve_workload w = workload(1024, 1024);
+    w.tpot_s = 0.01e-3;
+    struct serve_result r = searched(&pool, &w);
+    const struct serve_point *reachable;
+    enum serve_binding b = serve_binding_target(&w, &r, &reachable);
+    CHECK(!r.found && b == SERVE_BINDS_TPOT && reachable && reachable->tpot_s > w.tpot_s,
+          "TPOT 0.01 ms: TPOT binds, the lowest reachable %.3f ms", reachable ? reachable->tpot_s * 1e3 : 0);
+    /* the latency chain makes small batches' steps equally short: the lowest TPOT is at batch 1
+     * or where the chain binds */
+    CHECK(reachable && (reachable->decode.batch == 1 || reachable->decode.point.bound == ROOF_LATENCY),
+          "at a batch of 1, or where the latency chain binds (batch %lld)",
+          reachable ? (long long)reachable->decode.batch : 0LL);
+    /* with no TTFT target every point is on the frontier's ground, so its last row (the most
+     * tokens/s per user) has the lowest TPOT */
+    CHECK(reachable && r.frontier_count > 0 &&
+              reachable->tpot_s <= 1 / r.frontier[r.frontier_count - 1].tokens_per_s_per_user * (1 + 1e-12),
+          "no frontier point has a lower TPOT");
+    serve_result_release(&r);
+    w = workload(1024, 1024);
+    w.ttft_s = 1e-6;
+    r = searched(&pool, &w);
+    b = serve_binding_target(&w, &r, &reachable);
+    CHECK(!r.found && b == SERVE_BINDS_TTFT && reachable && reachable->ttft_s > w.ttft_s,
+          "TTFT 1 us: TTFT binds, the lowest reachable %.3f ms", reachable ? reachable->ttft_s * 1e3 : 0);
+    serve_result_release(&r);
+}
+
+/* serve.h: one frontier row per operating point. Llama 3.1 70B (dense, so data-parallel replicas
+ * share nothing) at TP 8 on two HGX H200 nodes: a 16-GPU instance of TP 8 x DP 2 with a batch of
+ * 2 is the 8-GPU TP 8 instance with a batch of 1, twice; both are searched (each is its log
+ * grid's first batch) and the row kept is the 8-GPU one. */
+static bool copies(const struct serve_point *a, const struct serve_point *b)
+{
+    const struct layout *x = &a->decode.layout, *y = &b->decode.layout;
+    return a->mode == b->mode && x->tp == y->tp && x->pp == y->pp &&
+           a->decode.batch * y->dp == b->decode.batch * x->dp &&
+           fabs(a->tokens_per_s_per_device - b->tokens_per_s_per_device) <= 1e-6 * a->tokens_per_s_per_device &&
+           fabs(a->tokens_per_s_per_user - b->tokens_per_s_per_user) <= 1e-6 * a->tokens_per_s_per_user;
+}
+
+static void one_row_per_point(void)
+{
+    struct model m = fixture_model("models/llama-3.1-70b.yaml");
+    struct topology node = fixture_topology("topologies/hgx-h200.xml");
+    struct serve_pool pool = pool_of(&m, &node);
+    pool.precisions.tp = 8;
+    pool.budget_devices = 16;
+    struct serve_workload w = workload(1024, 1024);
+    w.mode = SERVE_AGGREGATED;
+    w.tpot_s = 0.030;
+    /* the two copies, evaluated here as the search does */
+    struct graph_summary g1, g2;
+    analyse(&node, 1, &g1);
+    analyse(&node, 2, &g2);
+    struct layout one = {.racks = 1, .devices = 8, .tp = 8, .pp = 1, .dp = 1, .ep = 1};
+    struct layout two = {.racks = 2, .devices = 16, .tp = 8, .pp = 1, .dp = 2, .ep = 1};
+    struct serve_point a, b;
+    bool both = serve_aggregated(&pool, &g1, &one, &w, 1, &a) && serve_aggregated(&pool, &g2, &two, &w, 2, &b);
+    CHECK(both && copies(&a, &b),
+          "TP 8 on 8 GPUs at batch 1 and TP 8 x DP 2 on 16 at batch 2: one operating point (%.9g and %.9g "
+          "tokens/s per device)",
+          a.tokens_per_s_per_device, b.tokens_per_s_per_device);
+    struct serve_result r = searched(&pool, &w);
+    bool distinct = true, small_kept = false, large_kept = false;
+    for (int64_t i = 0; i < r.frontier_count; i++) {
+        const struct serve_point *p = &r.frontier[i];
+        for (int64_t j = i + 1; j < r.frontier_count; j++)
+            distinct = distinct && !copies(p, &r.frontier[j]);
+        small_kept |= p->decode.layout.devices == 8 && p->decode.batch == 1;
+        large_kept |= p->decode.layout.devices == 16 && p->decode.layout.dp == 2 && p->decode.batch == 2;
+    }
+    CHECK(distinct, "no two of the %lld frontier rows are copies of one point", (long long)r.frontier_count);
+    CHECK(small_kept && !large_kept, "the 8-GPU copy is the row kept, not the 16-GPU one");
+    serve_result_release(&r);
 }
 
 /* ---- 9. a TPU pod is not one instance ---- */
@@ -696,5 +913,9 @@ int main(int argc, char **argv)
     search_deepseek();
     exhaustive();
     tpu_pod();
+    budget_search();
+    no_fit();
+    binding_target();
+    one_row_per_point();
     return tap_done();
 }

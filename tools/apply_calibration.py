@@ -24,9 +24,9 @@ def row(fields, precision=None, pooled=False):
     def g(v):  # as rackplan prints %.3g
         return "%.3g" % v
     return ('  <efficiency%s compute="%s" memory="%s" scale_up="%s" scale_out="%s" experts="%s"'
-            ' latency="%s" fitted_to="%s"%s/>\n'
+            ' latency="%s" sequence_s="%s" fitted_to="%s"%s/>\n'
             % (' precision="%s"' % precision if precision else "", g(fields["compute"]), g(fields["memory"]),
-               g(fields["scale_up"]), g(fields["scale_out"]), g(fields["experts"]), g(fields["latency"]),
+               g(fields["scale_up"]), g(fields["scale_out"]), g(fields["experts"]), g(fields["latency"]), g(fields["sequence_s"]),
                fields["fitted_to"], ' pooled="true"' if pooled else ""))
 
 
