@@ -37,7 +37,7 @@ _rackplan_options() {
             "--mode --rate --prefill-topology --price --plot --report --estimate"
         ;;
     merge) echo "--format $shared" ;;
-    calibrate) echo "--format $shared" ;;
+    calibrate) echo "--check --format $shared" ;;
     esac
 }
 

@@ -181,6 +181,9 @@ static void print_help(const struct command *c)
         printf("  --estimate       a calibrated estimate beside the bound: the topology's <efficiency>\n"
                "                   for the weights' precision (fitted by rackplan calibrate to\n"
                "                   published measurements); default: the bound alone\n");
+    if (c->options & OPTS_CALIBRATE)
+        printf("  --check          no fit: each measurement predicted at its topology's shipped\n"
+               "                   <efficiency> row, the check of measurements held out of the fit\n");
     if (c->options & OPTS_PLAN)
         printf("  --loads FILE.csv expert loads: rows = MoE layers, columns = experts, token counts\n"
                "                   (no header, EPLB's form), or FILE.json with SGLang's logical_count\n"
@@ -242,7 +245,7 @@ enum { OPT_RACKS = 256, OPT_WEIGHTS, OPT_KV, OPT_CONTEXT, OPT_BATCH, OPT_FORMAT,
        OPT_ETA_NETWORK, OPT_LOADS, OPT_REDUNDANT, OPT_EP, OPT_TIME_LIMIT, OPT_EXPERT_MAP, OPT_REPORT, OPT_TRACE,
        OPT_OVERLAP, OPT_TPOT_MS, OPT_PRICE, OPT_DOMAIN_SIZES, OPT_DEVICES, OPT_SHARD, OPT_ESTIMATE,
        OPT_ISL, OPT_OSL, OPT_TTFT_MS, OPT_PREFIX_HIT, OPT_MTP, OPT_MTP_ACCEPT, OPT_MODE, OPT_CHUNK, OPT_RATE,
-       OPT_PREFILL_TOPOLOGY, OPT_TIMINGS };
+       OPT_PREFILL_TOPOLOGY, OPT_TIMINGS, OPT_CHECK };
 
 /* "A:B" or "A:B:N": N batches spaced evenly in log from A to B (default 50). */
 static bool parse_sweep(const char *text, struct options *o)
@@ -331,6 +334,7 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         {{"time-limit", required_argument, NULL, OPT_TIME_LIMIT}, OPTS_PLAN},
         {{"expert-map", required_argument, NULL, OPT_EXPERT_MAP}, OPTS_PLAN},
         {{"timings", no_argument, NULL, OPT_TIMINGS}, OPTS_PLAN},
+        {{"check", no_argument, NULL, OPT_CHECK}, OPTS_CALIBRATE},
         {{"report", required_argument, NULL, OPT_REPORT}, OPTS_PLAN},
         {{"report", required_argument, NULL, OPT_REPORT}, OPTS_COMPARE},
         {{"racks", required_argument, NULL, OPT_RACKS}, OPTS_COMPARE},
@@ -626,6 +630,9 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
                 return cli_usage_error(c, "--time-limit takes seconds from 0 to 86400, not '%s'", arg);
             break;
         }
+        case OPT_CHECK:
+            o->check = true;
+            break;
         case OPT_TIMINGS:
             o->timings = true;
             break;

@@ -55,6 +55,7 @@ enum {
                               * (OPTS_SERVE, OPTS_COMPARE) */
     OPTS_SERVE = 1 << 12,    /* --rate, --prefill-topology, --price, --plot, --report, --estimate */
     OPTS_MTP_HELD = 1 << 14, /* --mtp K without a workload: the MTP modules held, nothing timed */
+    OPTS_CALIBRATE = 1 << 15, /* --check */
 };
 
 #define CLI_MAX_POSITIONALS 64
@@ -124,6 +125,7 @@ struct options {
     bool overlap;           /* MoE layer times: communication under compute (two micro-batches) */
     const char *expert_map; /* .csv or .json, or NULL */
     bool timings;           /* plan: the solver's seconds in JSON and YAML too */
+    bool check;             /* calibrate: predict at the shipped rows, no fit */
     const char *report;     /* .md or .html, or NULL */
     bool batch_set;
     /* the workload (OPTS_WORKLOAD); isl 0: none given */

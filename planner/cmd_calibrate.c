@@ -408,6 +408,47 @@ static void write_text(FILE *out, const struct measurement *m, const struct entr
     write_row(out, NULL, &pooled, all, true);
 }
 
+/* One measurement's object: with `fitted`, its group, the bound's batch and the left-out
+ * estimate too. */
+static void write_measurement(struct json *j, const struct measurement *m, const struct entry *e,
+                              const struct result *r, bool fitted)
+{
+    json_begin_object(j);
+    json_key(j, "id");
+    json_string(j, m->id);
+    json_key(j, "topology");
+    json_string(j, e->topology_path);
+    if (fitted) {
+        json_key(j, "group");
+        json_int(j, m->group);
+    }
+    json_key(j, "class");
+    json_string(j, calibration_class_name(calibrate_class(m)));
+    json_key(j, "measured");
+    json_number(j, m->measured);
+    json_key(j, "bound");
+    json_number(j, r->bound);
+    if (fitted) {
+        json_key(j, "bound_batch");
+        json_int(j, r->bound_batch);
+    }
+    json_key(j, "estimate");
+    json_number(j, r->estimate);
+    json_key(j, "batch");
+    json_int(j, r->batch);
+    json_key(j, "error");
+    json_number(j, error_of(r->estimate, m->measured));
+    if (fitted) {
+        json_key(j, "left_out");
+        json_number(j, r->left_out);
+        json_key(j, "left_out_error");
+        json_number(j, error_of(r->left_out, m->measured));
+    }
+    json_key(j, "bound_at_or_above");
+    json_bool(j, r->bound >= m->measured);
+    json_end_object(j);
+}
+
 static void write_tree(FILE *out, enum json_syntax syntax, const struct measurement *m, const struct entry *entries,
                        int count, const struct calibration_fit *f, const struct result *r)
 {
@@ -416,36 +457,8 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct measurem
     json_begin_object(&j);
     json_key(&j, "measurements");
     json_begin_array(&j);
-    for (int i = 0; i < count; i++) {
-        json_begin_object(&j);
-        json_key(&j, "id");
-        json_string(&j, m[i].id);
-        json_key(&j, "topology");
-        json_string(&j, entries[i].topology_path);
-        json_key(&j, "group");
-        json_int(&j, m[i].group);
-        json_key(&j, "class");
-        json_string(&j, calibration_class_name(calibrate_class(&m[i])));
-        json_key(&j, "measured");
-        json_number(&j, m[i].measured);
-        json_key(&j, "bound");
-        json_number(&j, r[i].bound);
-        json_key(&j, "bound_batch");
-        json_int(&j, r[i].bound_batch);
-        json_key(&j, "estimate");
-        json_number(&j, r[i].estimate);
-        json_key(&j, "batch");
-        json_int(&j, r[i].batch);
-        json_key(&j, "error");
-        json_number(&j, error_of(r[i].estimate, m[i].measured));
-        json_key(&j, "left_out");
-        json_number(&j, r[i].left_out);
-        json_key(&j, "left_out_error");
-        json_number(&j, error_of(r[i].left_out, m[i].measured));
-        json_key(&j, "bound_at_or_above");
-        json_bool(&j, r[i].bound >= m[i].measured);
-        json_end_object(&j);
-    }
+    for (int i = 0; i < count; i++)
+        write_measurement(&j, &m[i], &entries[i], &r[i], true);
     json_end_array(&j);
     json_key(&j, "groups");
     json_begin_array(&j);
@@ -490,6 +503,90 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct measurem
     json_finish(&j);
 }
 
+/* --check: every measurement at its topology's shipped row, no fit. */
+struct check_summary {
+    double mean, median;
+    int within, count;
+    double class_error[CALIBRATION_CLASSES];
+    int class_count[CALIBRATION_CLASSES], class_within[CALIBRATION_CLASSES];
+};
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void summarise_check(const struct measurement *m, const struct result *r, int count, struct check_summary *s)
+{
+    *s = (struct check_summary){.count = count};
+    double *errors = xcalloc((size_t)(count > 0 ? count : 1), sizeof *errors);
+    for (int i = 0; i < count; i++) {
+        double e = fabs(error_of(r[i].estimate, m[i].measured));
+        enum calibration_class c = calibrate_class(&m[i]);
+        errors[i] = e;
+        s->mean += e / count;
+        s->within += e <= 0.25;
+        s->class_error[c] += e;
+        s->class_count[c]++;
+        s->class_within[c] += e <= 0.25;
+    }
+    qsort(errors, (size_t)count, sizeof *errors, compare_doubles);
+    if (count > 0)
+        s->median = count % 2 ? errors[count / 2] : (errors[count / 2 - 1] + errors[count / 2]) / 2;
+    free(errors);
+}
+
+static void write_check_text(FILE *out, const struct measurement *m, int count, const struct result *r)
+{
+    fprintf(out, "%d measurement%s, each at its topology's shipped <efficiency> row (no fit)\n\n", count,
+            count == 1 ? "" : "s");
+    fprintf(out, "%-40s %-12s %10s %10s %10s %8s\n", "measurement (tokens/s per device)", "class", "measured", "bound",
+            "estimate", "error");
+    for (int i = 0; i < count; i++) {
+        char measured[32], bound[32], estimate[32];
+        format_count(m[i].measured, measured, sizeof measured);
+        format_count(r[i].bound, bound, sizeof bound);
+        format_count(r[i].estimate, estimate, sizeof estimate);
+        fprintf(out, "%-40s %-12s %10s %10s %10s %+7.1f%%%s\n", m[i].id,
+                calibration_class_name(calibrate_class(&m[i])), measured, bound, estimate,
+                error_of(r[i].estimate, m[i].measured) * 100,
+                r[i].bound < m[i].measured ? "  BOUND BELOW MEASURED" : "");
+    }
+    struct check_summary s;
+    summarise_check(m, r, count, &s);
+    fprintf(out, "\n|error|: mean %.1f%%, median %.1f%%; %d of %d within 25%%\nby class:", s.mean * 100,
+            s.median * 100, s.within, s.count);
+    for (int c = 0; c < CALIBRATION_CLASSES; c++)
+        if (s.class_count[c])
+            fprintf(out, " %s %.1f%% (%d of %d within 25%%)", calibration_class_name((enum calibration_class)c),
+                    s.class_error[c] / s.class_count[c] * 100, s.class_within[c], s.class_count[c]);
+    fprintf(out, "\n(interactive: at most %.0f ms a token)\n", CALIBRATE_INTERACTIVE_S * 1e3);
+}
+
+static void write_check_tree(FILE *out, enum json_syntax syntax, const struct measurement *m,
+                             const struct entry *entries, int count, const struct result *r)
+{
+    struct json j;
+    json_init(&j, out, syntax);
+    json_begin_object(&j);
+    json_key(&j, "measurements");
+    json_begin_array(&j);
+    for (int i = 0; i < count; i++)
+        write_measurement(&j, &m[i], &entries[i], &r[i], false);
+    json_end_array(&j);
+    struct check_summary s;
+    summarise_check(m, r, count, &s);
+    json_key(&j, "mean_abs_error");
+    json_number(&j, s.mean);
+    json_key(&j, "median_abs_error");
+    json_number(&j, s.median);
+    json_key(&j, "within_25_percent");
+    json_int(&j, s.within);
+    json_end_object(&j);
+    json_finish(&j);
+}
+
 /* What the output is written from. */
 struct calibration_output {
     const struct measurement *measurements;
@@ -498,13 +595,18 @@ struct calibration_output {
     const struct calibration_fit *fit;
     const struct result *results;
     enum output_format format;
+    bool check;
 };
 
 static void write_output(FILE *out, const void *data)
 {
     const struct calibration_output *o = data;
     enum json_syntax syntax;
-    if (cli_tree_format(o->format, &syntax))
+    if (o->check && cli_tree_format(o->format, &syntax))
+        write_check_tree(out, syntax, o->measurements, o->entries, o->count, o->results);
+    else if (o->check)
+        write_check_text(out, o->measurements, o->count, o->results);
+    else if (cli_tree_format(o->format, &syntax))
         write_tree(out, syntax, o->measurements, o->entries, o->count, o->fit, o->results);
     else
         write_text(out, o->measurements, o->entries, o->count, o->fit, o->results);
@@ -530,24 +632,42 @@ int cmd_calibrate(int argc, char **argv)
         free(entries);
         return status;
     }
-    struct calibration_fit fit;
-    calibrate_fit(m, count, NULL, NULL, &fit);
-    struct calibration_fit unrounded = fit;
-    round_fit(&fit);
+    struct calibration_fit fit = {0};
     struct result *r = xcalloc((size_t)count, sizeof *r);
     double *left_out = xcalloc((size_t)count, sizeof *left_out);
-    calibrate_left_out(m, count, &unrounded, round_fit, left_out);
+    if (o.check) {
+        for (int i = 0; i < count && status == EXIT_OK; i++) {
+            if (!topology_calibration(m[i].topology, m[i].workload.weights)) {
+                fprintf(stderr, "rackplan calibrate: %s: %s has no calibrated <efficiency> for %s weights\n", m[i].id,
+                        entries[i].topology_path, precision_name(m[i].workload.weights));
+                status = EXIT_USAGE;
+            }
+        }
+    } else {
+        calibrate_fit(m, count, NULL, NULL, &fit);
+        struct calibration_fit unrounded = fit;
+        round_fit(&fit);
+        calibrate_left_out(m, count, &unrounded, round_fit, left_out);
+    }
     struct efficiency bound = EFFICIENCY_BOUND;
     int below = 0;
-    for (int i = 0; i < count; i++) {
+    for (int i = 0; i < count && status == EXIT_OK; i++) {
         r[i].bound = calibrate_predict(&m[i], &bound, &r[i].bound_batch);
-        struct efficiency e = calibration_efficiency(&fit, m[i].group);
+        struct efficiency e = o.check ? topology_calibration(m[i].topology, m[i].workload.weights)->efficiency
+                                      : calibration_efficiency(&fit, m[i].group);
         r[i].estimate = calibrate_predict(&m[i], &e, &r[i].batch);
         r[i].left_out = left_out[i];
         below += r[i].bound < m[i].measured;
     }
+    if (status != EXIT_OK) {
+        free(left_out);
+        free(r);
+        free(m);
+        free(entries);
+        return status;
+    }
     struct calibration_output output = {.measurements = m, .entries = entries, .count = count, .fit = &fit,
-                                        .results = r, .format = o.format};
+                                        .results = r, .format = o.format, .check = o.check};
     struct sink_batch outputs;
     sink_batch_init(&outputs);
     sink_batch_write(&outputs, o.output, write_output, &output);

@@ -147,17 +147,20 @@ const struct command command_calibrate = {
     .name = "calibrate",
     .run = cmd_calibrate,
     .summary = "fit efficiency factors to published measurements, for --estimate",
-    .usage = "rackplan calibrate DATA.yaml [--format text|json|yaml] [-o FILE]",
+    .usage = "rackplan calibrate DATA.yaml [--check] [--format text|json|yaml] [-o FILE]",
     .help = "Reads measured throughputs of real deployments (calibration/measurements.yaml: model,\n"
             "topology, layout, precisions, context, the batch or time-per-token target, tokens/s per\n"
-            "device and where it is published), predicts each with the roofline, and fits a compute\n"
-            "and a memory efficiency per accelerator and weight precision, scale-up and scale-out\n"
-            "efficiencies and a fixed time per step, minimising the squared log errors (groups\n"
-            "shrunk toward their geometric mean). Prints, per measurement, the bound (efficiency 1),\n"
-            "the estimate and its error, and the estimate refitted without it\n"
-            "(leave-one-out); then the <efficiency> rows for the topology files, which --estimate\n"
-            "uses. Exit 0, or 1 when a bound is below its measurement (the model misses something).\n",
-    .options = OPTS_FORMAT,
+            "device and where it is published), predicts each with the roofline, and fits per\n"
+            "accelerator family and weight precision a compute and a memory efficiency and a latency\n"
+            "factor (times the topology's <latency> floors), shared scale-up, scale-out and routed-\n"
+            "expert efficiencies and a host time a sequence a step, minimising the squared log errors\n"
+            "(groups shrunk toward their geometric mean). Prints, per measurement, its class (offline,\n"
+            "relaxed, interactive), the bound (efficiency 1), the estimate and its error, and the\n"
+            "estimate refitted without it (leave-one-out), with the left-out error by class; then the\n"
+            "<efficiency> rows for the topology files, which --estimate uses. With --check, no fit:\n"
+            "each predicted at its topology's shipped row. Exit 0, or 1 when a bound is below its\n"
+            "measurement (the model misses something).\n",
+    .options = OPTS_FORMAT | OPTS_CALIBRATE,
     .positionals = 1,
 };
 
