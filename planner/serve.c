@@ -100,31 +100,42 @@ static void aggregated_step(const struct serve_pool *pool, const struct graph_su
  * prompt arrives, then the steps that carry its chunks. Such a step holds the decode batch, the
  * chunk (on its rank, which then paces the step) and the rest of the step's mean prefill
  * spread over the ranks. Each chunk's step costs at least the chunk alone, so the sum is never
- * less than the prompt's prefill alone on the instance. */
+ * less than the prompt's prefill alone on the instance. The full chunks are priced as that many
+ * steps at their mean context, one roof_step instead of one a chunk (a 256k prompt has 32): a
+ * step's terms are linear in the chunk's context, so this is exact while one term binds every
+ * chunk, below the sum where the binding term changes along the prompt (a max of linear terms
+ * is convex), above it where a window or DSA's top-k caps the keys (concave); a prompt of one
+ * or two chunks is priced exactly. */
+static double chunk_step_s(const struct roof_setup *s, const struct serve_workload *w, int64_t batch, double prefill,
+                           double tokens, double context)
+{
+    double computed = prefilled_tokens(w), drafts = (double)(w->mtp > 0 ? w->mtp : 0);
+    double others = fmax(prefill - tokens, 0);
+    struct roof_step step = {.sequences = (double)batch, .tokens_per_sequence = 1 + drafts, .draft_passes = drafts,
+                             .context = decode_context(w), .prefill_prompts = computed > 0 ? others / computed : 0,
+                             .prefill_tokens_per_prompt = computed, .prefill_context = prefill_context(w),
+                             .chunk_tokens = tokens, .chunk_context = (int64_t)llround(context)};
+    struct roof_point r;
+    roof_step(s, &step, &r);
+    return r.step_s;
+}
+
 static double aggregated_ttft(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
                               const struct serve_workload *w, int64_t batch, double step_s)
 {
     double computed = prefilled_tokens(w), chunk = (double)w->chunk_tokens;
     double prefill = serve_tokens_per_step(w) * (double)batch * computed / (double)w->osl;
     double cached = (double)w->isl - computed;
-    double drafts = (double)(w->mtp > 0 ? w->mtp : 0);
     struct roof_setup s = setup_of(pool, g, l);
-    double ttft = step_s / 2, done = 0;
-    do {
-        double tokens = fmin(chunk, computed - done);
-        double others = fmax(prefill - tokens, 0);
-        struct roof_step step = {.sequences = (double)batch, .tokens_per_sequence = 1 + drafts,
-                                 .draft_passes = drafts, .context = decode_context(w),
-                                 .prefill_prompts = computed > 0 ? others / computed : 0,
-                                 .prefill_tokens_per_prompt = computed, .prefill_context = prefill_context(w),
-                                 .chunk_tokens = tokens,
-                                 .chunk_context = (int64_t)llround(cached + done + tokens / 2)};
-        struct roof_point r;
-        roof_step(&s, &step, &r);
-        ttft += r.step_s;
-        done += tokens;
-    } while (done < computed);
-    return ttft;
+    double full = floor(computed / chunk), rest = computed - full * chunk;
+    if (rest <= 0 && full > 0) { /* the last chunk is a full one: priced on its own like a remainder */
+        full -= 1;
+        rest = chunk;
+    }
+    double ttft = step_s / 2;
+    if (full > 0) /* chunks 0 .. full - 1 at contexts cached + (i + 1/2) C: their mean */
+        ttft += full * chunk_step_s(&s, w, batch, prefill, chunk, cached + full * chunk / 2);
+    return ttft + chunk_step_s(&s, w, batch, prefill, rest, cached + full * chunk + rest / 2);
 }
 
 void serve_aggregated_step(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,

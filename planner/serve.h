@@ -27,7 +27,9 @@
  *                                            the step in progress (half of one on average), then
  *                                            the steps that carry the prompt's chunks, each
  *                                            paced by the rank holding the chunk: never less
- *                                            than the prompt's prefill alone on the instance
+ *                                            than the prompt's prefill alone on the instance;
+ *                                            the full chunks priced at their mean context
+ *                                            (exact while one term binds them all)
  *   tokens/s per device = y B / T / n
  * Disaggregated (a prefill pool and a decode pool, each its own layout and batch):
  *   prefill instance: b prompts a batch, S_p = roof_step(b, isl_eff, isl - isl_eff / 2), at most

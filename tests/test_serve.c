@@ -158,6 +158,15 @@ static void aggregated_by_hand(void)
     struct roof_point alone;
     roof_prefill(&s, 1, 1000, &alone);
     CHECK(a.ttft_s >= alone.step_s, "TTFT is at least the prompt's prefill alone on the instance");
+    /* a 65,536-token prompt in 8 chunks of 8,192 beside 8 sequences: the chunks priced at their
+     * mean context (serve.c) still cost at least the prompt alone, 8 x its matmuls over TP 8
+     * with the weights read 8 times, not once */
+    struct serve_workload long_prompt = workload(65536, 1024);
+    struct serve_point lp;
+    CHECK(serve_aggregated(&pool, &g, &l, &long_prompt, 8, &lp), "Llama 70B TP 8, 8 sequences of 64k + 1k: fits");
+    roof_prefill(&s, 1, 65536, &alone);
+    CHECK(lp.ttft_s >= alone.step_s, "a 64k prompt's TTFT %.3f s is at least its prefill alone, %.3f s", lp.ttft_s,
+          alone.step_s);
     CHECK_REL(a.tokens_per_s_per_device, 64 / T / 8, 1e-15, "tokens/s per device = y B / T / n = 64 / T / 8");
     CHECK_REL(a.tokens_per_s_per_user, 1 / T, 1e-15, "tokens/s per user = 1 / TPOT");
     CHECK_REL(a.decode.requests_per_s, 64 / T / 250, 1e-15, "requests/s = y B / (T osl)");
