@@ -4,10 +4,9 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdlib.h>
-#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static const double lowest_efficiency = 0.01; /* the schema's floor */
 static const double highest_latency = 100; /* the schema's ceiling */
@@ -156,8 +155,9 @@ struct efficiency calibration_efficiency(const struct calibration_fit *f, int gr
     double compute = group >= 0 ? f->groups[group].compute : f->compute;
     double memory = group >= 0 ? f->groups[group].memory : f->memory;
     double latency = group >= 0 ? f->groups[group].latency : f->latency;
-    return (struct efficiency){compute,     memory,       f->scale_up, f->scale_out, f->step_overhead_s,
-                               f->experts,  latency,      group >= 0 ? f->groups[group].sequence_s : f->sequence_s};
+    double sequence_s = group >= 0 ? f->groups[group].sequence_s : f->sequence_s;
+    return (struct efficiency){compute, memory, f->scale_up, f->scale_out, f->step_overhead_s, f->experts, latency,
+                               sequence_s};
 }
 
 /* The fit in progress: its factors and each measurement's squared log error under them. */
@@ -225,7 +225,7 @@ struct move {
     double base[2 * CALIBRATE_MAX_GROUPS + 3];
     int count;
     bool latency;
-    bool linear; /* one factor set to v in [0, longest_sequence_s]: the host time a sequence */
+    bool linear; /* the factors set to v in [0, longest_sequence_s]: the host time a sequence */
     int group;   /* the measurements it touches: a group's, or -1: all */
 };
 static double try_value(struct state *s, const struct move *mv, double value)
@@ -406,9 +406,7 @@ struct left_out_work {
 static void *left_out_worker(void *data)
 {
     struct left_out_work *w = data;
-    bool *use = malloc((size_t)w->count * sizeof *use);
-    if (!use)
-        return NULL; /* the calling thread does the rest */
+    bool use[CALIBRATE_MAX_MEASUREMENTS];
     for (;;) {
         int i = atomic_fetch_add(&w->next, 1);
         if (i >= w->count)
@@ -423,15 +421,15 @@ static void *left_out_worker(void *data)
         struct efficiency e = calibration_efficiency(&without, without.groups[group].measurements > 0 ? group : -1);
         w->out[i] = calibrate_predict(&w->m[i], &e, NULL);
     }
-    free(use);
-    return w;
+    return NULL;
 }
 
 void calibrate_left_out(const struct measurement *m, int count, const struct calibration_fit *fit,
                         void (*round)(struct calibration_fit *), double *out)
 {
     enum { MOST_THREADS = 8 };
-    struct left_out_work w = {.m = m, .count = count, .fit = fit, .round = round, .out = out};
+    struct left_out_work w = {.m = m, .count = count < CALIBRATE_MAX_MEASUREMENTS ? count : CALIBRATE_MAX_MEASUREMENTS,
+                              .fit = fit, .round = round, .out = out};
     atomic_init(&w.next, 0);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int threads = cores < 1 ? 1 : cores > MOST_THREADS ? MOST_THREADS : (int)cores;
@@ -439,9 +437,7 @@ void calibrate_left_out(const struct measurement *m, int count, const struct cal
     int started = 0;
     while (started + 1 < threads && pthread_create(&helper[started], NULL, left_out_worker, &w) == 0)
         started++;
-    while (!left_out_worker(&w)) /* out of memory here: try again until the others finish */
-        ;
+    left_out_worker(&w);
     for (int i = 0; i < started; i++)
         pthread_join(helper[i], NULL);
 }
-
