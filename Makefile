@@ -36,13 +36,13 @@ test: build
 	@python3 tests/summarize.py $(BUILD)/meson-logs/testlog.json
 
 # The same suite built with AddressSanitizer and UndefinedBehaviorSanitizer, aborting on the
-# first report.
+# first report; twice the timeouts (calibration's fit takes about 10 minutes there, 4 plain).
 test-asan: EXTRA_PACKAGES = $(TEST_PACKAGES)
 test-asan: deps
 	@[ -f $(ASAN_BUILD)/build.ninja ] || meson setup $(ASAN_BUILD) -Db_sanitize=address,undefined \
 	  -Dc_args=-fno-sanitize-recover=all -Dc_link_args=-fno-sanitize-recover=all >/dev/null
 	ninja -C $(ASAN_BUILD)
-	@meson test -C $(ASAN_BUILD) --print-errorlogs >/dev/null || true
+	@meson test -C $(ASAN_BUILD) --timeout-multiplier 2 --print-errorlogs >/dev/null || true
 	@python3 tests/summarize.py $(ASAN_BUILD)/meson-logs/testlog.json
 
 # The TAP suites that run rackplan, with every run under Valgrind's memcheck (tests/tap.sh's
