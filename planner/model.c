@@ -249,9 +249,9 @@ static void add_parts(struct layer_parts *sum, const struct layer_parts *p, doub
 
 /* The layers are counted by kind first: the search prices thousands of layouts, and a kind's
  * parameters are the same in every layer of it. */
-int64_t model_layers_parts(const struct model *m, int64_t first, int64_t last, struct layer_parts *out)
+void model_layer_kinds(const struct model *m, int64_t first, int64_t last, struct layer_kinds *out)
 {
-    int64_t count[MIXER_KINDS][LAYER_FFN_NONE + 1] = {{0}};
+    *out = (struct layer_kinds){0};
     if (m->pattern.length == 0) {
         /* every layer attention, MoE by the rule: the multiples of interleave among layer + 1
          * past the dense prefix */
@@ -261,17 +261,26 @@ int64_t model_layers_parts(const struct model *m, int64_t first, int64_t last, s
             int64_t i = m->moe.interleave;
             moe = from < last ? last / i - from / i : 0;
         }
-        count[MIXER_ATTENTION][LAYER_FFN_MOE] = moe;
-        count[MIXER_ATTENTION][LAYER_FFN_DENSE] = last - first - moe;
-    } else {
-        for (int64_t layer = first; layer < last; layer++)
-            count[model_layer_mixer(m, layer)][layer_ffn(m, layer)]++;
+        out->count[MIXER_ATTENTION][LAYER_FFN_MOE] = moe;
+        out->count[MIXER_ATTENTION][LAYER_FFN_DENSE] = last - first - moe;
+        out->indexers = sparse_attention(m) ? last - first : 0;
+        return;
     }
+    for (int64_t layer = first; layer < last; layer++) {
+        out->count[model_layer_mixer(m, layer)][layer_ffn(m, layer)]++;
+        out->indexers += model_layer_has_indexer(m, layer);
+    }
+}
+
+int64_t model_layers_parts(const struct model *m, int64_t first, int64_t last, struct layer_parts *out)
+{
+    struct layer_kinds kinds;
+    model_layer_kinds(m, first, last, &kinds);
     struct layer_parts sum = {0};
     int64_t moe_layers = 0;
     for (int mixer = 0; mixer < MIXER_KINDS; mixer++)
         for (int ffn = 0; ffn <= LAYER_FFN_NONE; ffn++) {
-            int64_t n = count[mixer][ffn];
+            int64_t n = kinds.count[mixer][ffn];
             if (n == 0)
                 continue;
             struct layer_parts p;
@@ -464,26 +473,27 @@ const char *model_attention_form_name(enum attention_form form)
     return names[form];
 }
 
-static struct attention_costs attention_costs(const struct model *m, enum precision kv, int64_t tp,
-                                              enum attention_pass pass)
+/* FLOPs an attention layer spends on one attended key in `pass`, in the form it takes there. */
+static double attended_flops(const struct model *m, enum attention_pass pass)
 {
     double h = (double)m->attention.heads;
-    double per_head;
     switch (model_attention_form(m, pass)) {
     case ATTENTION_FORM_ABSORBED:
-        per_head = mla_absorbed_flops(m);
-        break;
+        return h * mla_absorbed_flops(m);
     case ATTENTION_FORM_EXPANDED:
-        per_head = mla_expanded_flops(m);
-        break;
+        return h * mla_expanded_flops(m);
     default:
-        per_head = 4.0 * (double)m->attention.head_dim;
-        break;
+        return h * 4.0 * (double)m->attention.head_dim;
     }
+}
+
+/* The decode pass's costs: a prefill pass differs only in attended_flops (model_attention_form). */
+static struct attention_costs attention_costs(const struct model *m, enum precision kv, int64_t tp)
+{
     return (struct attention_costs){
         .kv_bytes = model_kv_elements_per_token_layer(m) * precision_bytes(kv) / model_kv_split(m, tp),
         .index_key_bytes = sparse_attention(m) ? model_index_key_bytes(m) : 0,
-        .attended_flops = h * per_head,
+        .attended_flops = attended_flops(m, ATTENTION_PASS_DECODE),
         .indexed_flops = 2.0 * (double)(m->attention.indexer.heads * m->attention.indexer.head_dim),
     };
 }
@@ -499,7 +509,7 @@ double model_layer_kv_bytes_per_token(const struct model *m, int64_t layer, enum
 {
     if (model_layer_mixer(m, layer) != MIXER_ATTENTION)
         return 0;
-    struct attention_costs c = attention_costs(m, kv, 1, ATTENTION_PASS_DECODE);
+    struct attention_costs c = attention_costs(m, kv, 1);
     return attention_held_bytes(&c, 1, model_layer_has_indexer(m, layer));
 }
 
@@ -522,7 +532,7 @@ static double attention_flops(const struct model *m, const struct attention_cost
 double model_sequence_bytes_layers(const struct model *m, enum precision kv, int64_t context,
                                    int64_t first, int64_t last, int64_t tp)
 {
-    struct attention_costs c = attention_costs(m, kv, tp, ATTENTION_PASS_DECODE);
+    struct attention_costs c = attention_costs(m, kv, tp);
     if (uniform_attention(m))
         return (double)(last - first) * attention_held_bytes(&c, context, sparse_attention(m));
     double bytes = 0;
@@ -544,7 +554,7 @@ double model_sequence_bytes(const struct model *m, enum precision kv, int64_t co
 double model_step_cache_bytes_layers(const struct model *m, enum precision kv, int64_t context,
                                      int64_t first, int64_t last, int64_t tp, double queries)
 {
-    struct attention_costs c = attention_costs(m, kv, tp, ATTENTION_PASS_DECODE);
+    struct attention_costs c = attention_costs(m, kv, tp);
     if (uniform_attention(m))
         return (double)(last - first) * attention_read_bytes(m, &c, context, sparse_attention(m), queries);
     double bytes = 0;
@@ -561,25 +571,25 @@ double model_step_cache_bytes_layers(const struct model *m, enum precision kv, i
 
 double model_mtp_sequence_bytes(const struct model *m, enum precision kv, int64_t context, int64_t tp)
 {
-    struct attention_costs c = attention_costs(m, kv, tp, ATTENTION_PASS_DECODE);
+    struct attention_costs c = attention_costs(m, kv, tp);
     return (double)m->mtp_layers * attention_held_bytes(&c, context, sparse_attention(m));
 }
 
 double model_mtp_step_cache_bytes(const struct model *m, enum precision kv, int64_t context, int64_t tp)
 {
-    struct attention_costs c = attention_costs(m, kv, tp, ATTENTION_PASS_DECODE);
+    struct attention_costs c = attention_costs(m, kv, tp);
     return attention_read_bytes(m, &c, context, sparse_attention(m), 1);
 }
 
 double model_mtp_attention_flops(const struct model *m, int64_t context)
 {
-    struct attention_costs c = attention_costs(m, m->kv_precision, 1, ATTENTION_PASS_DECODE);
+    struct attention_costs c = attention_costs(m, m->kv_precision, 1);
     return attention_flops(m, &c, context, sparse_attention(m));
 }
 
 double model_mtp_indexer_flops(const struct model *m, int64_t context)
 {
-    struct attention_costs c = attention_costs(m, m->kv_precision, 1, ATTENTION_PASS_DECODE);
+    struct attention_costs c = attention_costs(m, m->kv_precision, 1);
     return sparse_attention(m) ? indexer_flops(&c, context) : 0;
 }
 
@@ -593,7 +603,8 @@ double model_matmul_flops_per_token(const struct model *m)
 double model_attention_flops_layers(const struct model *m, int64_t context, int64_t first, int64_t last,
                                     enum attention_pass pass)
 {
-    struct attention_costs c = attention_costs(m, m->kv_precision, 1, pass);
+    struct attention_costs c = attention_costs(m, m->kv_precision, 1);
+    c.attended_flops = attended_flops(m, pass);
     double linear = 7.0 * (double)(m->linear.value_heads * m->linear.key_head_dim * m->linear.value_head_dim) +
                     2.0 * linear_conv_channels(m) * (double)m->linear.conv_kernel;
     double mamba = 5.0 * mamba_inner(m) * (double)m->mamba.state_size +
@@ -621,7 +632,7 @@ double model_attention_flops_layers(const struct model *m, int64_t context, int6
 
 double model_indexer_flops_layers(const struct model *m, int64_t context, int64_t first, int64_t last)
 {
-    struct attention_costs c = attention_costs(m, m->kv_precision, 1, ATTENTION_PASS_DECODE);
+    struct attention_costs c = attention_costs(m, m->kv_precision, 1);
     if (!sparse_attention(m))
         return 0;
     if (uniform_attention(m))

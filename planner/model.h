@@ -180,6 +180,15 @@ double model_indexer_params_per_layer(const struct model *m);
 double model_linear_params_per_layer(const struct model *m);
 double model_mamba_params_per_layer(const struct model *m);
 void model_layer_parts(const struct model *m, int64_t layer, struct layer_parts *out);
+/* Layers [first, last) by kind: count[mixer][ffn] (ffn LAYER_FFN_DENSE, LAYER_FFN_MOE or
+ * LAYER_FFN_NONE), and how many attention layers have a DSA indexer of their own. Counted in
+ * closed form where every layer is attention (no pattern), else layer by layer. */
+struct layer_kinds {
+    int64_t count[MIXER_KINDS][LAYER_FFN_NONE + 1];
+    int64_t indexers;
+};
+void model_layer_kinds(const struct model *m, int64_t first, int64_t last, struct layer_kinds *out);
+
 /* The parts of layers [first, last) summed; returns how many of them are MoE layers. */
 int64_t model_layers_parts(const struct model *m, int64_t first, int64_t last, struct layer_parts *out);
 /* One MTP module: its layer (attention with an indexer where the model has one, and the FFN of

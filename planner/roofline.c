@@ -38,55 +38,76 @@ double roof_remote_domains_per_token(const struct model *m, double domains)
     return (domains - 1) * (1 - missed);
 }
 
-double roof_layer_kernels(const struct model *m, int64_t layer)
+/* Kernels of a layer of `mixer` and `ffn` (roofline.h, roof_layer_kernels), its DSA indexer's
+ * apart. */
+static double kernels_of(const struct model *m, enum mixer mixer, enum layer_ffn ffn)
 {
     double kernels = 2;
-    switch (model_layer_mixer(m, layer)) {
-    case MIXER_ATTENTION:
+    if (mixer == MIXER_ATTENTION)
         kernels += m->attention.type == ATTENTION_MLA ? 7 : 4;
-        if (model_layer_has_indexer(m, layer))
-            kernels += 3;
-        break;
-    case MIXER_LINEAR:
-    case MIXER_MAMBA:
+    else if (mixer == MIXER_LINEAR || mixer == MIXER_MAMBA)
         kernels += 5;
-        break;
-    default:
-        break;
-    }
-    if (model_layer_is_moe(m, layer))
+    if (ffn == LAYER_FFN_MOE)
         kernels += 4;
-    else if (model_layer_is_dense(m, layer))
+    else if (ffn == LAYER_FFN_DENSE)
         kernels += 2;
+    return kernels;
+}
+
+static const double indexer_kernels = 3;
+
+double roof_layer_kernels(const struct model *m, int64_t layer)
+{
+    struct layer_kinds k;
+    model_layer_kinds(m, layer, layer + 1, &k);
+    double kernels = (double)k.indexers * indexer_kernels;
+    for (int mixer = 0; mixer < MIXER_KINDS; mixer++)
+        for (int ffn = LAYER_FFN_DENSE; ffn <= LAYER_FFN_NONE; ffn++)
+            if (k.count[mixer][ffn])
+                kernels += kernels_of(m, (enum mixer)mixer, (enum layer_ffn)ffn);
     return kernels;
 }
 
 /* The head of a step: final norm, LM head, sampling, and the embedding lookup. */
 static const double head_kernels = 4;
 
-static double layer_latency_s(const struct model *m, const struct topology *t, const struct layout *l, int64_t layer)
+/* The chain of layers [first, last), by their kinds: no walk over the layers where they follow the
+ * dense-then-MoE rule, as a step prices it for every batch the search tries. */
+static double layers_latency_s(const struct model *m, const struct topology *t, const struct layout *l, int64_t first,
+                               int64_t last)
 {
     const struct step_latency *f = &t->latency;
-    double s = roof_layer_kernels(m, layer) * f->kernel_s;
+    struct layer_kinds k;
+    model_layer_kinds(m, first, last, &k);
+    double kernels = (double)k.indexers * indexer_kernels, sublayers = 0, moe = 0;
+    for (int mixer = 0; mixer < MIXER_KINDS; mixer++) {
+        for (int ffn = LAYER_FFN_DENSE; ffn <= LAYER_FFN_NONE; ffn++) {
+            double n = (double)k.count[mixer][ffn];
+            if (n == 0)
+                continue;
+            kernels += n * kernels_of(m, (enum mixer)mixer, (enum layer_ffn)ffn);
+            sublayers += n * ((mixer != MIXER_NONE) + (ffn != LAYER_FFN_NONE));
+            moe += ffn == LAYER_FFN_MOE ? n : 0;
+        }
+    }
+    double s = kernels * f->kernel_s;
     if (l->tp > 1) /* each norm runs inside its all-reduce (TensorRT-LLM's fused AR + RMSNorm) */
-        s += (double)model_sublayers(m, layer, layer + 1) * (f->all_reduce_s - f->kernel_s);
+        s += sublayers * (f->all_reduce_s - f->kernel_s);
     /* with data-parallel attention the ranks exchange tokens (dispatch, combine); with TP over the
      * whole EP group every rank already holds every token and the TP all-reduce combines */
-    if (l->ep > 1 && l->dp > 1 && model_layer_is_moe(m, layer))
-        s += f->dispatch_s + f->combine_s;
+    if (l->ep > 1 && l->dp > 1)
+        s += moe * (f->dispatch_s + f->combine_s);
     return s;
 }
 
 double roof_stage_latency_s(const struct model *m, const struct topology *t, const struct layout *l, int64_t first,
                             int64_t last, double draft_passes)
 {
-    double s = 0;
-    for (int64_t layer = first; layer < last; layer++)
-        s += layer_latency_s(m, t, l, layer);
+    double s = layers_latency_s(m, t, l, first, last);
     if (last == m->layers) {
         s += head_kernels * t->latency.kernel_s;
         if (draft_passes > 0 && m->mtp_layers > 0) /* a pass of the module: a layer like the last */
-            s += draft_passes * (layer_latency_s(m, t, l, m->layers - 1) + head_kernels * t->latency.kernel_s);
+            s += draft_passes * (layers_latency_s(m, t, l, m->layers - 1, m->layers) + head_kernels * t->latency.kernel_s);
     }
     return s;
 }
