@@ -277,11 +277,10 @@ static void round_fit(struct calibration_fit *f)
         f->groups[g].compute = three_digits(f->groups[g].compute);
         f->groups[g].memory = three_digits(f->groups[g].memory);
         f->groups[g].latency = three_digits(f->groups[g].latency);
+        f->groups[g].sequence_s = three_digits(f->groups[g].sequence_s);
     }
     f->latency = three_digits(f->latency);
     f->sequence_s = three_digits(f->sequence_s);
-    for (int g = 0; g < f->group_count; g++)
-        f->groups[g].sequence_s = three_digits(f->groups[g].sequence_s);
     f->compute = three_digits(f->compute);
     f->memory = three_digits(f->memory);
     f->scale_up = three_digits(f->scale_up);
@@ -318,6 +317,57 @@ static void write_row(FILE *out, const char *precision, const struct efficiency 
             pooled ? " pooled=\"true\"" : "");
 }
 
+/* The |errors| of the estimates (or, with `left_out`, the left-out estimates): mean, median,
+ * within 25%, overall and by class. */
+struct error_summary {
+    double mean, median;
+    int within, count;
+    double class_error[CALIBRATION_CLASSES];
+    int class_count[CALIBRATION_CLASSES], class_within[CALIBRATION_CLASSES];
+};
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void summarise(const struct measurement *m, const struct result *r, int count, bool left_out,
+                      struct error_summary *s)
+{
+    *s = (struct error_summary){.count = count};
+    double *errors = xcalloc((size_t)(count > 0 ? count : 1), sizeof *errors);
+    for (int i = 0; i < count; i++) {
+        double e = fabs(error_of(left_out ? r[i].left_out : r[i].estimate, m[i].measured));
+        enum calibration_class c = calibrate_class(&m[i]);
+        errors[i] = e;
+        s->mean += e / count;
+        s->within += e <= 0.25;
+        s->class_error[c] += e;
+        s->class_count[c]++;
+        s->class_within[c] += e <= 0.25;
+    }
+    qsort(errors, (size_t)count, sizeof *errors, compare_doubles);
+    if (count > 0)
+        s->median = count % 2 ? errors[count / 2] : (errors[count / 2 - 1] + errors[count / 2]) / 2;
+    free(errors);
+}
+
+/* "LABEL offline 23.2% (12 of 22 within 25%); ..." and the class bound on its own line. */
+static void write_classes(FILE *out, const char *label, const struct error_summary *s)
+{
+    fprintf(out, "%s", label);
+    const char *sep = " ";
+    for (int c = 0; c < CALIBRATION_CLASSES; c++) {
+        if (s->class_count[c]) {
+            fprintf(out, "%s%s %.1f%% (%d of %d within 25%%)", sep, calibration_class_name((enum calibration_class)c),
+                    s->class_error[c] / s->class_count[c] * 100, s->class_within[c], s->class_count[c]);
+            sep = "; ";
+        }
+    }
+    fprintf(out, "\n(interactive: at most %.0f ms a token)\n", CALIBRATE_INTERACTIVE_S * 1e3);
+}
+
 static void write_text(FILE *out, const struct measurement *m, const struct entry *entries, int count,
                        const struct calibration_fit *f, const struct result *r)
 {
@@ -342,23 +392,11 @@ static void write_text(FILE *out, const struct measurement *m, const struct entr
         fprintf(out, "%-32s %10s %10s %10s %+7.1f%% %13s %+7.1f%%%s\n", m[i].id, measured, bound, estimate, e * 100,
                 left_out, l * 100, r[i].bound < m[i].measured ? "  BOUND BELOW MEASURED" : "");
     }
-    double class_error[CALIBRATION_CLASSES] = {0};
-    int class_count[CALIBRATION_CLASSES] = {0}, class_within[CALIBRATION_CLASSES] = {0};
-    for (int i = 0; i < count; i++) {
-        enum calibration_class c = calibrate_class(&m[i]);
-        double l = fabs(error_of(r[i].left_out, m[i].measured));
-        class_error[c] += l;
-        class_count[c]++;
-        class_within[c] += l <= 0.25;
-    }
-    fprintf(out, "\nleft out, by class:");
-    for (int c = 0; c < CALIBRATION_CLASSES; c++)
-        if (class_count[c])
-            fprintf(out, " %s %.1f%% (%d of %d within 25%%)%s", calibration_class_name((enum calibration_class)c),
-                    class_error[c] / class_count[c] * 100, class_within[c], class_count[c],
-                    c + 1 < CALIBRATION_CLASSES ? ";" : "");
-    fprintf(out, "\n(interactive: at most %.0f ms a token)", CALIBRATE_INTERACTIVE_S * 1e3);
-    fprintf(out, "\nmean |error|: %.1f%% fitted, %.1f%% left out (each refitted without it)\n", fitted * 100,
+    struct error_summary left_out;
+    summarise(m, r, count, true, &left_out);
+    fprintf(out, "\n");
+    write_classes(out, "left out, by class:", &left_out);
+    fprintf(out, "mean |error|: %.1f%% fitted, %.1f%% left out (each refitted without it)\n", fitted * 100,
             left * 100);
     if (below)
         fprintf(out, "%d bound%s below the measured throughput: the model misses something there\n", below,
@@ -503,40 +541,6 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct measurem
     json_finish(&j);
 }
 
-/* --check: every measurement at its topology's shipped row, no fit. */
-struct check_summary {
-    double mean, median;
-    int within, count;
-    double class_error[CALIBRATION_CLASSES];
-    int class_count[CALIBRATION_CLASSES], class_within[CALIBRATION_CLASSES];
-};
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static void summarise_check(const struct measurement *m, const struct result *r, int count, struct check_summary *s)
-{
-    *s = (struct check_summary){.count = count};
-    double *errors = xcalloc((size_t)(count > 0 ? count : 1), sizeof *errors);
-    for (int i = 0; i < count; i++) {
-        double e = fabs(error_of(r[i].estimate, m[i].measured));
-        enum calibration_class c = calibrate_class(&m[i]);
-        errors[i] = e;
-        s->mean += e / count;
-        s->within += e <= 0.25;
-        s->class_error[c] += e;
-        s->class_count[c]++;
-        s->class_within[c] += e <= 0.25;
-    }
-    qsort(errors, (size_t)count, sizeof *errors, compare_doubles);
-    if (count > 0)
-        s->median = count % 2 ? errors[count / 2] : (errors[count / 2 - 1] + errors[count / 2]) / 2;
-    free(errors);
-}
-
 static void write_check_text(FILE *out, const struct measurement *m, int count, const struct result *r)
 {
     fprintf(out, "%d measurement%s, each at its topology's shipped <efficiency> row (no fit)\n\n", count,
@@ -553,15 +557,11 @@ static void write_check_text(FILE *out, const struct measurement *m, int count, 
                 error_of(r[i].estimate, m[i].measured) * 100,
                 r[i].bound < m[i].measured ? "  BOUND BELOW MEASURED" : "");
     }
-    struct check_summary s;
-    summarise_check(m, r, count, &s);
-    fprintf(out, "\n|error|: mean %.1f%%, median %.1f%%; %d of %d within 25%%\nby class:", s.mean * 100,
-            s.median * 100, s.within, s.count);
-    for (int c = 0; c < CALIBRATION_CLASSES; c++)
-        if (s.class_count[c])
-            fprintf(out, " %s %.1f%% (%d of %d within 25%%)", calibration_class_name((enum calibration_class)c),
-                    s.class_error[c] / s.class_count[c] * 100, s.class_within[c], s.class_count[c]);
-    fprintf(out, "\n(interactive: at most %.0f ms a token)\n", CALIBRATE_INTERACTIVE_S * 1e3);
+    struct error_summary s;
+    summarise(m, r, count, false, &s);
+    fprintf(out, "\n|error|: mean %.1f%%, median %.1f%%; %d of %d within 25%%\n", s.mean * 100, s.median * 100,
+            s.within, s.count);
+    write_classes(out, "by class:", &s);
 }
 
 static void write_check_tree(FILE *out, enum json_syntax syntax, const struct measurement *m,
@@ -575,8 +575,8 @@ static void write_check_tree(FILE *out, enum json_syntax syntax, const struct me
     for (int i = 0; i < count; i++)
         write_measurement(&j, &m[i], &entries[i], &r[i], false);
     json_end_array(&j);
-    struct check_summary s;
-    summarise_check(m, r, count, &s);
+    struct error_summary s;
+    summarise(m, r, count, false, &s);
     json_key(&j, "mean_abs_error");
     json_number(&j, s.mean);
     json_key(&j, "median_abs_error");
@@ -627,6 +627,13 @@ int cmd_calibrate(int argc, char **argv)
         fprintf(stderr, "rackplan calibrate: %s\n", why);
         status = EXIT_INVALID;
     }
+    for (int i = 0; status == EXIT_OK && o.check && i < count; i++) {
+        if (!topology_calibration(m[i].topology, m[i].workload.weights)) {
+            fprintf(stderr, "rackplan calibrate: %s: %s has no calibrated <efficiency> for %s weights\n", m[i].id,
+                    entries[i].topology_path, precision_name(m[i].workload.weights));
+            status = EXIT_USAGE;
+        }
+    }
     if (status != EXIT_OK) {
         free(m);
         free(entries);
@@ -635,15 +642,7 @@ int cmd_calibrate(int argc, char **argv)
     struct calibration_fit fit = {0};
     struct result *r = xcalloc((size_t)count, sizeof *r);
     double *left_out = xcalloc((size_t)count, sizeof *left_out);
-    if (o.check) {
-        for (int i = 0; i < count && status == EXIT_OK; i++) {
-            if (!topology_calibration(m[i].topology, m[i].workload.weights)) {
-                fprintf(stderr, "rackplan calibrate: %s: %s has no calibrated <efficiency> for %s weights\n", m[i].id,
-                        entries[i].topology_path, precision_name(m[i].workload.weights));
-                status = EXIT_USAGE;
-            }
-        }
-    } else {
+    if (!o.check) {
         calibrate_fit(m, count, NULL, NULL, &fit);
         struct calibration_fit unrounded = fit;
         round_fit(&fit);
@@ -651,20 +650,13 @@ int cmd_calibrate(int argc, char **argv)
     }
     struct efficiency bound = EFFICIENCY_BOUND;
     int below = 0;
-    for (int i = 0; i < count && status == EXIT_OK; i++) {
+    for (int i = 0; i < count; i++) {
         r[i].bound = calibrate_predict(&m[i], &bound, &r[i].bound_batch);
         struct efficiency e = o.check ? topology_calibration(m[i].topology, m[i].workload.weights)->efficiency
                                       : calibration_efficiency(&fit, m[i].group);
         r[i].estimate = calibrate_predict(&m[i], &e, &r[i].batch);
         r[i].left_out = left_out[i];
         below += r[i].bound < m[i].measured;
-    }
-    if (status != EXIT_OK) {
-        free(left_out);
-        free(r);
-        free(m);
-        free(entries);
-        return status;
     }
     struct calibration_output output = {.measurements = m, .entries = entries, .count = count, .fit = &fit,
                                         .results = r, .format = o.format, .check = o.check};

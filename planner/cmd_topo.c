@@ -8,6 +8,22 @@
 
 #include <inttypes.h>
 
+/* The topology's <latency> floors, in the order both outputs list them. */
+enum { LATENCY_FLOORS = 4 };
+struct latency_floor {
+    const char *key, *name;
+    double seconds;
+};
+
+static void latency_floors(const struct topology *t, struct latency_floor out[LATENCY_FLOORS])
+{
+    const struct step_latency *f = &t->latency;
+    out[0] = (struct latency_floor){"kernel_s", "kernel", f->kernel_s};
+    out[1] = (struct latency_floor){"all_reduce_s", "all-reduce", f->all_reduce_s};
+    out[2] = (struct latency_floor){"dispatch_s", "dispatch", f->dispatch_s};
+    out[3] = (struct latency_floor){"combine_s", "combine", f->combine_s};
+}
+
 static void write_tree(FILE *out, enum json_syntax syntax, const struct topology *t, int64_t racks,
                        const struct graph_summary *g)
 {
@@ -112,16 +128,11 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct topology
     json_string(&j, t->family);
     json_key(&j, "latency");
     json_begin_object(&j);
-    const struct {
-        const char *key;
-        double value;
-    } floors[] = {{"kernel_s", t->latency.kernel_s},
-                  {"all_reduce_s", t->latency.all_reduce_s},
-                  {"dispatch_s", t->latency.dispatch_s},
-                  {"combine_s", t->latency.combine_s}};
-    for (size_t i = 0; i < sizeof floors / sizeof floors[0]; i++) {
+    struct latency_floor floors[LATENCY_FLOORS];
+    latency_floors(t, floors);
+    for (int i = 0; i < LATENCY_FLOORS; i++) {
         json_key(&j, floors[i].key);
-        json_positive_or_null(&j, floors[i].value);
+        json_positive_or_null(&j, floors[i].seconds);
     }
     json_end_object(&j);
     json_end_object(&j);
@@ -162,25 +173,17 @@ static void write_text(FILE *out, const struct topology *t, int64_t racks,
     if (t->price_usd_per_hour > 0)
         fprintf(out, "  price          $%.2f per hour\n", t->price_usd_per_hour);
     fprintf(out, "  family         %s\n", t->family);
-    const struct step_latency *f = &t->latency;
-    if (f->kernel_s > 0 || f->all_reduce_s > 0 || f->dispatch_s > 0 || f->combine_s > 0) {
-        fprintf(out, "  latency floors");
-        const char *sep = " ";
-        const struct {
-            const char *name;
-            double value;
-        } floors[] = {{"kernel", f->kernel_s}, {"all-reduce", f->all_reduce_s}, {"dispatch", f->dispatch_s},
-                      {"combine", f->combine_s}};
-        for (size_t i = 0; i < sizeof floors / sizeof floors[0]; i++) {
-            if (floors[i].value > 0) {
-                fprintf(out, "%s%s %.3g us", sep, floors[i].name, floors[i].value * 1e6);
-                sep = ", ";
-            }
+    struct latency_floor floors[LATENCY_FLOORS];
+    latency_floors(t, floors);
+    fprintf(out, "  latency floors");
+    bool any = false;
+    for (int i = 0; i < LATENCY_FLOORS; i++) {
+        if (floors[i].seconds > 0) {
+            fprintf(out, "%s%s %.3g us", any ? ", " : " ", floors[i].name, floors[i].seconds * 1e6);
+            any = true;
         }
-        fprintf(out, "\n");
-    } else {
-        fprintf(out, "  latency floors none published (a step's kernels and collectives add no floor)\n");
     }
+    fprintf(out, "%s\n", any ? "" : " none published (a step's kernels and collectives add no floor)");
     format_count(t->hbm_bytes * devices / 1e9, a, sizeof a);
     fprintf(out, "\ncluster\n  HBM            %s GB\n", a);
     format_count((double)g->domains, a, sizeof a);

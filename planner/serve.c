@@ -76,24 +76,34 @@ static void set_rates(const struct serve_pool *pool, const struct layout *l, dou
     out->cost_per_mtok = cost_per_mtok(pool->price_usd_per_hour * (double)l->devices, out->tokens_per_s);
 }
 
+/* A step of `batch` decode sequences (K + 1 tokens each with K drafts) and `prefill` prompt
+ * tokens spread over the ranks, as whole prompts' worth of chunks at the mean prefill context. */
+static struct roof_step mixed_step(const struct serve_workload *w, int64_t batch, double prefill)
+{
+    double computed = prefilled_tokens(w), drafts = (double)(w->mtp > 0 ? w->mtp : 0);
+    return (struct roof_step){.sequences = (double)batch, .tokens_per_sequence = 1 + drafts, .draft_passes = drafts,
+                              .context = decode_context(w), .prefill_prompts = computed > 0 ? prefill / computed : 0,
+                              .prefill_tokens_per_prompt = computed, .prefill_context = prefill_context(w)};
+}
+
+/* The prompt tokens an aggregated step of `batch` sequences carries: y B isl_eff / osl. */
+static double step_prefill_tokens(const struct serve_workload *w, int64_t batch)
+{
+    return serve_tokens_per_step(w) * (double)batch * prefilled_tokens(w) / (double)w->osl;
+}
+
 /* The aggregated step of `batch` sequences; *rank_prefill gets the prefill tokens a DP rank's
  * step carries. */
 static void aggregated_step(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
                             const struct serve_workload *w, int64_t batch, struct roof_point *out,
                             double *rank_prefill)
 {
-    double y = serve_tokens_per_step(w);
-    double computed = prefilled_tokens(w);
-    double prefill = y * (double)batch * computed / (double)w->osl; /* tokens a step */
+    double prefill = step_prefill_tokens(w, batch);
     *rank_prefill = prefill / (double)l->dp;
     struct roof_setup s = setup_of(pool, g, l);
-    struct roof_step step = {.sequences = (double)batch, .tokens_per_sequence = 1 + (double)(w->mtp > 0 ? w->mtp : 0),
-                             .draft_passes = (double)(w->mtp > 0 ? w->mtp : 0),
-                             .context = decode_context(w),
-                             .prefill_prompts = computed > 0 ? prefill / computed : 0,
-                             .prefill_tokens_per_prompt = computed, .prefill_context = prefill_context(w)};
+    struct roof_step step = mixed_step(w, batch, prefill);
     roof_step(&s, &step, out);
-    set_rates(pool, l, y * (double)batch, out);
+    set_rates(pool, l, serve_tokens_per_step(w) * (double)batch, out);
 }
 
 /* An aggregated instance's time to first token: half the mean step `step_s` in progress when the
@@ -109,12 +119,9 @@ static void aggregated_step(const struct serve_pool *pool, const struct graph_su
 static double chunk_step_s(const struct roof_setup *s, const struct serve_workload *w, int64_t batch, double prefill,
                            double tokens, double context)
 {
-    double computed = prefilled_tokens(w), drafts = (double)(w->mtp > 0 ? w->mtp : 0);
-    double others = fmax(prefill - tokens, 0);
-    struct roof_step step = {.sequences = (double)batch, .tokens_per_sequence = 1 + drafts, .draft_passes = drafts,
-                             .context = decode_context(w), .prefill_prompts = computed > 0 ? others / computed : 0,
-                             .prefill_tokens_per_prompt = computed, .prefill_context = prefill_context(w),
-                             .chunk_tokens = tokens, .chunk_context = (int64_t)llround(context)};
+    struct roof_step step = mixed_step(w, batch, fmax(prefill - tokens, 0));
+    step.chunk_tokens = tokens;
+    step.chunk_context = (int64_t)llround(context);
     struct roof_point r;
     roof_step(s, &step, &r);
     return r.step_s;
@@ -124,7 +131,7 @@ static double aggregated_ttft(const struct serve_pool *pool, const struct graph_
                               const struct serve_workload *w, int64_t batch, double step_s)
 {
     double computed = prefilled_tokens(w), chunk = (double)w->chunk_tokens;
-    double prefill = serve_tokens_per_step(w) * (double)batch * computed / (double)w->osl;
+    double prefill = step_prefill_tokens(w, batch);
     double cached = (double)w->isl - computed;
     struct roof_setup s = setup_of(pool, g, l);
     double full = floor(computed / chunk), rest = computed - full * chunk;
@@ -180,9 +187,7 @@ void serve_decode_step(const struct serve_pool *pool, const struct graph_summary
                        const struct serve_workload *w, int64_t batch, struct roof_point *out)
 {
     struct roof_setup s = setup_of(pool, g, l);
-    struct roof_step step = {.sequences = (double)batch, .tokens_per_sequence = 1 + (double)(w->mtp > 0 ? w->mtp : 0),
-                             .draft_passes = (double)(w->mtp > 0 ? w->mtp : 0),
-                             .context = decode_context(w)};
+    struct roof_step step = mixed_step(w, batch, 0);
     roof_step(&s, &step, out);
     set_rates(pool, l, serve_tokens_per_step(w) * (double)batch, out);
     out->fits = holds(pool, pool->topology, l, batch, w->isl + w->osl);
