@@ -25,8 +25,10 @@
  * The wait's distribution, an atom 1 - P(W > 0) at zero and an exponential tail of mean
  *   E[W] / P(W > 0):  P(W > t) = P(W > 0) exp(-t P(W > 0) / E[W]).
  *   EXACT for M/M/1 (rho e^{-(mu - lambda) t}) and M/M/c (C e^{-(c mu - lambda) t}); for any
- *   other service it is an APPROXIMATION with the right atom and mean (for M/D/1 use the exact
- *   CDF below: the exponential tail decays too slowly there, so its quantiles are conservative).
+ *   other service it is an APPROXIMATION with the right atom and mean. For M/D/1 use the exact
+ *   CDF below: there the exponential's decay rate 2 (1 - rho) / D is below the exact x / D
+ *   (x > 2 (1 - rho), the root below), so its tail is too heavy far out and its high quantiles
+ *   conservative.
  * M/D/1 waiting-time CDF (Erlang 1909; Crommelin 1932), EXACT up to rounding:
  *   P(W <= t) = (1 - rho) sum_{k=0}^{floor(t/D)} (lambda (k D - t))^k / k! e^{-lambda (k D - t)}.
  *   Its terms alternate and grow like e^{lambda t}, so the sum is evaluated in long double only for

@@ -228,6 +228,10 @@ static void md1(void)
     double t = 2.0, tail = 1 - queue_md1_wait_cdf(8, 0.1, t), next = 1 - queue_md1_wait_cdf(8, 0.1, t + 0.1);
     double q = next / tail;
     CHECK_REL(0.8 * (1 / q - 1), -log(q), 1e-9, "beyond 13 D the tail falls by e^{-x} a D, 0.8 (e^x - 1) = x");
+    /* and x > 2 (1 - rho) = 0.4, the exponential approximation's decay a D (E[W] / P(W > 0) = 2.5 D):
+     * g(u) = (1 - u)(e^{2u} - 1) - 2u has g(0) = g'(0) = 0 and g'' = -4u e^{2u} < 0, so
+     * rho (e^{2(1 - rho)} - 1) < 2 (1 - rho) and the root lies beyond */
+    CHECK(-log(q) > 0.4, "the exact tail decays faster (x = %.6f a D) than the exponential's 0.4", -log(q));
     /* the same against M/M/1's exponential wait of the same atom and mean: the deterministic
      * service's tail is thinner, so the exponential approximation's p99 is above the exact one */
     struct queue_wait approx;
