@@ -1,0 +1,392 @@
+/* The queueing math (queueing.h) against closed forms: Pollaczek-Khinchine for M/D/1 and M/M/1,
+ * the M/M/1 wait's exact tail, Erlang C by hand, from its textbook sum and in heavy traffic
+ * (Halfin-Whitt), M/G/c at one server against M/G/1, the exact M/D/1 CDF (its first pieces by
+ * hand, its mean against P-K by integration, its tail's decay against the Lundberg equation),
+ * the normal quantile at published points, bisection against the exponential quantile, the
+ * M/G/infinity window variance by hand and by integration, and the refusals.
+ *
+ * Every expected number is a closed form or hand arithmetic written beside its check; none is
+ * pasted from a run. */
+#include "queueing.h"
+#include "tap.h"
+
+#include <math.h>
+#include <stdint.h>
+
+/* ---- 1. M/G/1: Pollaczek-Khinchine ---- */
+
+static void mg1(void)
+{
+    struct queue_wait q;
+    /* M/D/1, mu = 10/s (D = 0.1 s), lambda = 8/s: rho = 0.8,
+     * E[W] = rho / (2 mu (1 - rho)) = 0.8 / (2 x 10 x 0.2) = 0.2 s */
+    CHECK(queue_mg1(8, 0.1, 0.1 * 0.1, &q), "M/D/1 at rho 0.8: stable");
+    CHECK_REL(q.use, 0.8, 1e-15, "M/D/1: rho = lambda D = 0.8");
+    CHECK_REL(q.wait_probability, 0.8, 1e-15, "M/D/1: P(W > 0) = rho = 0.8");
+    CHECK_REL(q.mean_wait_s, 0.2, 1e-14, "M/D/1: E[W] = rho / (2 mu (1 - rho)) = 0.2 s");
+    /* M/M/1, the same rates: E[S^2] = 2 / mu^2 = 0.02, E[W] = rho / (mu - lambda) = 0.8 / 2 = 0.4 s */
+    CHECK(queue_mg1(8, 0.1, 0.02, &q), "M/M/1 at rho 0.8: stable");
+    CHECK_REL(q.mean_wait_s, 0.4, 1e-14, "M/M/1: E[W] = rho / (mu - lambda) = 0.4 s");
+    /* no arrivals: nobody waits */
+    CHECK(queue_mg1(0, 0.1, 0.01, &q) && q.mean_wait_s == 0 && q.wait_probability == 0,
+          "lambda = 0: E[W] = 0 and P(W > 0) = 0");
+}
+
+/* ---- 2. the M/M/1 wait's distribution, exact through queue_wait_cdf ---- */
+
+static void mm1_distribution(void)
+{
+    struct queue_wait q;
+    /* lambda 8, mu 10: P(W > t) = rho e^{-(mu - lambda) t} = 0.8 e^{-2 t} */
+    if (!CHECK(queue_mg1(8, 0.1, 0.02, &q), "M/M/1 lambda 8, mu 10"))
+        return;
+    CHECK_REL(queue_wait_cdf(&q, 0), 0.2, 1e-14, "P(W <= 0) = 1 - rho = 0.2");
+    CHECK_REL(1 - queue_wait_cdf(&q, 0.5), 0.8 * exp(-1.0), 1e-14, "P(W > 0.5 s) = 0.8 e^{-1}");
+    CHECK_REL(1 - queue_wait_cdf(&q, 2), 0.8 * exp(-4.0), 1e-12, "P(W > 2 s) = 0.8 e^{-4}");
+    CHECK_EQ(queue_wait_cdf(&q, -1), 0, "P(W <= -1 s) = 0");
+    /* p-quantile: 0.8 e^{-2 t} = 1 - p, t = ln(0.8 / (1 - p)) / 2; p = 0.99: ln(80) / 2 */
+    CHECK_REL(queue_wait_quantile(&q, 0.99), log(80.0) / 2, 1e-14, "p99 wait = ln(80) / 2 s");
+    CHECK_EQ(queue_wait_quantile(&q, 0.2), 0, "p20 wait = 0: within the atom 1 - rho = 0.2");
+    CHECK_EQ(queue_wait_quantile(&q, 0.1), 0, "p10 wait = 0");
+    CHECK(isinf(queue_wait_quantile(&q, 1)), "p100 wait = infinity");
+    CHECK(isnan(queue_wait_quantile(&q, 1.5)), "p = 1.5: NaN");
+}
+
+/* ---- 3. Erlang C ---- */
+
+/* The textbook sum (Erlang 1917): C = (a^c / c! x c / (c - a)) / (sum_{k<c} a^k / k! + that),
+ * summed directly in long double: an implementation independent of the recursion. */
+static long double erlang_c_sum(int c, long double a)
+{
+    long double term = 1, below = 0;
+    for (int k = 0; k < c; k++) {
+        below += term;
+        term *= a / (k + 1);
+    }
+    long double top = term * c / (c - a);
+    return top / (below + top);
+}
+
+/* Erlang B's recursion from B(0) = 1 all the way, in long double: C = B / (1 - rho (1 - B)). */
+static long double erlang_c_full(int64_t c, long double a)
+{
+    long double b = 1;
+    for (int64_t k = 1; k <= c; k++)
+        b = a * b / (k + a * b);
+    long double rho = a / c;
+    return b / (1 - rho * (1 - b));
+}
+
+/* Halfin and Whitt (1981): with c = a + beta sqrt(a), C -> 1 / (1 + beta Phi(beta) / phi(beta)). */
+static double halfin_whitt(double c, double a)
+{
+    double beta = (c - a) / sqrt(a);
+    double phi = exp(-beta * beta / 2) / sqrt(2 * M_PI);
+    return 1 / (1 + beta * queue_normal_cdf(beta) / phi);
+}
+
+static void erlang_c(void)
+{
+    /* c = 2: C = a^2 / (2 + a) (the sum: (a^2 / 2 x 2 / (2 - a)) / (1 + a + a^2 / (2 - a))); a = 1: 1/3 */
+    CHECK_REL(queue_erlang_c(2, 1), 1.0 / 3, 1e-15, "C(2, 1) = 1/3");
+    CHECK_REL(queue_erlang_c(2, 1.5), 2.25 / 3.5, 1e-15, "C(2, 1.5) = 1.5^2 / 3.5");
+    CHECK_EQ(queue_erlang_c(1, 0.7), 0.7, "C(1, a) = a exactly");
+    /* c = 3, a = 2 (Wolfram Language's ErlangC[3, 2] example): below = 1 + 2 + 2 = 5,
+     * top = 2^3 / 3! x 3 / (3 - 2) = 4, C = 4 / 9 */
+    CHECK_REL(queue_erlang_c(3, 2), 4.0 / 9, 1e-15, "C(3, 2) = 4/9");
+    /* the call-centre example in Erlang C tutorials: 360 calls a half hour of 240 s, 55 agents:
+     * a = 360 x 240 / 1800 = 48 erlangs; about 24% of calls wait */
+    double c55 = queue_erlang_c(55, 48);
+    CHECK_REL(c55, (double)erlang_c_sum(55, 48), 1e-13, "C(55, 48) equals the textbook sum");
+    CHECK(fabs(c55 - 0.24) < 0.005, "C(55, 48) = %.4f: the tutorials' 24%%", c55);
+    CHECK_REL(queue_erlang_c(10, 8), (double)erlang_c_sum(10, 8), 1e-14, "C(10, 8) equals the textbook sum");
+    /* heavy traffic: c = 10,000, a = 9,900 (beta = 100 / 99.5 = 1.005): the recursion that starts
+     * at a - 40 sqrt(a) against the full one from B(0), and Halfin-Whitt, whose error is
+     * O(1 / sqrt(a)) = 1% */
+    double big = queue_erlang_c(10000, 9900);
+    CHECK(isfinite(big) && big > 0 && big < 1, "C(10000, 9900) = %.6f is in (0, 1)", big);
+    CHECK_REL(big, (double)erlang_c_full(10000, 9900), 1e-12, "C(10000, 9900) equals the recursion from B(0)");
+    CHECK_REL(big, halfin_whitt(10000, 9900), 1 / sqrt(9900.0), "C(10000, 9900) within 1/sqrt(a) of Halfin-Whitt");
+    /* c = 1e6, a = 999,000 (beta = 1000 / 999.5): Halfin-Whitt within 1/sqrt(a) = 0.1% */
+    double huge = queue_erlang_c(1000000, 999000);
+    CHECK(isfinite(huge) && huge > 0 && huge < 1, "C(1e6, 999000) = %.6f is in (0, 1)", huge);
+    CHECK_REL(huge, halfin_whitt(1e6, 999000), 1 / sqrt(999000.0), "C(1e6, 999000) within 1/sqrt(a) of Halfin-Whitt");
+    CHECK_REL(huge, (double)erlang_c_full(1000000, 999000), 1e-11, "C(1e6, 999000) equals the recursion from B(0)");
+    /* edges */
+    CHECK_EQ(queue_erlang_c(4, 0), 0, "no load: nobody waits");
+    CHECK_EQ(queue_erlang_c(4, 4), 1, "a = c: every arrival waits");
+    CHECK_EQ(queue_erlang_c(1000, 1), 0, "C(1000, 1): B(1000) below 1e-300, 0");
+    CHECK(isnan(queue_erlang_c(0, 1)) && isnan(queue_erlang_c(2, -1)) && isnan(queue_erlang_c(2, NAN)),
+          "no server, a negative or NaN load: NaN");
+}
+
+/* ---- 4. M/G/c ---- */
+
+static void mgc(void)
+{
+    struct queue_wait one, pk;
+    /* c = 1 is P-K: C(1, a) = a, and a E[S] / (1 - a) x (1 + scv) / 2 = lambda E[S]^2 (1 + scv) / (2 (1 - rho)) */
+    const double scvs[] = {0, 1, 2.5};
+    for (int i = 0; i < 3; i++) {
+        double scv = scvs[i];
+        CHECK(queue_mgc(8, 0.1, scv, 1, &one) && queue_mg1(8, 0.1, 0.01 * (1 + scv), &pk),
+              "M/G/1 both ways, scv %g", scv);
+        CHECK_EQ(one.wait_probability, pk.wait_probability, "c = 1: P(W > 0) = rho, both ways");
+        CHECK_REL(one.mean_wait_s, pk.mean_wait_s, 1e-14, "c = 1: Allen-Cunneen's E[W] is P-K's");
+    }
+    /* M/M/2, lambda 1, E[S] 1: a = 1, C = 1/3, E[W] = C / (c mu - lambda) = 1/3 s, rho = 1/2 */
+    CHECK(queue_mgc(1, 1, 1, 2, &one), "M/M/2 at a = 1");
+    CHECK_REL(one.use, 0.5, 1e-15, "M/M/2: rho = a / c = 0.5");
+    CHECK_REL(one.wait_probability, 1.0 / 3, 1e-15, "M/M/2: P(W > 0) = C(2, 1) = 1/3");
+    CHECK_REL(one.mean_wait_s, 1.0 / 3, 1e-15, "M/M/2: E[W] = C / (2 - 1) = 1/3 s");
+    /* its tail is exact: P(W > t) = C e^{-(c mu - lambda) t} = e^{-t} / 3 */
+    CHECK_REL(1 - queue_wait_cdf(&one, 1.5), exp(-1.5) / 3, 1e-14, "M/M/2: P(W > 1.5 s) = e^{-1.5} / 3");
+    /* M/D/2 by Allen-Cunneen: half the M/M/2 wait */
+    CHECK(queue_mgc(1, 1, 0, 2, &one), "M/D/2 at a = 1");
+    CHECK_REL(one.mean_wait_s, 1.0 / 6, 1e-15, "M/D/2: E[W] = 1/3 x (1 + 0) / 2 = 1/6 s");
+}
+
+/* ---- 5. the refusals ---- */
+
+static void refusals(void)
+{
+    struct queue_wait q = {.use = -1, .wait_probability = -1, .mean_wait_s = -1};
+    CHECK(!queue_mg1(10, 0.1, 0.01, &q), "M/D/1 at rho = 1: refused");
+    CHECK(!queue_mg1(12, 0.1, 0.01, &q), "M/D/1 at rho = 1.2: refused");
+    CHECK(!queue_mg1(8, 0.1, 0.009, &q), "E[S^2] < E[S]^2: refused");
+    CHECK(!queue_mg1(-1, 0.1, 0.01, &q) && !queue_mg1(NAN, 0.1, 0.01, &q) && !queue_mg1(1, 0, 0, &q),
+          "a negative or NaN rate, a zero service: refused");
+    CHECK(!queue_mgc(20, 0.1, 1, 2, &q), "M/M/2 at rho = 1: refused");
+    CHECK(!queue_mgc(1, 0.1, 1, 0, &q) && !queue_mgc(1, 0.1, -0.5, 2, &q), "no server, a negative scv: refused");
+    CHECK(q.use == -1 && q.wait_probability == -1 && q.mean_wait_s == -1, "a refusal leaves *out untouched");
+    CHECK(isnan(queue_md1_wait_cdf(10, 0.1, 1)) && isnan(queue_md1_wait_cdf(8, 0, 1)),
+          "the M/D/1 CDF at rho = 1 or D = 0: NaN");
+}
+
+/* ---- 6. the exact M/D/1 waiting-time CDF ---- */
+
+struct md1 {
+    double lambda, service_s;
+};
+
+static double md1_cdf(void *context, double t)
+{
+    const struct md1 *m = context;
+    return queue_md1_wait_cdf(m->lambda, m->service_s, t);
+}
+
+/* integral_0^{n D} (1 - CDF) by Simpson's rule on each [k D, (k + 1) D] (the CDF is smooth
+ * inside each and only its derivative jumps at k D) */
+static double md1_mean_by_integration(const struct md1 *m, int services)
+{
+    const int steps = 200; /* even */
+    double total = 0, h = m->service_s / steps;
+    for (int k = 0; k < services; k++) {
+        double a = k * m->service_s, piece = 0;
+        for (int i = 0; i <= steps; i++) {
+            double f = 1 - queue_md1_wait_cdf(m->lambda, m->service_s, a + i * h);
+            piece += f * (i == 0 || i == steps ? 1 : i % 2 ? 4 : 2);
+        }
+        total += piece * h / 3;
+    }
+    return total;
+}
+
+static void md1(void)
+{
+    /* lambda 8, D 0.1 s: rho 0.8 */
+    struct md1 m = {8, 0.1};
+    CHECK_REL(queue_md1_wait_cdf(8, 0.1, 0), 0.2, 1e-15, "M/D/1 CDF at 0 = 1 - rho = 0.2");
+    /* t < D: only k = 0, (1 - rho) e^{lambda t}: at t = 0.05, 0.2 e^{0.4} */
+    CHECK_REL(queue_md1_wait_cdf(8, 0.1, 0.05), 0.2 * exp(0.4), 1e-15, "CDF(0.05 s) = 0.2 e^{0.4}");
+    /* D <= t < 2 D: k = 0 and 1, (1 - rho) (e^{lambda t} - lambda (t - D) e^{lambda (t - D)}):
+     * at t = 0.15, 0.2 (e^{1.2} - 0.4 e^{0.4}) */
+    CHECK_REL(queue_md1_wait_cdf(8, 0.1, 0.15), 0.2 * (exp(1.2) - 0.4 * exp(0.4)), 1e-15,
+              "CDF(0.15 s) = 0.2 (e^{1.2} - 0.4 e^{0.4})");
+    CHECK_EQ(queue_md1_wait_cdf(8, 0.1, -0.01), 0, "CDF(-0.01 s) = 0");
+    bool monotone = true;
+    double previous = 0;
+    for (int i = 0; i <= 4000; i++) { /* 0 to 4 s = 40 D, across the switch at 13 D */
+        double cdf = queue_md1_wait_cdf(8, 0.1, i * 0.001);
+        if (cdf < previous || cdf > 1)
+            monotone = false;
+        previous = cdf;
+    }
+    CHECK(monotone, "the M/D/1 CDF never falls and stays within 1 from 0 to 40 D");
+    double switch_s = QUEUE_MD1_EXACT_SERVICES * 0.1;
+    CHECK(fabs(queue_md1_wait_cdf(8, 0.1, nextafter(switch_s, 0)) - queue_md1_wait_cdf(8, 0.1, switch_s)) < 1e-13,
+          "the sum and the asymptote meet at %d D within 1e-13", QUEUE_MD1_EXACT_SERVICES);
+    /* E[W] = integral (1 - CDF) = rho D / (2 (1 - rho)) = 0.2 s; the tail beyond 100 D is
+     * about e^{-0.44 x 100} and does not count */
+    CHECK_REL(md1_mean_by_integration(&m, 100), 0.2, 1e-6, "integral of 1 - CDF = P-K mean 0.2 s");
+    /* rho = 0.95: E[W] = 0.95 x 0.1 / 0.1 = 0.95 s; the tail decays as e^{-x t / D} with x about
+     * 2 (1 - rho) = 0.1, so 600 D leave e^{-60} */
+    struct md1 busy = {9.5, 0.1};
+    CHECK_REL(md1_mean_by_integration(&busy, 600), 0.95, 1e-6, "rho 0.95: integral of 1 - CDF = 0.95 s");
+    /* beyond the switch the tail is C e^{-x t / D}: one D on, it falls by q = e^{-x}, with x the
+     * root of rho (e^x - 1) = x (Lundberg), so rho (1 / q - 1) = -ln q */
+    double t = 2.0, tail = 1 - queue_md1_wait_cdf(8, 0.1, t), next = 1 - queue_md1_wait_cdf(8, 0.1, t + 0.1);
+    double q = next / tail;
+    CHECK_REL(0.8 * (1 / q - 1), -log(q), 1e-9, "beyond 13 D the tail falls by e^{-x} a D, 0.8 (e^x - 1) = x");
+    /* and x > 2 (1 - rho) = 0.4, the exponential approximation's decay a D (E[W] / P(W > 0) = 2.5 D):
+     * g(u) = (1 - u)(e^{2u} - 1) - 2u has g(0) = g'(0) = 0 and g'' = -4u e^{2u} < 0, so
+     * rho (e^{2(1 - rho)} - 1) < 2 (1 - rho) and the root lies beyond */
+    CHECK(-log(q) > 0.4, "the exact tail decays faster (x = %.6f a D) than the exponential's 0.4", -log(q));
+    /* the same against M/M/1's exponential wait of the same atom and mean: the deterministic
+     * service's tail is thinner, so the exponential approximation's p99 is above the exact one */
+    struct queue_wait approx;
+    queue_mg1(8, 0.1, 0.01, &approx);
+    double p99 = queue_quantile(md1_cdf, &m, 0.99, 0, 0.1);
+    CHECK(queue_md1_wait_cdf(8, 0.1, p99) >= 0.99 &&
+              queue_md1_wait_cdf(8, 0.1, p99 * (1 - 1e-11)) < 0.99,
+          "M/D/1 p99 by bisection: %.6f s, the CDF crosses 0.99 there", p99);
+    CHECK(queue_wait_quantile(&approx, 0.99) > p99, "the exponential tail's p99 (%.6f s) is above the exact",
+          queue_wait_quantile(&approx, 0.99));
+    CHECK_EQ(queue_quantile(md1_cdf, &m, 0.15, 0, 0.1), 0, "M/D/1 p15 = 0: within the atom 0.2");
+}
+
+/* ---- 7. the normal distribution ---- */
+
+static void normal(void)
+{
+    CHECK_EQ(queue_normal_quantile(0.5), 0, "z(0.5) = 0");
+    /* AS 241's own published points (Wichura 1988), to 17 digits */
+    CHECK_REL(queue_normal_quantile(0.9), 1.2815515655446004, 1e-15, "z(0.9) = 1.2815515655446004");
+    CHECK_REL(queue_normal_quantile(0.99), 2.3263478740408408, 1e-15, "z(0.99) = 2.3263478740408408");
+    CHECK_REL(queue_normal_quantile(0.999), 3.0902323061678132, 1e-15, "z(0.999) = 3.0902323061678132");
+    CHECK_REL(queue_normal_quantile(0.1), -1.2815515655446004, 1e-15, "z(0.1) = -z(0.9)");
+    CHECK(isinf(queue_normal_quantile(1)) && isinf(queue_normal_quantile(0)) && isnan(queue_normal_quantile(2)),
+          "z(1) = inf, z(0) = -inf, z(2) NaN");
+    CHECK_EQ(queue_normal_cdf(0), 0.5, "Phi(0) = 1/2");
+    CHECK_REL(queue_normal_cdf(1.2815515655446004), 0.9, 1e-15, "Phi(z(0.9)) = 0.9");
+    CHECK_REL(queue_normal_cdf(-3.0902323061678132), 0.001, 1e-13, "Phi(-z(0.999)) = 0.001");
+    CHECK_REL(queue_normal_cdf(-1.7) + queue_normal_cdf(1.7), 1, 1e-15, "Phi(-x) + Phi(x) = 1");
+    /* the far tail through the last rational (r > 5: p < e^{-25}): round trip */
+    CHECK_REL(queue_normal_cdf(queue_normal_quantile(1e-20)), 1e-20, 1e-13, "Phi(z(1e-20)) = 1e-20");
+    CHECK_REL(queue_normal_cdf(queue_normal_quantile(1e-5)), 1e-5, 1e-14, "Phi(z(1e-5)) = 1e-5");
+}
+
+/* ---- 8. bisection against a closed-form quantile ---- */
+
+static double exponential_cdf(void *context, double x)
+{
+    double rate = *(const double *)context;
+    return x <= 0 ? 0 : -expm1(-rate * x);
+}
+
+/* a defective CDF, 1/2 everywhere from 0 on */
+static double half_cdf(void *context, double x)
+{
+    (void)context;
+    return x < 0 ? 0 : 0.5;
+}
+
+static double atom_exponential_cdf(void *context, double x)
+{
+    return queue_wait_cdf(context, x);
+}
+
+static void bisection(void)
+{
+    double rate = 3;
+    /* exponential(3): the p-quantile is -ln(1 - p) / 3; the bracket [0, 0.001] must widen */
+    /* at p = 0.999999 the CDF's own rounding (1.1e-16) moves x by 1.1e-16 / density 3e-6 = 4e-11,
+     * about 1e-11 of x: the tolerance there is 1e-10 */
+    const double ps[] = {0.5, 0.9, 0.99, 0.999999}, tolerances[] = {1e-12, 1e-12, 1e-12, 1e-10};
+    for (int i = 0; i < 4; i++) {
+        double got = queue_quantile(exponential_cdf, &rate, ps[i], 0, 0.001), want = -log1p(-ps[i]) / 3;
+        CHECK(fabs(got - want) <= tolerances[i] * want,
+              "exponential(3) quantile %g = -ln(1 - p) / 3 = %.15g (got %.15g)", ps[i], want, got);
+    }
+    CHECK_EQ(queue_quantile(exponential_cdf, &rate, 0, 0, 1), 0, "p = 0: lo");
+    CHECK(isinf(queue_quantile(half_cdf, NULL, 0.75, 0, 1)), "a CDF that never reaches p: infinity");
+    CHECK(isnan(queue_quantile(exponential_cdf, &rate, 0.5, 1, 1)), "an empty bracket: NaN");
+    /* the atom-plus-exponential wait of M/M/1 (lambda 8, mu 10) by bisection and in closed form */
+    struct queue_wait q;
+    queue_mg1(8, 0.1, 0.02, &q);
+    CHECK_REL(queue_quantile(atom_exponential_cdf, &q, 0.95, 0, 1), log(0.8 / 0.05) / 2, 1e-12,
+              "M/M/1 p95 by bisection = ln(0.8 / 0.05) / 2");
+}
+
+/* ---- 9. M/G/infinity: the window-averaged occupancy's variance ---- */
+
+/* (2 / w^2) integral_0^w (w - tau) lambda E[(S - tau)+] d tau by Simpson's rule, pieces split at
+ * the service times so each is a polynomial */
+static double occupancy_by_integration(double lambda, const double *s, const double *p, int n, double w)
+{
+    double cuts[8] = {0}, total = 0;
+    int m = 0;
+    cuts[m++] = 0;
+    for (int i = 0; i < n; i++)
+        if (s[i] > 0 && s[i] < w)
+            cuts[m++] = s[i];
+    cuts[m++] = w;
+    for (int j = 0; j + 1 < m; j++) { /* the cuts are in order for the cases below */
+        double a = cuts[j], h = (cuts[j + 1] - a) / 2;
+        double f[3];
+        for (int k = 0; k < 3; k++) {
+            double tau = a + k * h, r = 0;
+            for (int i = 0; i < n; i++)
+                r += p[i] * fmax(s[i] - tau, 0);
+            f[k] = (w - tau) * lambda * r;
+        }
+        total += h / 3 * (f[0] + 4 * f[1] + f[2]); /* exact on cubics, these are quadratics */
+    }
+    return 2 / (w * w) * total;
+}
+
+static void occupancy(void)
+{
+    /* deterministic S = w: (2 lambda / w^2) (w^3 / 2 - w^3 / 6) = 2 lambda w / 3; lambda 5/s, w 0.2 s: 2/3 */
+    double s = 0.2, one = 1;
+    CHECK_REL(queue_occupancy_window_variance(5, &s, &one, 1, 0.2), 2.0 / 3, 1e-15, "S = w: 2 lambda w / 3 = 2/3");
+    /* two classes, lambda 2/s, w 1 s, S = 0.5 s or 2 s equally likely (weights 3 and 3):
+     * s = 0.5 < w: w s^2 / 2 - s^3 / 6 = 0.125 - 0.125 / 6 = 5/48;
+     * s = 2 >= w: w^2 s / 2 - w^3 / 6 = 1 - 1/6 = 5/6;
+     * variance = (2 x 2 / 1) (5/96 + 40/96) = 180/96 = 1.875 */
+    double two_s[2] = {0.5, 2}, two_w[2] = {3, 3}, half[2] = {0.5, 0.5};
+    CHECK_REL(queue_occupancy_window_variance(2, two_s, two_w, 2, 1), 1.875, 1e-15, "two classes by hand: 1.875");
+    CHECK_REL(queue_occupancy_window_variance(2, two_s, two_w, 2, 1), occupancy_by_integration(2, two_s, half, 2, 1),
+              1e-14, "two classes: the closed form equals the integral of R(tau)");
+    double three_s[3] = {0.1, 0.7, 3}, three_p[3] = {0.5, 0.3, 0.2};
+    CHECK_REL(queue_occupancy_window_variance(4, three_s, three_p, 3, 1.5),
+              occupancy_by_integration(4, three_s, three_p, 3, 1.5), 1e-14,
+              "three classes, w 1.5 s: the closed form equals the integral of R(tau)");
+    /* w -> 0: Var N = E N = lambda E[S] (Poisson); lambda 2, E[S] = 1.25: 2.5 */
+    CHECK_REL(queue_occupancy_window_variance(2, two_s, two_w, 2, 1e-9), 2.5, 1e-8, "w -> 0: lambda E[S] = 2.5");
+    /* w -> infinity: lambda E[S^2] / w; E[S^2] = (0.25 + 4) / 2 = 2.125, w = 1e6: 4.25e-6 */
+    CHECK_REL(queue_occupancy_window_variance(2, two_s, two_w, 2, 1e6), 4.25e-6, 1e-5,
+              "w -> infinity: lambda E[S^2] / w");
+    double negative = -1;
+    CHECK(isnan(queue_occupancy_window_variance(2, &negative, &one, 1, 1)) &&
+              isnan(queue_occupancy_window_variance(2, &s, &one, 0, 1)) &&
+              isnan(queue_occupancy_window_variance(2, &s, &one, 1, 0)),
+          "a negative service, no classes, an empty window: NaN");
+}
+
+/* ---- 10. a compound Poisson sum ---- */
+
+static void compound(void)
+{
+    struct queue_moments m;
+    /* lambda 3/s over 2 s, each bringing 5: mean 3 x 2 x 5 = 30, variance 3 x 2 x 25 = 150 */
+    CHECK(queue_compound_poisson(3, 2, 5, 25, &m), "compound Poisson, X = 5");
+    CHECK_REL(m.mean, 30, 1e-15, "mean = lambda w E[X] = 30");
+    CHECK_REL(m.variance, 150, 1e-15, "variance = lambda w E[X^2] = 150");
+    CHECK(!queue_compound_poisson(3, 2, 5, 24, &m), "E[X^2] < E[X]^2: refused");
+}
+
+int main(void)
+{
+    mg1();
+    mm1_distribution();
+    erlang_c();
+    mgc();
+    refusals();
+    md1();
+    normal();
+    bisection();
+    occupancy();
+    compound();
+    return tap_done();
+}
