@@ -360,8 +360,8 @@ const char *sim_config_problem(const struct sim_config *c)
         return "prefix_hit must be in [0, 1)";
     if (!(c->tokens_per_step >= 1) || !isfinite(c->tokens_per_step))
         return "tokens_per_step must be >= 1 and finite";
-    if (c->decode_instances < 1 || c->decode_instances > INT32_MAX)
-        return "decode_instances must be >= 1";
+    if (c->decode_instances < 1 || c->decode_instances > SIM_MAX_INSTANCES)
+        return "decode_instances must be in [1, SIM_MAX_INSTANCES]";
     if (c->max_sequences < 0 || c->kv_capacity_tokens < 0 || c->kv_block_tokens < 0 || c->chunk_tokens < 0)
         return "max_sequences, kv_capacity_tokens, kv_block_tokens and chunk_tokens must be >= 0";
     if (c->kv_capacity_tokens > 0)
@@ -369,8 +369,8 @@ const char *sim_config_problem(const struct sim_config *c)
             if (reservation(c, i) > c->kv_capacity_tokens)
                 return "a class's isl + osl, rounded up to kv_block_tokens, exceeds kv_capacity_tokens";
     if (c->mode == SIM_DISAGGREGATED) {
-        if (c->prefill_instances < 1)
-            return "prefill_instances must be >= 1";
+        if (c->prefill_instances < 1 || c->prefill_instances > SIM_MAX_INSTANCES)
+            return "prefill_instances must be in [1, SIM_MAX_INSTANCES]";
         if (c->prefill_batch_tokens < 1)
             return "prefill_batch_tokens must be >= 1";
         if (!(c->kv_transfer_s >= 0) || !isfinite(c->kv_transfer_s))
@@ -499,7 +499,8 @@ enum sim_status simulate(const struct sim_config *c, const struct sim_timing *t,
         return SIM_INVALID;
     struct sim s = {.c = c, .t = t, .total = c->requests + c->warmup};
     size_t total = (size_t)s.total, instances = (size_t)c->decode_instances, k = (size_t)c->classes;
-    size_t heap_size = total > (size_t)c->prefill_instances ? total : (size_t)c->prefill_instances;
+    size_t servers = c->mode == SIM_DISAGGREGATED ? (size_t)c->prefill_instances : 0;
+    size_t heap_size = total > servers ? total : servers;
     s.req = malloc(total * sizeof *s.req);
     s.info = malloc(k * sizeof *s.info);
     s.heap.e = malloc(heap_size * sizeof *s.heap.e);

@@ -59,8 +59,9 @@
 
 #include <stdint.h>
 
-/* The most requests + warmup one simulation takes. */
+/* The most requests + warmup one simulation takes, and the most instances of either kind. */
 #define SIM_MAX_REQUESTS 100000000
+#define SIM_MAX_INSTANCES 1048576
 
 /* One step of one instance. */
 struct sim_step {
@@ -93,18 +94,19 @@ struct sim_config {
     int64_t warmup;           /* simulated before them and not measured, >= 0 */
     uint64_t seed;
     double arrivals_per_s;    /* the whole deployment's Poisson rate, > 0 */
-    const int64_t *isl, *osl; /* a class's prompt and output tokens, >= 1 each */
+    const int64_t *isl, *osl; /* a class's prompt and output tokens, in [1, 2^32] each */
     const double *weight;     /* a class's share, >= 0, not all 0 */
     int64_t classes;          /* >= 1 */
     double prefix_hit;        /* share of a prompt found cached, [0, 1) */
     double tokens_per_step;   /* tokens a decoding sequence gains a step, >= 1 (MTP's yield) */
-    int64_t decode_instances; /* aggregated: replicas; disaggregated: decode instances; >= 1 */
+    int64_t decode_instances; /* aggregated: replicas; disaggregated: decode instances; in
+                               * [1, SIM_MAX_INSTANCES] */
     int64_t max_sequences;    /* an instance's cap on sequences in flight; 0: none */
     int64_t kv_capacity_tokens; /* an instance's KV in tokens; 0: none. Every class's
                                  * reservation must fit in it */
     int64_t kv_block_tokens;  /* paged KV block; 0 is 1 */
     int64_t chunk_tokens;     /* aggregated: prefill tokens a step may carry; 0: no limit */
-    int64_t prefill_instances;    /* disaggregated: prefill servers, >= 1 */
+    int64_t prefill_instances;    /* disaggregated: prefill servers, in [1, SIM_MAX_INSTANCES] */
     int64_t prefill_batch_tokens; /* disaggregated: the most computed tokens a batch, >= 1 */
     double kv_transfer_s;     /* disaggregated: prefill end to decode instance, >= 0 */
 };

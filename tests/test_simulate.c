@@ -386,7 +386,7 @@ static void refused(void)
         {"prefix hit < 0", good}, {"tokens a step < 1", good}, {"no decode instance", good},
         {"negative cap", good}, {"negative chunk", good}, {"KV below one request", good},
         {"no prefill server", good}, {"prefill batch 0", good}, {"negative transfer", good},
-        {"unknown mode", good},
+        {"unknown mode", good}, {"too many instances", good}, {"too many requests", good},
     };
     int i = 0;
     cases[i++].c.requests = 0;
@@ -413,6 +413,9 @@ static void refused(void)
     cases[i++].c.prefill_batch_tokens = 0;
     cases[i++].c.kv_transfer_s = -1;
     cases[i++].c.mode = (enum sim_mode)7;
+    cases[i++].c.decode_instances = SIM_MAX_INSTANCES + 1;
+    cases[i].c.warmup = 1;
+    cases[i++].c.requests = SIM_MAX_REQUESTS; /* + 1 of warm-up */
     for (int j = 0; j < i; j++) {
         memset(&r, 0xa5, sizeof r);
         before = r;
