@@ -49,8 +49,9 @@
  * pool does not depend on decode, so the pool is simulated first and each instance then alone.
  *
  * Cost: O(N log N) for N = requests + warmup (sorting and percentiles) plus O(log n) a sequence
- * and O(1) a step (the decoding sequences' context sum is kept from integer step indices, their
- * completions in a binary min-heap keyed by the instance's step index at which each completes),
+ * and O(1) a step, amortised (the decoding sequences' context sum is kept from integer step
+ * indices, their completions in a binary min-heap keyed by the instance's step index at which
+ * each completes, and a step visits only the prompts whose chunks it carries),
  * and O(log prefill_instances) a prefill batch (the servers in a heap too). Memory is O(N):
  * about 100 bytes a request.
  */
