@@ -1,7 +1,8 @@
 /* Benchmark: the serving simulation (simulate.h) on 100,000 measured requests (+ 10,000 warm-up)
  * of a three-class mix, at loads that keep about 10, 160 and 1,000 sequences an instance
- * decoding, aggregated and disaggregated (issue 26, item 5: well under a second on one core);
- * median of 5 runs each. Run: build/bench/simulate */
+ * decoding, aggregated and disaggregated (issue 26, item 5: well under a second on one core),
+ * then as a closed loop of 10, 160 and 1,000 clients an instance; median of 5 runs each.
+ * Run: build/bench/simulate */
 #include "bench.h"
 #include "simulate.h"
 
@@ -28,13 +29,18 @@ int main(void)
     static const double weight[] = {0.5, 0.3, 0.2}; /* mean osl 1,375 */
     /* requests/s for 4 instances: about 10, 160 and 1,000 sequences decoding each */
     static const double rates[] = {3, 13, 17};
+    static const int64_t clients[] = {10, 160, 1000};
     enum { RUNS = 5 };
     struct sim_timing timing = {.step_s = step_time, .prefill_s = prefill_time};
-    for (int mode = 0; mode < 2; mode++)
+    for (int mode = 0; mode < 4; mode++)
         for (int i = 0; i < 3; i++) {
             struct sim_config c;
             sim_config_init(&c);
-            c.mode = mode ? SIM_DISAGGREGATED : SIM_AGGREGATED;
+            c.mode = mode % 2 ? SIM_DISAGGREGATED : SIM_AGGREGATED;
+            if (mode >= 2) {
+                c.arrivals = SIM_CLOSED;
+                c.concurrency = clients[i];
+            }
             c.requests = 100000;
             c.warmup = 10000;
             c.arrivals_per_s = rates[i];
@@ -54,9 +60,14 @@ int main(void)
                 seconds[run] = monotonic_seconds() - start;
             }
             double median = bench_median(seconds, RUNS); /* sorts: seconds[0] is the least */
-            printf("%s, %2.0f requests/s: median %.3f s (min %.3f) | %.0f decoding an instance, %lld steps, "
+            char load[40];
+            if (mode >= 2)
+                snprintf(load, sizeof load, "closed, %4lld clients", (long long)clients[i]);
+            else
+                snprintf(load, sizeof load, "%2.0f requests/s", rates[i]);
+            printf("%s, %s: median %.3f s (min %.3f) | %.0f decoding an instance, %lld steps, "
                    "TTFT p99 %.3f s, TPOT p50 %.1f ms, %.0f tokens/s\n",
-                   mode ? "disaggregated" : "aggregated", rates[i], median, seconds[0],
+                   mode % 2 ? "disaggregated" : "aggregated", load, median, seconds[0],
                    r.mean_decoding_sequences / 4, (long long)r.steps, r.ttft_s.p99, r.tpot_s.p50 * 1e3,
                    r.output_tokens_per_s);
         }

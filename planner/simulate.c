@@ -1,5 +1,6 @@
-/* simulate.c: the discrete-event serving simulation (simulate.h): requests drawn up front, the
- * prefill pool (disaggregated) run over them, then each instance alone on its own arrivals. */
+/* simulate.c: the discrete-event serving simulation (simulate.h). Open loop: requests drawn up
+ * front, the prefill pool (disaggregated) run over them, then each instance alone on its own
+ * arrivals. Closed loop: the classes drawn up front, then one event loop in time order. */
 #include "simulate.h"
 
 #include <assert.h>
@@ -109,7 +110,8 @@ static struct heap_entry heap_pop(struct heap *h)
 
 struct request {
     double arrival_s, ready_s; /* ready: arrival (aggregated) or joining the decode instance */
-    double first_s, done_s;
+    double first_s, decode_s;  /* decode: the start of its first decode step */
+    double done_s;
     int64_t start_step;        /* the instance's step index of its first decode step */
     int32_t cls, instance;
 };
@@ -122,6 +124,25 @@ struct class_info {
     int64_t decode_steps; /* M: steps after the first token */
 };
 
+/* One instance's state between steps. Its requests, in the order they become ready, are
+ * queue[i % cap] for i in [0, count); those before pf (aggregated) or next (disaggregated) are
+ * no longer read, so a ring of cap entries holds a closed loop's clients. */
+struct inst {
+    int64_t *queue;
+    int64_t cap, count;
+    int64_t next;             /* the first request not admitted */
+    int64_t pf, pf_done;      /* queue[pf]: the first admitted prompt not wholly prefilled, pf_done
+                               * of its tokens done */
+    int64_t finished, done;   /* the step in progress: pf and pf_done after it */
+    int64_t in_flight, kv_used, k;
+    /* over the decoding sequences: the sum of isl + 1 and of their start steps, so that their
+     * contexts sum to base + tps (n k - starts) at step k, exactly and in O(1) */
+    int64_t base, starts;
+    struct heap heap;         /* decoding sequences by the step index at whose end each completes */
+    double now_s, end_s;      /* the step in progress starts and ends */
+    bool busy, scheduled;     /* closed loop: a step in progress; an event pending */
+};
+
 struct sim {
     const struct sim_config *c;
     const struct sim_timing *t;
@@ -129,118 +150,160 @@ struct sim {
     struct class_info *info;
     int64_t total;
     struct heap heap;
-    double window_start_s, window_end_s;
-    double decoding_integral; /* decoding sequences x seconds within the window */
-    double window_tokens;     /* osl of the requests completing within it */
+    bool closed;
+    int64_t issued;           /* closed loop: requests sent so far, in arrival order */
+    struct inst *inst;        /* closed loop: every instance with a client */
+    struct heap events;       /* closed loop: instances by their next event, then index */
     int64_t max_decoding, steps, batches;
 };
+
+static struct request *queued(const struct sim *s, const struct inst *in, int64_t i)
+{
+    return &s->req[in->queue[i % in->cap]];
+}
+
+/* Closed loop: a step of instance `id` is due at at_s, unless one is pending or running. */
+static void wake(struct sim *s, int64_t id, double at_s)
+{
+    struct inst *in = &s->inst[id];
+    if (!in->scheduled) {
+        in->scheduled = true;
+        heap_push(&s->events, at_s, id);
+    }
+}
+
+/* Closed loop: the next request (if any is left) arrives at at_s from a client of `instance`. */
+static void issue(struct sim *s, int64_t instance, double at_s)
+{
+    if (s->issued == s->total)
+        return;
+    struct request *r = &s->req[s->issued];
+    r->arrival_s = r->ready_s = at_s;
+    r->instance = (int32_t)instance;
+    if (s->c->mode == SIM_AGGREGATED) {
+        struct inst *in = &s->inst[instance];
+        in->queue[in->count++ % in->cap] = s->issued;
+        wake(s, instance, at_s);
+    }
+    s->issued++;
+}
 
 static void complete(struct sim *s, struct request *r, double at_s)
 {
     r->done_s = at_s;
-    if (at_s >= s->window_start_s && at_s <= s->window_end_s)
-        s->window_tokens += (double)s->info[r->cls].osl;
+    if (s->closed)
+        issue(s, r->instance, at_s);
 }
 
-/* One instance over its requests `list` in the order they become ready (simulate.h). */
-static enum sim_status run_instance(struct sim *s, const int64_t *list, int64_t count, bool prefill)
+/* Admits at in->now_s, builds the step and times it (simulate.h); inst_finish ends it. */
+static enum sim_status inst_start(struct sim *s, struct inst *in, bool prefill)
 {
     const struct sim_config *c = s->c;
     struct request *rq = s->req;
     const struct class_info *info = s->info;
-    struct heap *h = &s->heap;
-    h->n = 0;
+    struct heap *h = &in->heap;
     const double tps = c->tokens_per_step;
     const int64_t chunk = c->chunk_tokens > 0 ? c->chunk_tokens : INT64_MAX;
-    double now_s = 0;
-    int64_t k = 0, next = 0, in_flight = 0, kv_used = 0;
-    /* list[pf] is the first admitted prompt not wholly prefilled, pf_done of its tokens done */
-    int64_t pf = 0, pf_done = 0;
-    /* over the decoding sequences: the sum of isl + 1 and of their start steps, so that their
-     * contexts sum to base + tps (n k - starts) at step k, exactly and in O(1) */
-    int64_t base = 0, starts = 0;
-    while (next < count || in_flight > 0) {
-        if (in_flight == 0 && rq[list[next]].ready_s > now_s)
-            now_s = rq[list[next]].ready_s;
-        while (next < count) {
-            struct request *r = &rq[list[next]];
-            const struct class_info *ci = &info[r->cls];
-            if (r->ready_s > now_s || (c->max_sequences > 0 && in_flight >= c->max_sequences) ||
-                (c->kv_capacity_tokens > 0 && kv_used + ci->reserve > c->kv_capacity_tokens))
-                break;
-            in_flight++;
-            kv_used += ci->reserve;
-            next++;
-            if (!prefill) {
-                r->start_step = k;
-                heap_push(h, (double)(k + ci->decode_steps - 1), r - rq);
-                base += ci->isl + 1;
-                starts += k;
-            }
+    while (in->next < in->count) {
+        struct request *r = queued(s, in, in->next);
+        const struct class_info *ci = &info[r->cls];
+        if (r->ready_s > in->now_s || (c->max_sequences > 0 && in->in_flight >= c->max_sequences) ||
+            (c->kv_capacity_tokens > 0 && in->kv_used + ci->reserve > c->kv_capacity_tokens))
+            break;
+        in->in_flight++;
+        in->kv_used += ci->reserve;
+        in->next++;
+        if (!prefill) {
+            r->start_step = in->k;
+            r->decode_s = in->now_s;
+            heap_push(h, (double)(in->k + ci->decode_steps - 1), r - rq);
+            in->base += ci->isl + 1;
+            in->starts += in->k;
         }
-        struct sim_step step = {.sequences = h->n};
-        if (h->n > 0)
-            step.context_tokens = ((double)base + tps * (double)(h->n * k - starts)) / (double)h->n;
-        int64_t finished = pf, done = pf_done; /* list[pf, finished) end their prompts this step */
-        if (prefill) {
-            int64_t budget = chunk;
-            double weighted = 0;
-            while (finished < next && budget > 0) {
-                const struct class_info *ci = &info[rq[list[finished]].cls];
-                int64_t left = ci->computed - done, take = left < budget ? left : budget;
-                weighted += (double)take * ((double)(ci->isl - ci->computed + done) + (double)take / 2);
-                step.prefill_tokens += take;
-                budget -= take;
-                if (take == left) {
-                    finished++;
-                    done = 0;
-                } else {
-                    done += take;
-                }
-            }
-            if (step.prefill_tokens > 0)
-                step.prefill_context_tokens = weighted / (double)step.prefill_tokens;
-        }
-        assert(step.sequences > 0 || step.prefill_tokens > 0);
-        double d_s = s->t->step_s(s->t->context, &step);
-        if (!isfinite(d_s) || d_s < 0)
-            return SIM_BAD_TIME;
-        double end_s = now_s + d_s;
-        double overlap_s = fmin(end_s, s->window_end_s) - fmax(now_s, s->window_start_s);
-        if (overlap_s > 0)
-            s->decoding_integral += (double)h->n * overlap_s;
-        if (h->n > s->max_decoding)
-            s->max_decoding = h->n;
-        s->steps++;
-        while (h->n > 0 && h->e[0].key == (double)k) {
-            struct request *r = &rq[heap_pop(h).id];
-            const struct class_info *ci = &info[r->cls];
-            base -= ci->isl + 1;
-            starts -= r->start_step;
-            in_flight--;
-            kv_used -= ci->reserve;
-            complete(s, r, end_s);
-        }
-        assert(h->n == 0 || h->e[0].key > (double)k);
-        for (int64_t j = pf; j < finished; j++) {
-            struct request *r = &rq[list[j]];
-            const struct class_info *ci = &info[r->cls];
-            r->first_s = end_s;
-            if (ci->decode_steps == 0) {
-                in_flight--;
-                kv_used -= ci->reserve;
-                complete(s, r, end_s);
+    }
+    struct sim_step step = {.sequences = h->n};
+    if (h->n > 0)
+        step.context_tokens = ((double)in->base + tps * (double)(h->n * in->k - in->starts)) / (double)h->n;
+    int64_t finished = in->pf, done = in->pf_done; /* queue[pf, finished) end their prompts */
+    if (prefill) {
+        int64_t budget = chunk;
+        double weighted = 0;
+        while (finished < in->next && budget > 0) {
+            const struct class_info *ci = &info[queued(s, in, finished)->cls];
+            int64_t left = ci->computed - done, take = left < budget ? left : budget;
+            weighted += (double)take * ((double)(ci->isl - ci->computed + done) + (double)take / 2);
+            step.prefill_tokens += take;
+            budget -= take;
+            if (take == left) {
+                finished++;
+                done = 0;
             } else {
-                r->start_step = k + 1;
-                heap_push(h, (double)(k + ci->decode_steps), r - rq);
-                base += ci->isl + 1;
-                starts += k + 1;
+                done += take;
             }
         }
-        pf = finished;
-        pf_done = done;
-        now_s = end_s;
-        k++;
+        if (step.prefill_tokens > 0)
+            step.prefill_context_tokens = weighted / (double)step.prefill_tokens;
+    }
+    assert(step.sequences > 0 || step.prefill_tokens > 0);
+    double d_s = s->t->step_s(s->t->context, &step);
+    if (!isfinite(d_s) || d_s < 0)
+        return SIM_BAD_TIME;
+    in->end_s = in->now_s + d_s;
+    in->finished = finished;
+    in->done = done;
+    if (h->n > s->max_decoding)
+        s->max_decoding = h->n;
+    s->steps++;
+    return SIM_OK;
+}
+
+/* The step's end: completions, then first tokens. */
+static void inst_finish(struct sim *s, struct inst *in)
+{
+    struct heap *h = &in->heap;
+    const double end_s = in->end_s;
+    const int64_t k = in->k;
+    while (h->n > 0 && h->e[0].key == (double)k) {
+        struct request *r = &s->req[heap_pop(h).id];
+        const struct class_info *ci = &s->info[r->cls];
+        in->base -= ci->isl + 1;
+        in->starts -= r->start_step;
+        in->in_flight--;
+        in->kv_used -= ci->reserve;
+        complete(s, r, end_s);
+    }
+    assert(h->n == 0 || h->e[0].key > (double)k);
+    while (in->pf < in->finished) {
+        struct request *r = queued(s, in, in->pf++); /* its slot freed before a client reuses it */
+        const struct class_info *ci = &s->info[r->cls];
+        r->first_s = end_s;
+        if (ci->decode_steps == 0) {
+            in->in_flight--;
+            in->kv_used -= ci->reserve;
+            complete(s, r, end_s);
+        } else {
+            r->start_step = k + 1;
+            r->decode_s = end_s;
+            heap_push(h, (double)(k + ci->decode_steps), r - s->req);
+            in->base += ci->isl + 1;
+            in->starts += k + 1;
+        }
+    }
+    in->pf_done = in->done;
+    in->now_s = end_s;
+    in->k++;
+}
+
+/* Open loop: one instance over all its requests, steps back to back while it has work. */
+static enum sim_status run_instance(struct sim *s, struct inst *in, bool prefill)
+{
+    while (in->next < in->count || in->in_flight > 0) {
+        if (in->in_flight == 0 && queued(s, in, in->next)->ready_s > in->now_s)
+            in->now_s = queued(s, in, in->next)->ready_s;
+        enum sim_status status = inst_start(s, in, prefill);
+        if (status != SIM_OK)
+            return status;
+        inst_finish(s, in);
     }
     return SIM_OK;
 }
@@ -281,6 +344,105 @@ static enum sim_status run_prefill(struct sim *s)
     return SIM_OK;
 }
 
+/* Closed loop (simulate.h): one event loop over the instances, the prefill pool and the joins,
+ * in time order; at one time joins first, then instance steps by index, then a prefill batch. */
+static enum sim_status run_closed(struct sim *s)
+{
+    const struct sim_config *c = s->c;
+    const bool prefill = c->mode == SIM_AGGREGATED;
+    const int64_t d = c->decode_instances; /* concurrency x d <= 10^8 x 2^20: no overflow */
+    const int64_t clients = c->concurrency * d < s->total ? c->concurrency * d : s->total;
+    const int64_t active = d < clients ? d : clients;
+    size_t servers = prefill ? 0 : (size_t)c->prefill_instances;
+    s->inst = calloc((size_t)active, sizeof *s->inst);
+    int64_t *queues = malloc((size_t)clients * sizeof *queues);
+    struct heap_entry *decode = malloc((size_t)clients * sizeof *decode);
+    struct heap joins = {malloc((size_t)clients * sizeof *joins.e), 0}, pool = {NULL, 0};
+    s->events = (struct heap){malloc((size_t)active * sizeof *s->events.e), 0};
+    if (servers)
+        pool.e = malloc(servers * sizeof *pool.e);
+    enum sim_status status = SIM_NO_MEMORY;
+    if (!s->inst || !queues || !decode || !joins.e || !s->events.e || (servers && !pool.e))
+        goto done;
+    status = SIM_OK;
+    /* instance j's clients: those of the first `clients` requests with i mod d = j */
+    for (int64_t j = 0, offset = 0; j < active; j++) {
+        int64_t n = (clients - j + d - 1) / d;
+        s->inst[j] = (struct inst){.queue = queues + offset, .cap = n, .heap = {decode + offset, 0}};
+        offset += n;
+    }
+    for (size_t i = 0; i < servers; i++)
+        heap_push(&pool, 0, (int64_t)i);
+    for (int64_t i = 0; i < clients; i++)
+        issue(s, i % d, 0);
+    int64_t q = 0; /* the first request not yet in a prefill batch */
+    for (;;) {
+        double join_s = joins.n > 0 ? joins.e[0].key : INFINITY;
+        double step_s = s->events.n > 0 ? s->events.e[0].key : INFINITY;
+        double batch_s = servers && q < s->issued ? fmax(pool.e[0].key, s->req[q].arrival_s) : INFINITY;
+        if (join_s == INFINITY && step_s == INFINITY && batch_s == INFINITY)
+            break;
+        if (join_s <= step_s && join_s <= batch_s) {
+            struct heap_entry e = heap_pop(&joins);
+            struct request *r = &s->req[e.id];
+            if (s->info[r->cls].decode_steps == 0) {
+                complete(s, r, e.key);
+            } else {
+                struct inst *in = &s->inst[r->instance];
+                in->queue[in->count++ % in->cap] = e.id;
+                wake(s, r->instance, e.key);
+            }
+        } else if (step_s <= batch_s) {
+            struct heap_entry e = heap_pop(&s->events);
+            struct inst *in = &s->inst[e.id];
+            if (in->busy)
+                inst_finish(s, in); /* may issue into its own queue: `scheduled` keeps it out */
+            else
+                in->now_s = e.key;
+            in->busy = in->in_flight > 0 || in->next < in->count; /* what is queued is ready */
+            if (in->busy) {
+                if ((status = inst_start(s, in, prefill)) != SIM_OK)
+                    goto done;
+                heap_push(&s->events, in->end_s, e.id);
+            } else {
+                in->scheduled = false;
+            }
+        } else {
+            struct heap_entry server = heap_pop(&pool);
+            int64_t prompts = 0, tokens = 0; /* every request sent so far has arrived */
+            while (q + prompts < s->issued) {
+                int64_t more = s->info[s->req[q + prompts].cls].computed;
+                if (prompts > 0 && tokens + more > c->prefill_batch_tokens)
+                    break;
+                tokens += more;
+                prompts++;
+            }
+            double d_s = s->t->prefill_s(s->t->context, prompts, tokens);
+            if (!isfinite(d_s) || d_s < 0) {
+                status = SIM_BAD_TIME;
+                goto done;
+            }
+            heap_push(&pool, batch_s + d_s, server.id);
+            s->batches++;
+            for (int64_t j = q; j < q + prompts; j++) {
+                struct request *r = &s->req[j];
+                r->ready_s = r->first_s = batch_s + d_s + c->kv_transfer_s;
+                heap_push(&joins, r->ready_s, j);
+            }
+            q += prompts;
+        }
+    }
+    assert(s->issued == s->total);
+done:
+    free(s->inst);
+    free(queues);
+    free(decode);
+    free(joins.e);
+    free(s->events.e);
+    free(pool.e);
+    return status;
+}
+
 struct ready {
     double ready_s;
     int64_t id;
@@ -319,9 +481,9 @@ static struct sim_percentiles percentiles(double *v, int64_t n)
 
 void sim_config_init(struct sim_config *c)
 {
-    *c = (struct sim_config){.mode = SIM_AGGREGATED, .seed = 1, .tokens_per_step = 1, .decode_instances = 1,
-                             .kv_block_tokens = 16, .chunk_tokens = 8192, .prefill_instances = 1,
-                             .prefill_batch_tokens = 16384};
+    *c = (struct sim_config){.mode = SIM_AGGREGATED, .arrivals = SIM_POISSON, .seed = 1, .tokens_per_step = 1,
+                             .decode_instances = 1, .kv_block_tokens = 16, .chunk_tokens = 8192,
+                             .prefill_instances = 1, .prefill_batch_tokens = 16384};
 }
 
 static int64_t reservation(const struct sim_config *c, int64_t i)
@@ -342,8 +504,12 @@ const char *sim_config_problem(const struct sim_config *c)
         return "warmup must be >= 0";
     if (c->requests > SIM_MAX_REQUESTS - c->warmup)
         return "requests + warmup must be at most SIM_MAX_REQUESTS";
-    if (!(c->arrivals_per_s > 0) || !isfinite(c->arrivals_per_s))
+    if (c->arrivals != SIM_POISSON && c->arrivals != SIM_CONSTANT && c->arrivals != SIM_CLOSED)
+        return "arrivals must be SIM_POISSON, SIM_CONSTANT or SIM_CLOSED";
+    if (c->arrivals != SIM_CLOSED && (!(c->arrivals_per_s > 0) || !isfinite(c->arrivals_per_s)))
         return "arrivals_per_s must be > 0 and finite";
+    if (c->arrivals == SIM_CLOSED && (c->concurrency < 1 || c->concurrency > SIM_MAX_REQUESTS))
+        return "concurrency must be in [1, SIM_MAX_REQUESTS] for SIM_CLOSED";
     if (c->classes < 1 || c->classes > INT32_MAX || !c->isl || !c->osl || !c->weight)
         return "classes must be >= 1, with isl, osl and weight";
     double total = 0;
@@ -379,7 +545,7 @@ const char *sim_config_problem(const struct sim_config *c)
     return NULL;
 }
 
-/* Draws every request: arrival, class, instance (simulate.h). */
+/* Draws every request: arrival, class, instance (simulate.h); closed, the class alone. */
 static void draw(struct sim *s, const double *cumulative)
 {
     const struct sim_config *c = s->c;
@@ -388,7 +554,12 @@ static void draw(struct sim *s, const double *cumulative)
     double at_s = 0, total = cumulative[c->classes - 1];
     for (int64_t i = 0; i < s->total; i++) {
         struct request *r = &s->req[i];
-        at_s += -log1p(-rng_uniform(&rng)) / c->arrivals_per_s;
+        if (c->arrivals != SIM_CLOSED) {
+            double u = rng_uniform(&rng); /* drawn when constant too: a seed's classes and instances
+                                           * are then those of the Poisson stream */
+            at_s = c->arrivals == SIM_POISSON ? at_s - log1p(-u) / c->arrivals_per_s
+                                              : (double)(i + 1) / c->arrivals_per_s;
+        }
         double x = rng_uniform(&rng) * total;
         int64_t lo = 0, hi = c->classes - 1; /* the first class whose cumulative weight exceeds x */
         while (lo < hi) {
@@ -398,9 +569,12 @@ static void draw(struct sim *s, const double *cumulative)
             else
                 lo = mid + 1;
         }
-        int64_t instance = (int64_t)(rng_uniform(&rng) * (double)c->decode_instances);
-        *r = (struct request){.arrival_s = at_s, .ready_s = at_s, .cls = (int32_t)lo,
-                              .instance = (int32_t)(instance < c->decode_instances ? instance : c->decode_instances - 1)};
+        int64_t instance = 0; /* closed: issue() sets it */
+        if (c->arrivals != SIM_CLOSED) {
+            instance = (int64_t)(rng_uniform(&rng) * (double)c->decode_instances);
+            instance = instance < c->decode_instances ? instance : c->decode_instances - 1;
+        }
+        *r = (struct request){.arrival_s = at_s, .ready_s = at_s, .cls = (int32_t)lo, .instance = (int32_t)instance};
     }
 }
 
@@ -429,7 +603,8 @@ static enum sim_status run_instances(struct sim *s, struct ready *order, int64_t
             qsort(order + first[j], (size_t)n, sizeof *order, by_ready);
         for (int64_t i = first[j]; i < first[j + 1]; i++)
             list[i] = order[i].id;
-        enum sim_status status = run_instance(s, list + first[j], n, prefill);
+        struct inst in = {.queue = list + first[j], .cap = n > 0 ? n : 1, .count = n, .heap = {s->heap.e, 0}};
+        enum sim_status status = run_instance(s, &in, prefill);
         if (status != SIM_OK)
             return status;
     }
@@ -497,7 +672,7 @@ enum sim_status simulate(const struct sim_config *c, const struct sim_timing *t,
 {
     if (sim_config_problem(c) || !t || !t->step_s || (c->mode == SIM_DISAGGREGATED && !t->prefill_s) || !out)
         return SIM_INVALID;
-    struct sim s = {.c = c, .t = t, .total = c->requests + c->warmup};
+    struct sim s = {.c = c, .t = t, .total = c->requests + c->warmup, .closed = c->arrivals == SIM_CLOSED};
     size_t total = (size_t)s.total, instances = (size_t)c->decode_instances, k = (size_t)c->classes;
     size_t servers = c->mode == SIM_DISAGGREGATED ? (size_t)c->prefill_instances : 0;
     size_t heap_size = total > servers ? total : servers;
@@ -526,23 +701,35 @@ enum sim_status simulate(const struct sim_config *c, const struct sim_timing *t,
         cumulative[i] = sum;
     }
     draw(&s, cumulative);
-    s.window_start_s = s.req[c->warmup].arrival_s;
-    s.window_end_s = s.req[s.total - 1].arrival_s;
-    if (c->mode == SIM_DISAGGREGATED && (status = run_prefill(&s)) != SIM_OK)
+    if (s.closed)
+        status = run_closed(&s);
+    else if (c->mode == SIM_DISAGGREGATED && (status = run_prefill(&s)) != SIM_OK)
         goto done;
-    if ((status = run_instances(&s, order, list, first)) != SIM_OK)
+    else
+        status = run_instances(&s, order, list, first);
+    if (status != SIM_OK)
         goto done;
 
     struct sim_result r = {0};
     if ((status = measure(&s, &r, by_class)) != SIM_OK)
         goto done;
-    double window_s = s.window_end_s - s.window_start_s;
-    if (window_s > 0) {
-        r.output_tokens_per_s = s.window_tokens / window_s;
-        r.mean_decoding_sequences = s.decoding_integral / window_s;
+    /* the window (first, last] of the measured arrivals: requests are numbered in arrival order */
+    double start_s = s.req[c->warmup].arrival_s, end_s = s.req[s.total - 1].arrival_s, window_s = end_s - start_s;
+    double tokens = 0, integral = 0; /* osl completing in it; decoding sequences x seconds in it */
+    for (int64_t i = 0; i < s.total; i++) {
+        const struct request *q = &s.req[i];
+        const struct class_info *ci = &s.info[q->cls];
+        r.simulated_s = fmax(r.simulated_s, q->done_s);
+        if (q->done_s > start_s && q->done_s <= end_s)
+            tokens += (double)ci->osl;
+        double overlap_s = fmin(q->done_s, end_s) - fmax(q->decode_s, start_s); /* decoding [decode, done) */
+        if (ci->decode_steps > 0 && overlap_s > 0)
+            integral += overlap_s;
     }
-    for (int64_t i = 0; i < s.total; i++)
-        r.simulated_s = fmax(r.simulated_s, s.req[i].done_s);
+    if (window_s > 0) {
+        r.output_tokens_per_s = tokens / window_s;
+        r.mean_decoding_sequences = integral / window_s;
+    }
     r.max_decoding_sequences = s.max_decoding;
     r.steps = s.steps;
     r.prefill_batches = s.batches;

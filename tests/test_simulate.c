@@ -1,7 +1,8 @@
 /* The serving simulation (simulate.h) against hand arithmetic and queueing theory (issue 26,
  * item 5): an isolated request step by step, Little's law under a load-dependent step, the M/D/1
  * prefill queue against Pollaczek-Khinchine and the exact wait distribution, a two-class mix,
- * determinism, KV and slot admission, and the configs it refuses.
+ * determinism, KV and slot admission, constant and closed-loop arrivals, and the configs it
+ * refuses.
  *
  * Every expected number is worked out beside its check or is a closed form stated there; none is
  * pasted from a run. Constant step times are powers of two (2^-6 s = 15.625 ms) so that adding
@@ -365,7 +366,189 @@ static void admission(void)
           "disaggregated, 4 slots: 4 decoding at most");
 }
 
-/* ---- 7. refused configs ---- */
+/* ---- 7. constant arrivals ---- */
+
+static void constant_arrivals(void)
+{
+    /* isl 1000 (one chunk of 8192), osl 33 = a prefill step + 32 decode steps, constant step
+     * T = 2^-6 s; request i arrives at (i + 1) / 8 s = (i + 1) 8 T, a gap of 8 T below the
+     * 33-step request, so the instance, busy from the first arrival (8 T) on, runs step s
+     * (from 0) over [(8 + s) T, (9 + s) T) and request i arrives exactly as step 8 i starts:
+     * admitted to it, its first token at its end (TTFT = T), then steps 8 i + 1 .. 8 i + 32
+     * (TPOT = 32 T / 32 = T), done at (8 i + 41) T. */
+    static const int64_t isl[] = {1000}, osl[] = {33};
+    static const double weight[] = {1};
+    struct sim_config c = config_of(isl, osl, weight, 1, 1000, 8);
+    c.arrivals = SIM_CONSTANT;
+    c.warmup = 8;
+    struct timing t = {.constant_s = T_S};
+    struct sim_timing timing = timing_of(&t);
+    struct sim_result r, again;
+    CHECK(simulate(&c, &timing, &r, NULL) == SIM_OK, "constant arrivals, 8 a second: simulated");
+    CHECK_EQ(r.ttft_s.p50, T_S, "TTFT = T exactly: each arrives as a step starts and rides it");
+    CHECK(r.ttft_s.p50 == r.ttft_s.p99 && r.ttft_s.p99 == r.ttft_s.mean, "every TTFT equal: p50 = p99 = mean");
+    CHECK_EQ(r.tpot_s.p50, T_S, "TPOT = 32 T / 32 = T exactly");
+    CHECK(r.tpot_s.p50 == r.tpot_s.p99 && r.tpot_s.p99 == r.tpot_s.mean, "every TPOT equal");
+    /* in step s the decoding requests are those with 8 i + 1 <= s <= 8 i + 32: 32 / 8 = 4 once
+     * s >= 32 (so within the window, which starts at request 8's arrival, step 64) */
+    CHECK_EQ(r.max_decoding_sequences, 4, "4 decoding at most: 32 decode steps / a gap of 8");
+    CHECK_REL(r.mean_decoding_sequences, 4, 1e-12, "4 decoding throughout the window");
+    /* the window (72 T, 8 x 1008 T]: requests i = 4 .. 1006 complete in it ((8 i + 41) T),
+     * 1,003 x 33 tokens over 1,003 gaps of 8 T: 33 / (8 T) = 264 tokens/s = rate x osl */
+    CHECK_REL(r.output_tokens_per_s, 264, 1e-12, "output tokens/s = 8 x 33 = 264");
+    /* the last request (1007) ends with step 8 x 1007 + 32, so 8,089 steps, the last at 8,097 T */
+    CHECK_EQ(r.steps, 8089, "8 x 1007 + 33 = 8,089 steps, back to back");
+    CHECK_EQ(r.simulated_s, 8097 * T_S, "the last completion at (8 + 8089) T");
+    /* one class at one instance: the draws decide nothing, so any seed gives the same */
+    c.seed = 12345;
+    CHECK(simulate(&c, &timing, &again, NULL) == SIM_OK && memcmp(&r, &again, sizeof r) == 0,
+          "one class, one instance: another seed, a bit-identical result");
+
+    /* the gap's draw is spent: a seed gives constant arrivals the classes of the Poisson stream */
+    static const int64_t isl2[] = {100, 200}, osl2[] = {10, 20};
+    static const double weight2[] = {0.3, 0.7};
+    struct sim_config p = config_of(isl2, osl2, weight2, 2, 5000, 50);
+    p.decode_instances = 3;
+    struct sim_config q = p;
+    q.arrivals = SIM_CONSTANT;
+    struct sim_class_result kp[2], kq[2];
+    CHECK(simulate(&p, &timing, &r, kp) == SIM_OK && simulate(&q, &timing, &again, kq) == SIM_OK,
+          "two classes at 3 instances, Poisson and constant: simulated");
+    CHECK(kp[0].measured == kq[0].measured && kp[1].measured == kq[1].measured && kp[0].measured != 0 &&
+              kp[1].measured != 0,
+          "the same seed: the same class counts (%lld, %lld) in both", (long long)kq[0].measured,
+          (long long)kq[1].measured);
+}
+
+/* ---- 8. a closed loop ---- */
+
+static void closed_loop(void)
+{
+    /* 2 replicas with 4 clients each, isl 1000 = the chunk (a prompt a step), osl 33, constant
+     * T. At time 0 each replica gets 4 requests (requests 0 .. 7, i mod 2) and prefills them one
+     * a step: client j's first token ends step j (TTFT (j + 1) T: the 8 of warm-up), it decodes
+     * steps j + 1 .. j + 32 and completes at (j + 33) T, where its next request arrives and is
+     * prefilled alone in step j + 33 (the other clients' prompts fall in steps j' + 33 n, j' != j
+     * mod 33). So a cycle of 33 steps a request, client j prefilling in the steps = j mod 33:
+     * every measured TTFT = T, TPOT = T; a replica yields 4 x 33 tokens / (33 T) = 4 / T.
+     * Measured: 802 = 8 x 100 + 2, the first (request 8) at 33 T, the last (809, replica 1's
+     * client 0, its 102nd) at 3333 T: a window of 100 cycles. */
+    static const int64_t isl[] = {1000}, osl[] = {33};
+    static const double weight[] = {1};
+    struct sim_config c = config_of(isl, osl, weight, 1, 802, 0);
+    c.arrivals = SIM_CLOSED;
+    c.concurrency = 4;
+    c.decode_instances = 2;
+    c.warmup = 8;
+    c.chunk_tokens = 1000;
+    struct timing t = {.constant_s = T_S};
+    struct sim_timing timing = timing_of(&t);
+    struct sim_result r;
+    CHECK(simulate(&c, &timing, &r, NULL) == SIM_OK, "closed, 2 x 4 clients, rate 0: simulated");
+    CHECK_EQ(r.ttft_s.p50, T_S, "closed: TTFT = T, a new prompt is one chunk and has its step alone");
+    CHECK(r.ttft_s.p50 == r.ttft_s.p99 && r.ttft_s.p99 == r.ttft_s.mean, "closed: every TTFT equal");
+    CHECK_EQ(r.tpot_s.p50, T_S, "closed: TPOT = T");
+    CHECK(r.tpot_s.p50 == r.tpot_s.p99 && r.tpot_s.p99 == r.tpot_s.mean, "closed: every TPOT equal");
+    /* completions in (33 T, 3333 T]: at (33 m + j) T, 3 for m = 1, 4 for m = 2 .. 100, 1 (j = 0)
+     * for m = 101: 400 a replica. 800 x 33 tokens / 3300 T = 8 / T = 512 tokens/s */
+    CHECK_REL(r.output_tokens_per_s, 2 * 4 * 33 / (33 * T_S), 1e-12,
+              "closed: 2 x C x osl / (osl steps x T) = 8 / T = 512 tokens/s");
+    /* a cycle: 4 steps with one client prefilling (3 decode), 29 with all 4 decoding; 128 / 33 a
+     * replica. Little: 8 / (33 T) requests/s x 32 T decoding each = 256 / 33 too */
+    CHECK_REL(r.mean_decoding_sequences, 2 * 128.0 / 33, 1e-12, "closed: mean decoding = 2 x (4 x 3 + 29 x 4) / 33");
+    CHECK_EQ(r.max_decoding_sequences, 4, "closed: at most C = 4 decoding an instance");
+    /* each replica: 405 requests, client 0's last (its 102nd) prefilled in step 33 x 101 = 3333,
+     * done with step 3365; busy throughout: 3,366 steps, the last completion at 3366 T */
+    CHECK_EQ(r.steps, 2 * 3366, "closed: 3,366 steps a replica");
+    CHECK_EQ(r.simulated_s, 3366 * T_S, "closed: the last completion at 3366 T");
+
+    /* fewer requests than clients: 3 requests at time 0 to replicas 0, 1, 0 (a prompt a step);
+     * replica 0 prefills them in steps 0 and 1 (TTFT 2 T at most), decodes to step 33: 34 steps;
+     * replica 1: 1 + 32 */
+    c.requests = 3;
+    c.warmup = 0;
+    CHECK(simulate(&c, &timing, &r, NULL) == SIM_OK && r.ttft_s.p99 == 2 * T_S && r.steps == 34 + 33,
+          "3 requests for 8 clients: TTFT 2 T at most, 34 + 33 steps");
+
+    /* step = a + b x sequences, a = 2^-7 s, b = 2^-14 s; one replica of C = 16 clients, isl 512 =
+     * the chunk, osl 129: as above a cycle of 129 steps, 16 of them carrying one prompt and 15
+     * decoding (a + 15 b = 143 / 2^14 s), 113 with 16 decoding (144 / 2^14 s): 18,560 / 2^14 s.
+     * Mean decoding = (16 x 15 x 143 + 113 x 16 x 144) / 18,560 = 294,672 / 18,560 = 15.877, C
+     * less the prompt steps' share. A request's 128 decode steps hold the 15 others' prompt
+     * steps: 15 x 143 + 113 x 144 = 18,417 / 2^14 s; Little: 16 / cycle x that = the same.
+     * Measured 16 x 50 + 1: from client 0's 2nd request (step 129) to its 52nd (step 129 x 51):
+     * 50 cycles. */
+    static const int64_t isl16[] = {512}, osl16[] = {129};
+    c = config_of(isl16, osl16, weight, 1, 801, 0);
+    c.arrivals = SIM_CLOSED;
+    c.concurrency = 16;
+    c.warmup = 16;
+    c.chunk_tokens = 512;
+    t = (struct timing){.constant_s = 0x1p-7, .per_sequence_s = 0x1p-14};
+    CHECK(simulate(&c, &timing, &r, NULL) == SIM_OK, "closed, 16 clients, a linear step: simulated");
+    CHECK_REL(r.mean_decoding_sequences, 294672.0 / 18560, 1e-12, "closed: mean decoding = 294,672 / 18,560 = 15.877");
+    CHECK(r.mean_decoding_sequences < 16 && r.mean_decoding_sequences > 16 * (1 - 16.0 / 129),
+          "closed: C = 16 less at most the prompt steps' share");
+    CHECK_REL(r.ttft_s.p99, 143 * 0x1p-14, 1e-12, "closed: TTFT = a + 15 b, the prompt's step");
+    CHECK_REL(r.ttft_s.p50, r.ttft_s.p99, 1e-15, "closed: every TTFT equal");
+    /* the last requests decode in the drain, where clients stop and steps grow cheaper: p50 and
+     * p99 are the cycle's, the mean a little below */
+    CHECK_REL(r.tpot_s.p50, 18417 * 0x1p-14 / 128, 1e-12, "closed: TPOT = (15 x 143 + 113 x 144) / 2^14 / 128");
+    CHECK(r.tpot_s.p99 == r.tpot_s.p50 && r.tpot_s.mean <= r.tpot_s.p50, "closed: the drain's TPOT only lower");
+    CHECK_REL(r.output_tokens_per_s, 16 * 129 / (18560 * 0x1p-14), 1e-12, "closed: 16 x 129 tokens a cycle");
+    CHECK_EQ(r.max_decoding_sequences, 16, "closed: 16 decoding at most");
+
+    /* disaggregated: one decode instance of C = 4 clients, one prefill server taking all 4 in a
+     * batch of P = 4 T, no transfer time, osl 33. At 0 the 4 arrive, are prefilled by 4 T (TTFT
+     * P = 4 T), join the idle instance and decode 32 steps together to 36 T, then all 4 send
+     * again: a cycle of 36 T, TPOT T, 4 x 33 tokens / 36 T, 4 x 32 / 36 decoding. 205 requests
+     * (4 + 201): cycles 0 .. 50 of 4, then one; measured from 36 T to 51 x 36 T, 50 cycles. */
+    c = config_of(isl, osl, weight, 1, 201, 0);
+    c.arrivals = SIM_CLOSED;
+    c.mode = SIM_DISAGGREGATED;
+    c.concurrency = 4;
+    c.warmup = 4;
+    c.prefill_batch_tokens = 4000;
+    t = (struct timing){.constant_s = T_S, .prefill_s = 4 * T_S};
+    CHECK(simulate(&c, &timing, &r, NULL) == SIM_OK, "closed, disaggregated: simulated");
+    CHECK(r.ttft_s.p50 == 4 * T_S && r.ttft_s.p99 == 4 * T_S, "closed, disaggregated: TTFT = P = 4 T");
+    CHECK(r.tpot_s.p50 == T_S && r.tpot_s.p99 == T_S, "closed, disaggregated: TPOT = T");
+    CHECK_EQ(r.prefill_batches, 52, "closed, disaggregated: 51 batches of 4 and one of 1");
+    CHECK(t.max_prompts == 4 && t.max_tokens == 4000, "closed, disaggregated: all 4 clients in a batch");
+    CHECK_REL(r.output_tokens_per_s, 4 * 33 / (36 * T_S), 1e-12, "closed, disaggregated: 4 x 33 / 36 T");
+    CHECK_REL(r.mean_decoding_sequences, 4 * 32.0 / 36, 1e-12, "closed, disaggregated: 4 x 32 / 36 decoding");
+    CHECK_EQ(r.simulated_s, (51 * 36 + 36) * T_S, "closed, disaggregated: the last ends a cycle after 51 x 36 T");
+
+    /* determinism of the event loop: a two-class mix, 3 instances, caps, both modes */
+    static const int64_t isl2[] = {300, 3000}, osl2[] = {1, 1000};
+    static const double weight2[] = {0.5, 0.5};
+    c = config_of(isl2, osl2, weight2, 2, 20000, 0);
+    c.arrivals = SIM_CLOSED;
+    c.concurrency = 50;
+    c.decode_instances = 3;
+    c.max_sequences = 40;
+    c.chunk_tokens = 1024;
+    c.prefill_instances = 2;
+    t = (struct timing){.constant_s = 0.005, .per_sequence_s = 2e-4, .prefill_s = 0.02};
+    for (int mode = 0; mode < 2; mode++) {
+        struct sim_result a, b;
+        struct sim_class_result ka[2];
+        c.mode = mode ? SIM_DISAGGREGATED : SIM_AGGREGATED;
+        c.seed = 1;
+        memset(&a, 0, sizeof a);
+        memset(&b, 0xff, sizeof b);
+        CHECK(simulate(&c, &timing, &a, ka) == SIM_OK && simulate(&c, &timing, &b, NULL) == SIM_OK &&
+                  memcmp(&a, &b, sizeof a) == 0,
+              "closed, %s, osl 1 and 1000, 40 slots: bit-identical twice", mode ? "disaggregated" : "aggregated");
+        CHECK(a.max_decoding_sequences <= 40 && ka[0].tpot_measured == 0 && ka[1].tpot_measured == ka[1].measured,
+              "closed, %s: the slot cap holds; osl 1 has no TPOT", mode ? "disaggregated" : "aggregated");
+        c.seed = 2;
+        CHECK(simulate(&c, &timing, &b, NULL) == SIM_OK && memcmp(&a, &b, sizeof a) != 0,
+              "closed, %s: another seed, another result", mode ? "disaggregated" : "aggregated");
+    }
+}
+
+/* ---- 9. refused configs ---- */
 
 static void refused(void)
 {
@@ -387,6 +570,8 @@ static void refused(void)
         {"negative cap", good}, {"negative chunk", good}, {"KV below one request", good},
         {"no prefill server", good}, {"prefill batch 0", good}, {"negative transfer", good},
         {"unknown mode", good}, {"too many instances", good}, {"too many requests", good},
+        {"unknown arrivals", good}, {"constant, rate 0", good}, {"closed, concurrency 0", good},
+        {"closed, negative concurrency", good}, {"closed, too many clients", good},
     };
     int i = 0;
     cases[i++].c.requests = 0;
@@ -416,6 +601,14 @@ static void refused(void)
     cases[i++].c.decode_instances = SIM_MAX_INSTANCES + 1;
     cases[i].c.warmup = 1;
     cases[i++].c.requests = SIM_MAX_REQUESTS; /* + 1 of warm-up */
+    cases[i++].c.arrivals = (enum sim_arrivals)7;
+    cases[i].c.arrivals = SIM_CONSTANT;
+    cases[i++].c.arrivals_per_s = 0;
+    for (int j = i; j < i + 3; j++)
+        cases[j].c.arrivals = SIM_CLOSED;
+    cases[i++].c.concurrency = 0;
+    cases[i++].c.concurrency = -1;
+    cases[i++].c.concurrency = SIM_MAX_REQUESTS + 1;
     for (int j = 0; j < i; j++) {
         memset(&r, 0xa5, sizeof r);
         before = r;
@@ -426,6 +619,21 @@ static void refused(void)
     CHECK_STR(sim_config_problem(&cases[2].c), "arrivals_per_s must be > 0 and finite", "the rate's message");
     CHECK_STR(sim_config_problem(&cases[17].c),
               "a class's isl + osl, rounded up to kv_block_tokens, exceeds kv_capacity_tokens", "the KV's message");
+    CHECK_STR(sim_config_problem(&cases[24].c), "arrivals must be SIM_POISSON, SIM_CONSTANT or SIM_CLOSED",
+              "the arrivals' message");
+    CHECK_STR(sim_config_problem(&cases[25].c), "arrivals_per_s must be > 0 and finite", "constant needs a rate");
+    CHECK_STR(sim_config_problem(&cases[26].c), "concurrency must be in [1, SIM_MAX_REQUESTS] for SIM_CLOSED",
+              "the concurrency's message");
+    /* closed reads no rate (0 here, NaN too) and open no concurrency (0 by default) */
+    struct sim_config closed = good;
+    closed.arrivals = SIM_CLOSED;
+    closed.concurrency = 1;
+    closed.arrivals_per_s = 0;
+    CHECK(sim_config_problem(&closed) == NULL && simulate(&closed, &timing, &r, NULL) == SIM_OK,
+          "closed, concurrency 1, rate 0: runs");
+    closed.arrivals_per_s = NAN;
+    CHECK(sim_config_problem(&closed) == NULL, "closed, rate NaN: not read");
+    CHECK(good.arrivals == SIM_POISSON && good.concurrency == 0, "sim_config_init: Poisson, concurrency 0");
     /* 224 holds the larger class exactly */
     struct sim_config fits = good;
     fits.kv_capacity_tokens = 224;
@@ -461,6 +669,8 @@ int main(void)
     mix();
     determinism();
     admission();
+    constant_arrivals();
+    closed_loop();
     refused();
     return tap_done();
 }
