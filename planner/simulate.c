@@ -1,0 +1,749 @@
+/* simulate.c: the discrete-event serving simulation (simulate.h). Open loop: requests drawn up
+ * front, the prefill pool (disaggregated) run over them, then each instance alone on its own
+ * arrivals. Closed loop: the classes drawn up front, then one event loop in time order. */
+#include "simulate.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* isl and osl at most this: sums over 10^8 requests stay within int64. */
+#define SIM_MAX_TOKENS ((int64_t)1 << 32)
+
+/* ---- the PRNG: xoshiro256** (Blackman and Vigna, 2018) seeded through splitmix64 ---- */
+
+struct rng {
+    uint64_t s[4];
+};
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+static void rng_seed(struct rng *r, uint64_t seed)
+{
+    for (int i = 0; i < 4; i++)
+        r->s[i] = splitmix64(&seed);
+}
+
+static uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+static uint64_t rng_next(struct rng *r)
+{
+    uint64_t *s = r->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+/* [0, 1): the top 53 bits */
+static double rng_uniform(struct rng *r)
+{
+    return (double)(rng_next(r) >> 11) * 0x1p-53;
+}
+
+/* ---- a binary min-heap of (key, id), ties to the lower id ---- */
+
+struct heap_entry {
+    double key;
+    int64_t id;
+};
+
+struct heap {
+    struct heap_entry *e;
+    int64_t n;
+};
+
+static bool heap_before(struct heap_entry a, struct heap_entry b)
+{
+    return a.key < b.key || (a.key == b.key && a.id < b.id);
+}
+
+/* The caller sized h->e for every entry it pushes. */
+static void heap_push(struct heap *h, double key, int64_t id)
+{
+    int64_t i = h->n++;
+    struct heap_entry x = {key, id};
+    while (i > 0 && heap_before(x, h->e[(i - 1) / 2])) {
+        h->e[i] = h->e[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h->e[i] = x;
+}
+
+static struct heap_entry heap_pop(struct heap *h)
+{
+    assert(h->n > 0);
+    struct heap_entry top = h->e[0], x = h->e[--h->n];
+    int64_t i = 0;
+    for (;;) {
+        int64_t child = 2 * i + 1;
+        if (child >= h->n)
+            break;
+        if (child + 1 < h->n && heap_before(h->e[child + 1], h->e[child]))
+            child++;
+        if (!heap_before(h->e[child], x))
+            break;
+        h->e[i] = h->e[child];
+        i = child;
+    }
+    if (h->n > 0)
+        h->e[i] = x;
+    return top;
+}
+
+/* ---- the simulation ---- */
+
+struct request {
+    double arrival_s, ready_s; /* ready: arrival (aggregated) or joining the decode instance */
+    double first_s, decode_s;  /* decode: the start of its first decode step */
+    double done_s;
+    int64_t start_step;        /* the instance's step index of its first decode step */
+    int32_t cls, instance;
+};
+
+/* What every request of a class shares. */
+struct class_info {
+    int64_t isl, osl;
+    int64_t computed;     /* prompt tokens prefilled */
+    int64_t reserve;      /* KV tokens admission reserves */
+    int64_t decode_steps; /* M: steps after the first token */
+};
+
+/* One instance's state between steps. Its requests, in the order they become ready, are
+ * queue[i % cap] for i in [0, count); those before pf (aggregated) or next (disaggregated) are
+ * no longer read, so a ring of cap entries holds a closed loop's clients. */
+struct inst {
+    int64_t *queue;
+    int64_t cap, count;
+    int64_t next;             /* the first request not admitted */
+    int64_t pf, pf_done;      /* queue[pf]: the first admitted prompt not wholly prefilled, pf_done
+                               * of its tokens done */
+    int64_t finished, done;   /* the step in progress: pf and pf_done after it */
+    int64_t in_flight, kv_used, k;
+    /* over the decoding sequences: the sum of isl + 1 and of their start steps, so that their
+     * contexts sum to base + tps (n k - starts) at step k, exactly and in O(1) */
+    int64_t base, starts;
+    struct heap heap;         /* decoding sequences by the step index at whose end each completes */
+    double now_s, end_s;      /* the step in progress starts and ends */
+    bool busy, scheduled;     /* closed loop: a step in progress; an event pending */
+};
+
+struct sim {
+    const struct sim_config *c;
+    const struct sim_timing *t;
+    struct request *req;
+    struct class_info *info;
+    int64_t total;
+    struct heap heap;
+    bool closed;
+    int64_t issued;           /* closed loop: requests sent so far, in arrival order */
+    struct inst *inst;        /* closed loop: every instance with a client */
+    struct heap events;       /* closed loop: instances by their next event, then index */
+    int64_t max_decoding, steps, batches;
+};
+
+static struct request *queued(const struct sim *s, const struct inst *in, int64_t i)
+{
+    return &s->req[in->queue[i % in->cap]];
+}
+
+/* Closed loop: a step of instance `id` is due at at_s, unless one is pending or running. */
+static void wake(struct sim *s, int64_t id, double at_s)
+{
+    struct inst *in = &s->inst[id];
+    if (!in->scheduled) {
+        in->scheduled = true;
+        heap_push(&s->events, at_s, id);
+    }
+}
+
+/* Closed loop: the next request (if any is left) arrives at at_s from a client of `instance`. */
+static void issue(struct sim *s, int64_t instance, double at_s)
+{
+    if (s->issued == s->total)
+        return;
+    struct request *r = &s->req[s->issued];
+    r->arrival_s = r->ready_s = at_s;
+    r->instance = (int32_t)instance;
+    if (s->c->mode == SIM_AGGREGATED) {
+        struct inst *in = &s->inst[instance];
+        in->queue[in->count++ % in->cap] = s->issued;
+        wake(s, instance, at_s);
+    }
+    s->issued++;
+}
+
+static void complete(struct sim *s, struct request *r, double at_s)
+{
+    r->done_s = at_s;
+    if (s->closed)
+        issue(s, r->instance, at_s);
+}
+
+/* Admits at in->now_s, builds the step and times it (simulate.h); inst_finish ends it. */
+static enum sim_status inst_start(struct sim *s, struct inst *in, bool prefill)
+{
+    const struct sim_config *c = s->c;
+    struct request *rq = s->req;
+    const struct class_info *info = s->info;
+    struct heap *h = &in->heap;
+    const double tps = c->tokens_per_step;
+    const int64_t chunk = c->chunk_tokens > 0 ? c->chunk_tokens : INT64_MAX;
+    while (in->next < in->count) {
+        struct request *r = queued(s, in, in->next);
+        const struct class_info *ci = &info[r->cls];
+        if (r->ready_s > in->now_s || (c->max_sequences > 0 && in->in_flight >= c->max_sequences) ||
+            (c->kv_capacity_tokens > 0 && in->kv_used + ci->reserve > c->kv_capacity_tokens))
+            break;
+        in->in_flight++;
+        in->kv_used += ci->reserve;
+        in->next++;
+        if (!prefill) {
+            r->start_step = in->k;
+            r->decode_s = in->now_s;
+            heap_push(h, (double)(in->k + ci->decode_steps - 1), r - rq);
+            in->base += ci->isl + 1;
+            in->starts += in->k;
+        }
+    }
+    struct sim_step step = {.sequences = h->n};
+    if (h->n > 0)
+        step.context_tokens = ((double)in->base + tps * (double)(h->n * in->k - in->starts)) / (double)h->n;
+    int64_t finished = in->pf, done = in->pf_done; /* queue[pf, finished) end their prompts */
+    if (prefill) {
+        int64_t budget = chunk;
+        double weighted = 0;
+        while (finished < in->next && budget > 0) {
+            const struct class_info *ci = &info[queued(s, in, finished)->cls];
+            int64_t left = ci->computed - done, take = left < budget ? left : budget;
+            weighted += (double)take * ((double)(ci->isl - ci->computed + done) + (double)take / 2);
+            step.prefill_tokens += take;
+            budget -= take;
+            if (take == left) {
+                finished++;
+                done = 0;
+            } else {
+                done += take;
+            }
+        }
+        if (step.prefill_tokens > 0)
+            step.prefill_context_tokens = weighted / (double)step.prefill_tokens;
+    }
+    assert(step.sequences > 0 || step.prefill_tokens > 0);
+    double d_s = s->t->step_s(s->t->context, &step);
+    if (!isfinite(d_s) || d_s < 0)
+        return SIM_BAD_TIME;
+    in->end_s = in->now_s + d_s;
+    in->finished = finished;
+    in->done = done;
+    if (h->n > s->max_decoding)
+        s->max_decoding = h->n;
+    s->steps++;
+    return SIM_OK;
+}
+
+/* The step's end: completions, then first tokens. */
+static void inst_finish(struct sim *s, struct inst *in)
+{
+    struct heap *h = &in->heap;
+    const double end_s = in->end_s;
+    const int64_t k = in->k;
+    while (h->n > 0 && h->e[0].key == (double)k) {
+        struct request *r = &s->req[heap_pop(h).id];
+        const struct class_info *ci = &s->info[r->cls];
+        in->base -= ci->isl + 1;
+        in->starts -= r->start_step;
+        in->in_flight--;
+        in->kv_used -= ci->reserve;
+        complete(s, r, end_s);
+    }
+    assert(h->n == 0 || h->e[0].key > (double)k);
+    while (in->pf < in->finished) {
+        struct request *r = queued(s, in, in->pf++); /* its slot freed before a client reuses it */
+        const struct class_info *ci = &s->info[r->cls];
+        r->first_s = end_s;
+        if (ci->decode_steps == 0) {
+            in->in_flight--;
+            in->kv_used -= ci->reserve;
+            complete(s, r, end_s);
+        } else {
+            r->start_step = k + 1;
+            r->decode_s = end_s;
+            heap_push(h, (double)(k + ci->decode_steps), r - s->req);
+            in->base += ci->isl + 1;
+            in->starts += k + 1;
+        }
+    }
+    in->pf_done = in->done;
+    in->now_s = end_s;
+    in->k++;
+}
+
+/* Open loop: one instance over all its requests, steps back to back while it has work. */
+static enum sim_status run_instance(struct sim *s, struct inst *in, bool prefill)
+{
+    while (in->next < in->count || in->in_flight > 0) {
+        if (in->in_flight == 0 && queued(s, in, in->next)->ready_s > in->now_s)
+            in->now_s = queued(s, in, in->next)->ready_s;
+        enum sim_status status = inst_start(s, in, prefill);
+        if (status != SIM_OK)
+            return status;
+        inst_finish(s, in);
+    }
+    return SIM_OK;
+}
+
+/* The prefill pool: batches in arrival order, each on the server free longest (simulate.h). */
+static enum sim_status run_prefill(struct sim *s)
+{
+    const struct sim_config *c = s->c;
+    struct heap *h = &s->heap; /* servers by the time each is free, then index */
+    h->n = 0;
+    for (int64_t i = 0; i < c->prefill_instances; i++)
+        heap_push(h, 0, i);
+    for (int64_t q = 0; q < s->total;) {
+        struct heap_entry server = heap_pop(h);
+        double start_s = fmax(server.key, s->req[q].arrival_s);
+        int64_t prompts = 0, tokens = 0;
+        while (q + prompts < s->total && s->req[q + prompts].arrival_s <= start_s) {
+            int64_t more = s->info[s->req[q + prompts].cls].computed;
+            if (prompts > 0 && tokens + more > c->prefill_batch_tokens)
+                break;
+            tokens += more;
+            prompts++;
+        }
+        double d_s = s->t->prefill_s(s->t->context, prompts, tokens);
+        if (!isfinite(d_s) || d_s < 0)
+            return SIM_BAD_TIME;
+        double end_s = start_s + d_s;
+        heap_push(h, end_s, server.id);
+        s->batches++;
+        for (int64_t j = q; j < q + prompts; j++) {
+            struct request *r = &s->req[j];
+            r->ready_s = r->first_s = end_s + c->kv_transfer_s;
+            if (s->info[r->cls].decode_steps == 0)
+                complete(s, r, r->first_s);
+        }
+        q += prompts;
+    }
+    return SIM_OK;
+}
+
+/* Closed loop (simulate.h): one event loop over the instances, the prefill pool and the joins,
+ * in time order; at one time joins first, then instance steps by index, then a prefill batch. */
+static enum sim_status run_closed(struct sim *s)
+{
+    const struct sim_config *c = s->c;
+    const bool prefill = c->mode == SIM_AGGREGATED;
+    const int64_t d = c->decode_instances; /* concurrency x d <= 10^8 x 2^20: no overflow */
+    const int64_t clients = c->concurrency * d < s->total ? c->concurrency * d : s->total;
+    const int64_t active = d < clients ? d : clients;
+    size_t servers = prefill ? 0 : (size_t)c->prefill_instances;
+    s->inst = calloc((size_t)active, sizeof *s->inst);
+    int64_t *queues = malloc((size_t)clients * sizeof *queues);
+    struct heap_entry *decode = malloc((size_t)clients * sizeof *decode);
+    struct heap joins = {malloc((size_t)clients * sizeof *joins.e), 0}, pool = {NULL, 0};
+    s->events = (struct heap){malloc((size_t)active * sizeof *s->events.e), 0};
+    if (servers)
+        pool.e = malloc(servers * sizeof *pool.e);
+    enum sim_status status = SIM_NO_MEMORY;
+    if (!s->inst || !queues || !decode || !joins.e || !s->events.e || (servers && !pool.e))
+        goto done;
+    status = SIM_OK;
+    /* instance j's clients: those of the first `clients` requests with i mod d = j */
+    for (int64_t j = 0, offset = 0; j < active; j++) {
+        int64_t n = (clients - j + d - 1) / d;
+        s->inst[j] = (struct inst){.queue = queues + offset, .cap = n, .heap = {decode + offset, 0}};
+        offset += n;
+    }
+    for (size_t i = 0; i < servers; i++)
+        heap_push(&pool, 0, (int64_t)i);
+    for (int64_t i = 0; i < clients; i++)
+        issue(s, i % d, 0);
+    int64_t q = 0; /* the first request not yet in a prefill batch */
+    for (;;) {
+        double join_s = joins.n > 0 ? joins.e[0].key : INFINITY;
+        double step_s = s->events.n > 0 ? s->events.e[0].key : INFINITY;
+        double batch_s = servers && q < s->issued ? fmax(pool.e[0].key, s->req[q].arrival_s) : INFINITY;
+        if (join_s == INFINITY && step_s == INFINITY && batch_s == INFINITY)
+            break;
+        if (join_s <= step_s && join_s <= batch_s) {
+            struct heap_entry e = heap_pop(&joins);
+            struct request *r = &s->req[e.id];
+            if (s->info[r->cls].decode_steps == 0) {
+                complete(s, r, e.key);
+            } else {
+                struct inst *in = &s->inst[r->instance];
+                in->queue[in->count++ % in->cap] = e.id;
+                wake(s, r->instance, e.key);
+            }
+        } else if (step_s <= batch_s) {
+            struct heap_entry e = heap_pop(&s->events);
+            struct inst *in = &s->inst[e.id];
+            if (in->busy)
+                inst_finish(s, in); /* may issue into its own queue: `scheduled` keeps it out */
+            else
+                in->now_s = e.key;
+            in->busy = in->in_flight > 0 || in->next < in->count; /* what is queued is ready */
+            if (in->busy) {
+                if ((status = inst_start(s, in, prefill)) != SIM_OK)
+                    goto done;
+                heap_push(&s->events, in->end_s, e.id);
+            } else {
+                in->scheduled = false;
+            }
+        } else {
+            struct heap_entry server = heap_pop(&pool);
+            int64_t prompts = 0, tokens = 0; /* every request sent so far has arrived */
+            while (q + prompts < s->issued) {
+                int64_t more = s->info[s->req[q + prompts].cls].computed;
+                if (prompts > 0 && tokens + more > c->prefill_batch_tokens)
+                    break;
+                tokens += more;
+                prompts++;
+            }
+            double d_s = s->t->prefill_s(s->t->context, prompts, tokens);
+            if (!isfinite(d_s) || d_s < 0) {
+                status = SIM_BAD_TIME;
+                goto done;
+            }
+            heap_push(&pool, batch_s + d_s, server.id);
+            s->batches++;
+            for (int64_t j = q; j < q + prompts; j++) {
+                struct request *r = &s->req[j];
+                r->ready_s = r->first_s = batch_s + d_s + c->kv_transfer_s;
+                heap_push(&joins, r->ready_s, j);
+            }
+            q += prompts;
+        }
+    }
+    assert(s->issued == s->total);
+done:
+    free(s->inst);
+    free(queues);
+    free(decode);
+    free(joins.e);
+    free(s->events.e);
+    free(pool.e);
+    return status;
+}
+
+struct ready {
+    double ready_s;
+    int64_t id;
+};
+
+static int by_ready(const void *a, const void *b)
+{
+    const struct ready *x = a, *y = b;
+    if (x->ready_s != y->ready_s)
+        return x->ready_s < y->ready_s ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sorts v[0, n) and takes its nearest-rank percentiles and mean; all 0 when n is 0. */
+static struct sim_percentiles percentiles(double *v, int64_t n)
+{
+    struct sim_percentiles p = {0, 0, 0, 0};
+    if (n == 0)
+        return p;
+    qsort(v, (size_t)n, sizeof *v, by_value);
+    double sum = 0;
+    for (int64_t i = 0; i < n; i++)
+        sum += v[i];
+    p.mean = sum / (double)n;
+    p.p50 = v[(50 * n + 99) / 100 - 1];
+    p.p90 = v[(90 * n + 99) / 100 - 1];
+    p.p99 = v[(99 * n + 99) / 100 - 1];
+    return p;
+}
+
+void sim_config_init(struct sim_config *c)
+{
+    *c = (struct sim_config){.mode = SIM_AGGREGATED, .arrivals = SIM_POISSON, .seed = 1, .tokens_per_step = 1,
+                             .decode_instances = 1, .kv_block_tokens = 16, .chunk_tokens = 8192,
+                             .prefill_instances = 1, .prefill_batch_tokens = 16384};
+}
+
+static int64_t reservation(const struct sim_config *c, int64_t i)
+{
+    int64_t block = c->kv_block_tokens > 0 ? c->kv_block_tokens : 1, tokens = c->isl[i] + c->osl[i];
+    return (tokens + block - 1) / block * block;
+}
+
+const char *sim_config_problem(const struct sim_config *c)
+{
+    if (!c)
+        return "no config";
+    if (c->mode != SIM_AGGREGATED && c->mode != SIM_DISAGGREGATED)
+        return "mode must be SIM_AGGREGATED or SIM_DISAGGREGATED";
+    if (c->requests < 1)
+        return "requests must be >= 1";
+    if (c->warmup < 0)
+        return "warmup must be >= 0";
+    if (c->requests > SIM_MAX_REQUESTS - c->warmup)
+        return "requests + warmup must be at most SIM_MAX_REQUESTS";
+    if (c->arrivals != SIM_POISSON && c->arrivals != SIM_CONSTANT && c->arrivals != SIM_CLOSED)
+        return "arrivals must be SIM_POISSON, SIM_CONSTANT or SIM_CLOSED";
+    if (c->arrivals != SIM_CLOSED && (!(c->arrivals_per_s > 0) || !isfinite(c->arrivals_per_s)))
+        return "arrivals_per_s must be > 0 and finite";
+    if (c->arrivals == SIM_CLOSED && (c->concurrency < 1 || c->concurrency > SIM_MAX_REQUESTS))
+        return "concurrency must be in [1, SIM_MAX_REQUESTS] for SIM_CLOSED";
+    if (c->classes < 1 || c->classes > INT32_MAX || !c->isl || !c->osl || !c->weight)
+        return "classes must be >= 1, with isl, osl and weight";
+    double total = 0;
+    for (int64_t i = 0; i < c->classes; i++) {
+        if (c->isl[i] < 1 || c->isl[i] > SIM_MAX_TOKENS || c->osl[i] < 1 || c->osl[i] > SIM_MAX_TOKENS)
+            return "a class's isl and osl must be in [1, 2^32]";
+        if (!(c->weight[i] >= 0) || !isfinite(c->weight[i]))
+            return "a class's weight must be >= 0 and finite";
+        total += c->weight[i];
+    }
+    if (!(total > 0) || !isfinite(total))
+        return "the weights must sum to a finite value > 0";
+    if (!(c->prefix_hit >= 0 && c->prefix_hit < 1))
+        return "prefix_hit must be in [0, 1)";
+    if (!(c->tokens_per_step >= 1) || !isfinite(c->tokens_per_step))
+        return "tokens_per_step must be >= 1 and finite";
+    if (c->decode_instances < 1 || c->decode_instances > SIM_MAX_INSTANCES)
+        return "decode_instances must be in [1, SIM_MAX_INSTANCES]";
+    if (c->max_sequences < 0 || c->kv_capacity_tokens < 0 || c->kv_block_tokens < 0 || c->chunk_tokens < 0)
+        return "max_sequences, kv_capacity_tokens, kv_block_tokens and chunk_tokens must be >= 0";
+    if (c->kv_capacity_tokens > 0)
+        for (int64_t i = 0; i < c->classes; i++)
+            if (reservation(c, i) > c->kv_capacity_tokens)
+                return "a class's isl + osl, rounded up to kv_block_tokens, exceeds kv_capacity_tokens";
+    if (c->mode == SIM_DISAGGREGATED) {
+        if (c->prefill_instances < 1 || c->prefill_instances > SIM_MAX_INSTANCES)
+            return "prefill_instances must be in [1, SIM_MAX_INSTANCES]";
+        if (c->prefill_batch_tokens < 1)
+            return "prefill_batch_tokens must be >= 1";
+        if (!(c->kv_transfer_s >= 0) || !isfinite(c->kv_transfer_s))
+            return "kv_transfer_s must be >= 0 and finite";
+    }
+    return NULL;
+}
+
+/* Draws every request: arrival, class, instance (simulate.h); closed, the class alone. */
+static void draw(struct sim *s, const double *cumulative)
+{
+    const struct sim_config *c = s->c;
+    struct rng rng;
+    rng_seed(&rng, c->seed);
+    double at_s = 0, total = cumulative[c->classes - 1];
+    for (int64_t i = 0; i < s->total; i++) {
+        struct request *r = &s->req[i];
+        if (c->arrivals != SIM_CLOSED) {
+            double u = rng_uniform(&rng); /* drawn when constant too: a seed's classes and instances
+                                           * are then those of the Poisson stream */
+            at_s = c->arrivals == SIM_POISSON ? at_s - log1p(-u) / c->arrivals_per_s
+                                              : (double)(i + 1) / c->arrivals_per_s;
+        }
+        double x = rng_uniform(&rng) * total;
+        int64_t lo = 0, hi = c->classes - 1; /* the first class whose cumulative weight exceeds x */
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (x < cumulative[mid])
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        int64_t instance = 0; /* closed: issue() sets it */
+        if (c->arrivals != SIM_CLOSED) {
+            instance = (int64_t)(rng_uniform(&rng) * (double)c->decode_instances);
+            instance = instance < c->decode_instances ? instance : c->decode_instances - 1;
+        }
+        *r = (struct request){.arrival_s = at_s, .ready_s = at_s, .cls = (int32_t)lo, .instance = (int32_t)instance};
+    }
+}
+
+/* Each instance's requests (those that reach it: osl > 1 when disaggregated) in the order they
+ * become ready, then each instance run. `order` and `list` hold s->total entries, `first`
+ * decode_instances + 1. */
+static enum sim_status run_instances(struct sim *s, struct ready *order, int64_t *list, int64_t *first)
+{
+    const struct sim_config *c = s->c;
+    bool prefill = c->mode == SIM_AGGREGATED;
+    memset(first, 0, (size_t)(c->decode_instances + 1) * sizeof *first);
+    for (int64_t i = 0; i < s->total; i++)
+        if (prefill || s->info[s->req[i].cls].decode_steps > 0)
+            first[s->req[i].instance + 1]++;
+    for (int64_t j = 0; j < c->decode_instances; j++)
+        first[j + 1] += first[j];
+    for (int64_t i = 0; i < s->total; i++) /* first[j] as instance j's cursor */
+        if (prefill || s->info[s->req[i].cls].decode_steps > 0)
+            order[first[s->req[i].instance]++] = (struct ready){s->req[i].ready_s, i};
+    for (int64_t j = c->decode_instances; j > 0; j--) /* undo the cursors */
+        first[j] = first[j - 1];
+    first[0] = 0;
+    for (int64_t j = 0; j < c->decode_instances; j++) {
+        int64_t n = first[j + 1] - first[j];
+        if (!prefill) /* joins are not in arrival order when batches end out of order */
+            qsort(order + first[j], (size_t)n, sizeof *order, by_ready);
+        for (int64_t i = first[j]; i < first[j + 1]; i++)
+            list[i] = order[i].id;
+        struct inst in = {.queue = list + first[j], .cap = n > 0 ? n : 1, .count = n, .heap = {s->heap.e, 0}};
+        enum sim_status status = run_instance(s, &in, prefill);
+        if (status != SIM_OK)
+            return status;
+    }
+    return SIM_OK;
+}
+
+/* The measured requests' percentiles, overall and by class. */
+static enum sim_status measure(struct sim *s, struct sim_result *out, struct sim_class_result *classes)
+{
+    const struct sim_config *c = s->c;
+    int64_t n = c->requests, k = c->classes;
+    double *ttft = malloc((size_t)n * sizeof *ttft), *tpot = malloc((size_t)n * sizeof *tpot);
+    int64_t *first = calloc((size_t)k + 1, sizeof *first), *tpot_first = calloc((size_t)k + 1, sizeof *tpot_first);
+    enum sim_status status = SIM_NO_MEMORY;
+    if (!ttft || !tpot || !first || !tpot_first)
+        goto done;
+    /* by class: counts, then each class's values in its own run of the arrays */
+    for (int64_t i = c->warmup; i < s->total; i++) {
+        int32_t cls = s->req[i].cls;
+        first[cls + 1]++;
+        if (s->info[cls].osl > 1)
+            tpot_first[cls + 1]++;
+    }
+    for (int64_t j = 0; j < k; j++) {
+        first[j + 1] += first[j];
+        tpot_first[j + 1] += tpot_first[j];
+    }
+    int64_t tpot_n = tpot_first[k];
+    for (int64_t i = c->warmup; i < s->total; i++) {
+        const struct request *r = &s->req[i];
+        const struct class_info *ci = &s->info[r->cls];
+        ttft[first[r->cls]++] = r->first_s - r->arrival_s;
+        if (ci->osl > 1)
+            tpot[tpot_first[r->cls]++] = (r->done_s - r->first_s) / (double)(ci->osl - 1);
+    }
+    for (int64_t j = k; j > 0; j--) { /* back from cursors to starts */
+        first[j] = first[j - 1];
+        tpot_first[j] = tpot_first[j - 1];
+    }
+    first[0] = tpot_first[0] = 0;
+    if (classes)
+        for (int64_t j = 0; j < k; j++) {
+            struct sim_class_result *cr = &classes[j];
+            cr->measured = first[j + 1] - first[j];
+            cr->tpot_measured = tpot_first[j + 1] - tpot_first[j];
+            cr->share = (double)cr->measured / (double)n;
+            cr->ttft_s = percentiles(ttft + first[j], cr->measured);
+            cr->tpot_s = percentiles(tpot + tpot_first[j], cr->tpot_measured);
+        }
+    out->ttft_s = percentiles(ttft, n);
+    out->tpot_s = percentiles(tpot, tpot_n);
+    out->measured = n;
+    out->tpot_measured = tpot_n;
+    status = SIM_OK;
+done:
+    free(ttft);
+    free(tpot);
+    free(first);
+    free(tpot_first);
+    return status;
+}
+
+enum sim_status simulate(const struct sim_config *c, const struct sim_timing *t, struct sim_result *out,
+                         struct sim_class_result *classes)
+{
+    if (sim_config_problem(c) || !t || !t->step_s || (c->mode == SIM_DISAGGREGATED && !t->prefill_s) || !out)
+        return SIM_INVALID;
+    struct sim s = {.c = c, .t = t, .total = c->requests + c->warmup, .closed = c->arrivals == SIM_CLOSED};
+    size_t total = (size_t)s.total, instances = (size_t)c->decode_instances, k = (size_t)c->classes;
+    size_t servers = c->mode == SIM_DISAGGREGATED ? (size_t)c->prefill_instances : 0;
+    size_t heap_size = total > servers ? total : servers;
+    s.req = malloc(total * sizeof *s.req);
+    s.info = malloc(k * sizeof *s.info);
+    s.heap.e = malloc(heap_size * sizeof *s.heap.e);
+    double *cumulative = malloc(k * sizeof *cumulative);
+    struct ready *order = malloc(total * sizeof *order);
+    int64_t *list = malloc(total * sizeof *list), *first = malloc((instances + 1) * sizeof *first);
+    struct sim_class_result *by_class = classes ? malloc(k * sizeof *by_class) : NULL;
+    enum sim_status status = SIM_NO_MEMORY;
+    if (!s.req || !s.info || !s.heap.e || !cumulative || !order || !list || !first || (classes && !by_class))
+        goto done;
+
+    double sum = 0;
+    for (size_t i = 0; i < k; i++) {
+        struct class_info *ci = &s.info[i];
+        ci->isl = c->isl[i];
+        ci->osl = c->osl[i];
+        int64_t computed = (int64_t)llround((double)ci->isl * (1 - c->prefix_hit));
+        ci->computed = computed > 1 ? computed : 1;
+        ci->reserve = reservation(c, (int64_t)i);
+        double steps = (double)(ci->osl - 1) / c->tokens_per_step;
+        ci->decode_steps = (int64_t)ceil(steps * (1 - 1e-12));
+        sum += c->weight[i];
+        cumulative[i] = sum;
+    }
+    draw(&s, cumulative);
+    if (s.closed)
+        status = run_closed(&s);
+    else if (c->mode == SIM_DISAGGREGATED && (status = run_prefill(&s)) != SIM_OK)
+        goto done;
+    else
+        status = run_instances(&s, order, list, first);
+    if (status != SIM_OK)
+        goto done;
+
+    struct sim_result r = {0};
+    if ((status = measure(&s, &r, by_class)) != SIM_OK)
+        goto done;
+    /* the window (first, last] of the measured arrivals: requests are numbered in arrival order */
+    double start_s = s.req[c->warmup].arrival_s, end_s = s.req[s.total - 1].arrival_s, window_s = end_s - start_s;
+    double tokens = 0, integral = 0; /* osl completing in it; decoding sequences x seconds in it */
+    for (int64_t i = 0; i < s.total; i++) {
+        const struct request *q = &s.req[i];
+        const struct class_info *ci = &s.info[q->cls];
+        r.simulated_s = fmax(r.simulated_s, q->done_s);
+        if (q->done_s > start_s && q->done_s <= end_s)
+            tokens += (double)ci->osl;
+        double overlap_s = fmin(q->done_s, end_s) - fmax(q->decode_s, start_s); /* decoding [decode, done) */
+        if (ci->decode_steps > 0 && overlap_s > 0)
+            integral += overlap_s;
+    }
+    if (window_s > 0) {
+        r.output_tokens_per_s = tokens / window_s;
+        r.mean_decoding_sequences = integral / window_s;
+    }
+    r.max_decoding_sequences = s.max_decoding;
+    r.steps = s.steps;
+    r.prefill_batches = s.batches;
+    *out = r;
+    if (classes)
+        memcpy(classes, by_class, k * sizeof *by_class);
+done:
+    free(s.req);
+    free(s.info);
+    free(s.heap.e);
+    free(cumulative);
+    free(order);
+    free(list);
+    free(first);
+    free(by_class);
+    return status;
+}
