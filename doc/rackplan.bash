@@ -12,7 +12,7 @@ _rackplan_options() {
     local shared="-o --output -h --help"
     # the workload; targets where a batch is chosen (plan, compare, serve; compare has its own
     # --tpot-ms), a mode where one is (compare, serve)
-    local workload="--isl --osl --prefix-hit --mtp --mtp-accept --chunk"
+    local workload="--isl --osl --isl-dist --osl-dist --lengths --arrivals --prefix-hit --mtp --mtp-accept --chunk"
     case $1 in
     model) echo "--weights --kv --context --format $shared" ;;
     topo) echo "--racks --format $shared" ;;
@@ -25,16 +25,16 @@ _rackplan_options() {
     plan)
         echo "--racks --weights --kv --context --batch --reserve --tp --pp --format $shared" \
             "--loads --trace --overlap --redundant --ep --time-limit --expert-map --report --estimate --timings" \
-            "$workload --ttft-ms --tpot-ms"
+            "$workload --ttft-ms --tpot-ms --percentile"
         ;;
     compare)
         echo "--racks --weights --kv --context --format $shared" \
             "--tpot-ms --price --domain-sizes --devices --plot --report --shard --estimate $workload" \
-            "--ttft-ms --mode"
+            "--ttft-ms --mode --percentile"
         ;;
     serve)
         echo "--racks --devices --weights --kv --reserve --tp --pp --format $shared $workload --ttft-ms --tpot-ms" \
-            "--mode --rate --prefill-topology --price --plot --report --estimate"
+            "--percentile --mode --rate --prefill-topology --price --plot --report --estimate --simulate --seed"
         ;;
     merge) echo "--format $shared" ;;
     calibrate) echo "--check --format $shared" ;;
@@ -121,6 +121,14 @@ _rackplan() {
         mapfile -t COMPREPLY < <(compgen -W "aggregated disaggregated best" -- "$cur")
         return 0
         ;;
+    --arrivals)
+        mapfile -t COMPREPLY < <(compgen -W "poisson constant closed" -- "$cur")
+        return 0
+        ;;
+    --lengths)
+        _rackplan_files .csv
+        return 0
+        ;;
     --overlap)
         mapfile -t COMPREPLY < <(compgen -W "on off" -- "$cur")
         return 0
@@ -153,7 +161,7 @@ _rackplan() {
     --racks | --context | --batch | --reserve | --tp | --pp | --sweep | --eta-compute | \
         --eta-memory | --eta-network | --ep | --time-limit | --tpot-ms | \
         --domain-sizes | --devices | --shard | --isl | --osl | --ttft-ms | --prefix-hit | --mtp | \
-        --mtp-accept | --chunk | --rate)
+        --mtp-accept | --chunk | --rate | --percentile | --simulate | --seed | --isl-dist | --osl-dist)
         return 0 # a number: nothing to offer
         ;;
     esac

@@ -111,10 +111,13 @@ static struct serve_workload workload_of(const struct measurement *m)
     if (m->isl > 0)
         return (struct serve_workload){.isl = m->isl, .osl = m->osl, .ttft_s = m->ttft_s, .tpot_s = m->tpot_s,
                                        .chunk_tokens = m->chunk_tokens > 0 ? m->chunk_tokens : SERVE_DEFAULT_CHUNK_TOKENS,
-                                       .mode = SERVE_AGGREGATED};
-    /* osl 0: a decode step reads the KV at isl + 0 = context */
+                                       .mode = SERVE_AGGREGATED, .arrivals = m->arrivals,
+                                       .percentile = m->percentile};
+    /* osl 0: a decode step reads the KV at isl + 0 = context; a decode unit measured as a whole
+     * holds its batch (closed) */
     return (struct serve_workload){.isl = m->workload.context, .osl = 0, .tpot_s = m->tpot_s,
-                                   .chunk_tokens = SERVE_DEFAULT_CHUNK_TOKENS, .mode = SERVE_DISAGGREGATED};
+                                   .chunk_tokens = SERVE_DEFAULT_CHUNK_TOKENS, .mode = SERVE_DISAGGREGATED,
+                                   .arrivals = SERVE_CLOSED};
 }
 
 /* Tokens/s per device at `batch`: aggregated serving's output tokens (prefill included), a
@@ -123,10 +126,10 @@ static double rate_at(const struct measurement *m, const struct serve_pool *pool
                       int64_t batch)
 {
     struct roof_point p;
+    if (m->isl > 0) /* the steps as they come, not their mean */
+        return serve_aggregated_rate(pool, &m->graph, &m->layout, w, batch);
     if (m->prefill)
         serve_prefill_step(pool, &m->graph, &m->layout, w, batch, &p);
-    else if (m->isl > 0)
-        serve_aggregated_step(pool, &m->graph, &m->layout, w, batch, &p);
     else
         serve_decode_step(pool, &m->graph, &m->layout, w, batch, &p);
     return p.tokens_per_s_per_device;

@@ -60,6 +60,8 @@ struct measurement {
     int64_t batch_limit; /* > 0: the serving engine's most sequences, a cap on max and tpot_s */
     int64_t isl, osl; /* mean prompt and output tokens: aggregated serving; 0: a decode pool alone */
     int64_t chunk_tokens; /* the engine's prefill tokens a DP rank's step may carry; 0: serve.h's default */
+    enum serve_arrivals arrivals; /* with isl and osl: how requests came (closed-loop unless said) */
+    double percentile;    /* the percentile tpot_s and ttft_s bound; 0: 50 */
     double measured;  /* tokens/s per device */
     /* set by calibrate_prepare */
     struct layout layout;

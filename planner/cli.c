@@ -129,7 +129,10 @@ static void print_help(const struct command *c)
                "  --price D=USD    price per device-hour for topology D (its file name without\n"
                "                   .xml, or its name); default: the topology's <price>\n"
                "  --plot FILE.svg  the frontier: tokens/s per device against tokens/s per user, a\n"
-               "                   line per mode, the chosen point marked\n",
+               "                   line per mode, the chosen point marked\n"
+               "  --simulate N     also simulate the best deployment for N requests (after N/5 of\n"
+               "                   warm-up) and print its percentiles beside the analysis'\n"
+               "  --seed S         the simulation's seed; default 0\n",
                SERVE_DEFAULT_SPAN_DEVICES);
     else if (c->options & OPTS_RACKS)
         printf("  --racks N        scale-up domains (racks, nodes, pods) in the cluster;\n"
@@ -138,6 +141,14 @@ static void print_help(const struct command *c)
         printf("  --isl N, --osl N mean prompt (input) and output tokens a request: every figure is\n"
                "                   then output tokens/s with prefill included, the KV of a sequence\n"
                "                   read at isl + osl/2 and held at isl + osl\n"
+               "  --isl-dist D, --osl-dist D  the lengths as a law instead: fixed:N, uniform:A:B or\n"
+               "                   lognormal:MEAN:CV (cut into 16 classes a side, drawn independently)\n"
+               "  --lengths FILE   the requests' lengths from a CSV: rows isl,osl,weight (classes)\n"
+               "                   or isl,osl (requests); workloads/ has published datasets' mixes\n"
+               "  --arrivals A     poisson (default: requests at random, open loop), constant (evenly\n"
+               "                   spaced) or closed (a fixed number in flight, each replaced as it\n"
+               "                   ends: a benchmark's concurrency, an offline batch)\n"
+               "%s"
                "%s"
                "%s"
                "  --prefix-hit F   share of prompt tokens found in a prefix cache (not computed);\n"
@@ -150,6 +161,9 @@ static void print_help(const struct command *c)
                "  --chunk N        aggregated: prefill tokens a data-parallel rank's step may carry\n"
                "                   (chunked prefill); default %d (TensorRT-LLM's max_num_tokens)\n",
                c->options & OPTS_TARGETS ? "  --ttft-ms X      time-to-first-token target; default: none\n" : "",
+               c->options & OPTS_TARGETS ? "  --percentile P   the percentile of TTFT and TPOT the targets bound; default 50\n"
+                                           "                   (MLPerf's limits are 99th percentiles)\n"
+                                         : "",
                (c->options & OPTS_TARGETS) && !(c->options & OPTS_COMPARE)
                    ? "  --tpot-ms Y      time-per-output-token target; default: none (most throughput)\n"
                    : "",
@@ -245,7 +259,8 @@ enum { OPT_RACKS = 256, OPT_WEIGHTS, OPT_KV, OPT_CONTEXT, OPT_BATCH, OPT_FORMAT,
        OPT_ETA_NETWORK, OPT_LOADS, OPT_REDUNDANT, OPT_EP, OPT_TIME_LIMIT, OPT_EXPERT_MAP, OPT_REPORT, OPT_TRACE,
        OPT_OVERLAP, OPT_TPOT_MS, OPT_PRICE, OPT_DOMAIN_SIZES, OPT_DEVICES, OPT_SHARD, OPT_ESTIMATE,
        OPT_ISL, OPT_OSL, OPT_TTFT_MS, OPT_PREFIX_HIT, OPT_MTP, OPT_MTP_ACCEPT, OPT_MODE, OPT_CHUNK, OPT_RATE,
-       OPT_PREFILL_TOPOLOGY, OPT_TIMINGS, OPT_CHECK };
+       OPT_PREFILL_TOPOLOGY, OPT_TIMINGS, OPT_CHECK, OPT_LENGTHS, OPT_ISL_DIST, OPT_OSL_DIST, OPT_ARRIVALS,
+       OPT_PERCENTILE, OPT_SIMULATE, OPT_SEED };
 
 /* "A:B" or "A:B:N": N batches spaced evenly in log from A to B (default 50). */
 static bool parse_sweep(const char *text, struct options *o)
@@ -357,6 +372,13 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         {{"mode", required_argument, NULL, OPT_MODE}, OPTS_TARGETS | OPTS_COMPARE},
         {{"chunk", required_argument, NULL, OPT_CHUNK}, OPTS_WORKLOAD},
         {{"rate", required_argument, NULL, OPT_RATE}, OPTS_SERVE},
+        {{"lengths", required_argument, NULL, OPT_LENGTHS}, OPTS_WORKLOAD},
+        {{"isl-dist", required_argument, NULL, OPT_ISL_DIST}, OPTS_WORKLOAD},
+        {{"osl-dist", required_argument, NULL, OPT_OSL_DIST}, OPTS_WORKLOAD},
+        {{"arrivals", required_argument, NULL, OPT_ARRIVALS}, OPTS_WORKLOAD},
+        {{"percentile", required_argument, NULL, OPT_PERCENTILE}, OPTS_TARGETS},
+        {{"simulate", required_argument, NULL, OPT_SIMULATE}, OPTS_SERVE},
+        {{"seed", required_argument, NULL, OPT_SEED}, OPTS_SERVE},
         {{"devices", required_argument, NULL, OPT_DEVICES}, OPTS_SERVE},
         {{"prefill-topology", required_argument, NULL, OPT_PREFILL_TOPOLOGY}, OPTS_SERVE},
         {{"price", required_argument, NULL, OPT_PRICE}, OPTS_SERVE},
@@ -493,6 +515,49 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         case OPT_PREFILL_TOPOLOGY:
             o->prefill_topology = arg;
             break;
+        case OPT_LENGTHS:
+            o->lengths = arg;
+            break;
+        case OPT_ISL_DIST:
+        case OPT_OSL_DIST: {
+            char why[160];
+            bool prompt = ch == OPT_ISL_DIST;
+            if (!length_family_parse(arg, prompt ? &o->isl_dist : &o->osl_dist, why, sizeof why))
+                return cli_usage_error(c, "--%s: %s (fixed:N, uniform:A:B or lognormal:MEAN:CV)",
+                                       prompt ? "isl-dist" : "osl-dist", why);
+            *(prompt ? &o->isl_dist_set : &o->osl_dist_set) = true;
+            break;
+        }
+        case OPT_ARRIVALS:
+            if (strcmp(arg, "poisson") == 0)
+                o->arrivals = SERVE_POISSON;
+            else if (strcmp(arg, "constant") == 0)
+                o->arrivals = SERVE_CONSTANT;
+            else if (strcmp(arg, "closed") == 0)
+                o->arrivals = SERVE_CLOSED;
+            else
+                return cli_usage_error(c, "--arrivals takes poisson, constant or closed, not '%s'", arg);
+            break;
+        case OPT_PERCENTILE: {
+            char *end;
+            errno = 0;
+            double p = strtod(arg, &end);
+            if (errno || end == arg || *end || !(p >= 1 && p <= 99.9))
+                return cli_usage_error(c, "--percentile takes a percentile from 1 to 99.9, not '%s'", arg);
+            o->percentile = p;
+            break;
+        }
+        case OPT_SIMULATE:
+            if (!parse_count(arg, 1, 10000000, &o->simulate))
+                return cli_usage_error(c, "--simulate takes a number of requests from 1 to 10000000, not '%s'", arg);
+            break;
+        case OPT_SEED: {
+            int64_t seed;
+            if (!parse_count(arg, 0, INT64_MAX, &seed))
+                return cli_usage_error(c, "--seed takes a whole number from 0, not '%s'", arg);
+            o->seed = (uint64_t)seed;
+            break;
+        }
         case OPT_PRICE: {
             const char *equals = strrchr(arg, '=');
             char *end;
@@ -663,9 +728,19 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
     if (!o->format_set && o->output)
         o->format = format_of_path(c, o->output);
     if (c->options & OPTS_WORKLOAD) {
-        bool workload = o->isl || o->osl;
-        if (workload && !(o->isl && o->osl))
-            return cli_usage_error(c, "--isl and --osl go together: mean prompt and output tokens a request");
+        bool prompt = o->isl || o->isl_dist_set, output = o->osl || o->osl_dist_set;
+        if (o->isl && o->isl_dist_set)
+            return cli_usage_error(c, "--isl and --isl-dist both give the prompt lengths: give one");
+        if (o->osl && o->osl_dist_set)
+            return cli_usage_error(c, "--osl and --osl-dist both give the output lengths: give one");
+        if (o->lengths && (prompt || output))
+            return cli_usage_error(c, "--lengths gives both lengths: drop --isl, --osl, --isl-dist and --osl-dist");
+        bool workload = o->lengths || prompt || output;
+        if (!o->lengths && workload && !(prompt && output)) {
+            if (!o->isl_dist_set && !o->osl_dist_set)
+                return cli_usage_error(c, "--isl and --osl go together: mean prompt and output tokens a request");
+            return cli_usage_error(c, "give both lengths: --isl N or --isl-dist D, and --osl N or --osl-dist D");
+        }
         if (!workload && strcmp(c->name, "serve") == 0)
             return cli_usage_error(c, "give the workload: --isl N --osl N (mean prompt and output tokens a request)");
         const char *needs_workload = o->ttft_s > 0                                        ? "--ttft-ms"
@@ -675,6 +750,9 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
                                      : o->mtp_accept > 0                             ? "--mtp-accept"
                                      : o->mode_set                                   ? "--mode"
                                      : o->chunk_tokens                               ? "--chunk"
+                                     : o->percentile > 0                             ? "--percentile"
+                                     : o->arrivals != SERVE_POISSON                  ? "--arrivals"
+                                     : o->simulate > 0                               ? "--simulate"
                                                                                      : NULL;
         if (!workload && needs_workload)
             return cli_usage_error(c, "%s describes a workload: give --isl N --osl N too", needs_workload);
@@ -868,12 +946,70 @@ double cli_price(const struct options *o, const char *path, const struct topolog
     return price;
 }
 
-void cli_serve_workload(const struct options *o, struct serve_workload *out)
+/* Points a side's family is cut into: 16 x 16 classes when both vary. */
+#define CLI_FAMILY_POINTS 16
+
+int cli_serve_workload(const struct options *o, struct serve_workload *out, struct length_mix *mix)
 {
+    *mix = (struct length_mix){0};
     *out = (struct serve_workload){.isl = o->isl, .osl = o->osl, .ttft_s = o->ttft_s, .tpot_s = o->tpot_s,
                                    .prefix_hit = o->prefix_hit, .mtp = o->mtp, .mtp_accept = o->mtp_accept,
                                    .chunk_tokens = o->chunk_tokens, .mode = (enum serve_mode)o->mode,
-                                   .rate = o->rate};
+                                   .rate = o->rate, .percentile = o->percentile,
+                                   .arrivals = (enum serve_arrivals)o->arrivals};
+    if (o->lengths) {
+        struct diags d;
+        diags_init(&d);
+        enum lengths_status status = length_mix_read_csv(o->lengths, mix, &d);
+        diags_print(&d, stderr);
+        diags_release(&d);
+        if (status != LENGTHS_OK)
+            return status == LENGTHS_IO_ERROR ? EXIT_IO : EXIT_INVALID;
+    } else if (o->isl_dist_set || o->osl_dist_set) {
+        struct length_family isl = o->isl_dist, osl = o->osl_dist;
+        if (!o->isl_dist_set)
+            isl = (struct length_family){.kind = LENGTH_FIXED, .a = (double)o->isl};
+        if (!o->osl_dist_set)
+            osl = (struct length_family){.kind = LENGTH_FIXED, .a = (double)o->osl};
+        length_mix_from_families(&isl, &osl, CLI_FAMILY_POINTS, mix);
+    } else {
+        return -1;
+    }
+    serve_workload_set_lengths(out, mix);
+    return -1;
+}
+
+int cli_check_lengths(const struct command *c, const struct model *m, const struct serve_workload *w,
+                      const struct length_mix *mix)
+{
+    if (m->max_context <= 0)
+        return -1;
+    if (mix->count == 0) {
+        if (w->isl + w->osl > m->max_context)
+            return cli_usage_error(c, "--isl %lld plus --osl %lld is longer than %s's maximum of %lld tokens",
+                                   (long long)w->isl, (long long)w->osl, m->name, (long long)m->max_context);
+        return -1;
+    }
+    for (int64_t i = 0; i < mix->count; i++)
+        if (mix->classes[i].isl + mix->classes[i].osl > m->max_context)
+            return cli_usage_error(c, "requests of %lld prompt and %lld output tokens are longer than %s's maximum of "
+                                      "%lld tokens",
+                                   (long long)mix->classes[i].isl, (long long)mix->classes[i].osl, m->name,
+                                   (long long)m->max_context);
+    return -1;
+}
+
+void cli_text_lengths(FILE *out, const struct serve_workload *w, const struct length_mix *mix)
+{
+    if (mix && mix->count > 0)
+        fprintf(out, "  lengths: %s (mean %lld prompt and %lld output tokens, %lld class%s)\n", mix->description,
+                (long long)w->isl, (long long)w->osl, (long long)mix->count, mix->count == 1 ? "" : "es");
+    if (w->percentile > 0 && w->percentile != 50)
+        fprintf(out, "  targets bound the %gth percentile of TTFT and TPOT\n", w->percentile);
+    if (w->arrivals == SERVE_CONSTANT)
+        fprintf(out, "  requests arrive evenly spaced (--arrivals constant)\n");
+    else if (w->arrivals == SERVE_CLOSED)
+        fprintf(out, "  a fixed number of requests in flight, each replaced when it ends (--arrivals closed)\n");
 }
 
 void cli_text_mtp(FILE *out, const struct model *m, const struct serve_workload *w)
@@ -912,6 +1048,32 @@ void cli_json_serve_workload(struct json *j, const struct serve_workload *w)
     json_number(j, w->mtp > 0 ? w->mtp_accept : 0);
     json_key(j, "chunk_tokens");
     json_int(j, w->chunk_tokens);
+    json_key(j, "percentile");
+    json_number(j, w->percentile > 0 ? w->percentile : 50);
+    json_key(j, "arrivals");
+    json_string(j, serve_arrivals_name(w->arrivals));
+}
+
+void cli_json_tail(struct json *j, const struct serve_tail *t)
+{
+    static const char *const ttft[SERVE_PERCENTILES] = {"ttft_p50_s", "ttft_p90_s", "ttft_p99_s"};
+    static const char *const tpot[SERVE_PERCENTILES] = {"tpot_p50_s", "tpot_p90_s", "tpot_p99_s"};
+    for (int i = 0; i < SERVE_PERCENTILES; i++) {
+        json_key(j, ttft[i]);
+        json_number(j, t->ttft_s[i]);
+    }
+    for (int i = 0; i < SERVE_PERCENTILES; i++) {
+        json_key(j, tpot[i]);
+        json_number(j, t->tpot_s[i]);
+    }
+    json_key(j, "ttft_mean_s");
+    json_number(j, t->ttft_mean_s);
+    json_key(j, "tpot_mean_s");
+    json_number(j, t->tpot_mean_s);
+    json_key(j, "prefill_wait_s");
+    json_number(j, t->prefill_wait_s);
+    json_key(j, "sequences_mean");
+    json_number(j, t->sequences_mean);
 }
 
 bool cli_tree_format(enum output_format format, enum json_syntax *syntax)

@@ -8,6 +8,7 @@
 #define RACKPLAN_CLI_H
 
 #include "diag.h"
+#include "lengths.h"
 #include "json.h"
 #include "precision.h"
 #include "sink.h"
@@ -139,6 +140,14 @@ struct options {
     bool mode_set;
     double rate;       /* requests/s; 0: none */
     const char *prefill_topology;
+    /* the requests' lengths (OPTS_WORKLOAD): a CSV, or a family a side beside --isl/--osl */
+    const char *lengths;
+    struct length_family isl_dist, osl_dist;
+    bool isl_dist_set, osl_dist_set;
+    int arrivals;      /* enum serve_arrivals */
+    double percentile; /* OPTS_TARGETS: the percentile the targets bound; 0: 50 */
+    int64_t simulate;  /* serve: requests to simulate; 0: none */
+    uint64_t seed;     /* serve --simulate */
 };
 
 /* Parses argv for `command`. Returns -1 to go on, or an exit code to return at once (help
@@ -188,8 +197,21 @@ bool cli_price_names(const struct price *p, const char *path, const struct topol
 double cli_price(const struct options *o, const char *path, const struct topology *t);
 
 struct serve_workload;
-/* The serving workload the options describe (--isl, --osl and the rest). */
-void cli_serve_workload(const struct options *o, struct serve_workload *out);
+/* The serving workload the options describe (--isl, --osl, --lengths, --isl-dist, --osl-dist and
+ * the rest), the length mix into *mix (count 0 with fixed --isl/--osl; the caller releases it).
+ * Returns -1 to go on, or an exit code after printing the file's diagnostics (--lengths). */
+int cli_serve_workload(const struct options *o, struct serve_workload *out, struct length_mix *mix);
+struct model;
+/* A usage error when a request of the workload (every class of a mix) is longer than the
+ * model's maximum context; -1 otherwise. */
+int cli_check_lengths(const struct command *c, const struct model *m, const struct serve_workload *w,
+                      const struct length_mix *mix);
+/* "lengths: DESCRIPTION (mean I prompt and O output tokens)" when the workload has a mix, with the
+ * arrivals and the percentile when not the defaults; nothing otherwise. */
+void cli_text_lengths(FILE *out, const struct serve_workload *w, const struct length_mix *mix);
+struct serve_tail;
+/* ttft_p50_s .. tpot_p99_s, the means and the mean prefill wait, into the open object. */
+void cli_json_tail(struct json *j, const struct serve_tail *t);
 /* The workload's keys (isl, osl, targets, prefix hit, MTP), into the open object. */
 void cli_json_serve_workload(struct json *j, const struct serve_workload *w);
 

@@ -131,7 +131,8 @@ static void relative_to(const char *data_path, const char *path, char *out, size
 
 static const char *const known_keys[] = {"id", "source", "note", "assumed", "model", "topology", "racks",
                                          "devices", "tp", "pp", "weights", "kv", "phase", "context",
-                                         "batch", "max_batch", "tpot_ms", "ttft_ms", "isl", "osl", "chunk", "measured"};
+                                         "batch", "max_batch", "tpot_ms", "ttft_ms", "isl", "osl", "chunk", "measured",
+                                         "arrivals", "percentile"};
 
 static void read_measurement(struct reader *r, const struct doc_node *item, struct entry *e, struct measurement *m)
 {
@@ -211,6 +212,22 @@ static void read_measurement(struct reader *r, const struct doc_node *item, stru
         error_at(r, doc_get(item, "ttft_ms"), "ttft_ms is a serving target: give isl and osl too");
     else if (read_number(r, item, "ttft_ms", false, 0.001, 1e7, &m->ttft_s))
         m->ttft_s /= 1e3;
+    /* how the benchmark sent its requests: closed-loop (a concurrency, an offline batch) unless
+     * said; MLPerf's server and interactive scenarios are Poisson, their limits 99th percentiles */
+    m->arrivals = SERVE_CLOSED;
+    const struct doc_node *arrivals = doc_get(item, "arrivals") ? scalar(r, item, "arrivals", false) : NULL;
+    if (arrivals && !serving)
+        error_at(r, arrivals, "arrivals describe aggregated serving: give isl and osl too");
+    else if (arrivals && strcmp(arrivals->text, "poisson") == 0)
+        m->arrivals = SERVE_POISSON;
+    else if (arrivals && strcmp(arrivals->text, "constant") == 0)
+        m->arrivals = SERVE_CONSTANT;
+    else if (arrivals && strcmp(arrivals->text, "closed") != 0)
+        error_at(r, arrivals, "field 'arrivals' must be poisson, constant or closed, not '%s'", arrivals->text);
+    if (doc_get(item, "percentile") && !serving)
+        error_at(r, doc_get(item, "percentile"), "percentile is of a serving target: give isl and osl too");
+    else
+        read_number(r, item, "percentile", false, 1, 99.9, &m->percentile);
     read_number(r, item, "measured", true, 1e-6, 1e12, &m->measured);
 }
 

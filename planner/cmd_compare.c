@@ -87,6 +87,8 @@ static void write_serving_fields(struct json *j, const struct report *r, const s
     json_positive_or_null(j, met ? p->ttft_s : 0);
     json_key(j, "tpot_s");
     json_positive_or_null(j, met ? p->tpot_s : 0);
+    struct serve_tail none = {0};
+    cli_json_tail(j, met ? &p->tail : &none);
     json_key(j, "tokens_per_s_per_user");
     json_number(j, met ? p->tokens_per_s_per_user : 0);
     json_key(j, "tokens_per_s");
@@ -893,7 +895,7 @@ int cmd_compare(int argc, char **argv)
     int status = cli_parse(&command_compare, argc, argv, &o);
     if (status >= 0)
         return status;
-    if (o.devices && o.domain_size_count == 0 && o.isl == 0)
+    if (o.devices && o.domain_size_count == 0 && !(o.isl || o.lengths || o.isl_dist_set))
         return cli_usage_error(o.command, "--devices goes with --domain-sizes, or with --isl/--osl as the budget of "
                                           "a deployment; --racks sets the cluster otherwise");
     if (o.devices && o.domain_size_count == 0 && o.racks_count > 0)
@@ -930,7 +932,7 @@ int cmd_compare(int argc, char **argv)
     }
     if (by_domain_size && (status = domain_variants(&o, &loaded[0], variants, variant_racks)) != EXIT_OK)
         goto done;
-    if (o.shard_count && o.isl > 0) {
+    if (o.shard_count && (o.isl > 0 || o.lengths || o.isl_dist_set)) {
         status = cli_usage_error(o.command, "--shard splits decode-step rows for rackplan merge; a workload's "
                                             "rows (--isl/--osl) are not sharded: each is one search of a second or less");
         goto done;
@@ -945,12 +947,14 @@ int cmd_compare(int argc, char **argv)
     struct workload w;
     cli_workload(&o, &w);
     struct serve_workload serving;
-    cli_serve_workload(&o, &serving);
-    if (o.isl > 0 && m.max_context > 0 && o.isl + o.osl > m.max_context) {
-        status = cli_usage_error(o.command, "--isl %lld plus --osl %lld is longer than %s's maximum of %lld tokens",
-                                 (long long)o.isl, (long long)o.osl, m.name, (long long)m.max_context);
+    struct length_mix mix;
+    if ((status = cli_serve_workload(&o, &serving, &mix)) >= 0)
         goto done;
-    }
+    /* the workload keeps the mix's summary; the mix itself is not needed past the check */
+    status = serving.isl > 0 ? cli_check_lengths(o.command, &m, &serving, &mix) : -1;
+    length_mix_release(&mix);
+    if (status >= 0)
+        goto done;
     status = EXIT_OK;
     for (int i = 0; i < topologies && status == EXIT_OK; i++) {
         double price = cli_price(&o, o.positional[i + 1], &loaded[i]);
@@ -975,7 +979,7 @@ int cmd_compare(int argc, char **argv)
             /* the bound beside an estimate; without --estimate the row is the bound */
             struct compare_row bound;
             bool built, estimated = !efficiency_is_bound(&efficiency);
-            if (o.isl > 0) {
+            if (serving.isl > 0) {
                 /* --racks or --devices: the whole deployment's budget; without either no budget,
                  * instances spanning whole domains up to serve.h's default */
                 int64_t budget = o.racks_count > 0 || by_domain_size ? racks * t->domain_devices
@@ -1007,7 +1011,7 @@ int cmd_compare(int argc, char **argv)
     struct report r = {.model = &m, .options = &o, .workload = &w, .rows = rows, .topology_of = topology_of,
                        .row_of = row_of, .order = order, .count = count, .by_domain_size = by_domain_size,
                        .best = count > 0 && rows[order[0]].fits && rows[order[0]].tpot_met ? order[0] : -1,
-                       .serving = o.isl > 0 ? &serving : NULL};
+                       .serving = serving.isl > 0 ? &serving : NULL};
     if (by_domain_size)
         for (int64_t i = 0; i < count; i++)
             order[i] = i;

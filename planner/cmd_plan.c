@@ -839,12 +839,17 @@ int cmd_plan(int argc, char **argv)
     struct planned p;
     memset(&p, 0, sizeof p);
     struct serve_workload serving;
-    cli_serve_workload(&o, &serving);
-    if (o.isl > 0) {
-        if (m.max_context > 0 && o.isl + o.osl > m.max_context)
-            return cli_usage_error(o.command, "--isl %lld plus --osl %lld is longer than %s's maximum of %lld tokens",
-                                   (long long)o.isl, (long long)o.osl, m.name, (long long)m.max_context);
-        w.context = o.isl + o.osl; /* HBM holds a sequence at its longest */
+    struct length_mix mix;
+    if ((status = cli_serve_workload(&o, &serving, &mix)) >= 0)
+        return status;
+    /* the workload keeps the mix's summary; the mix itself is not needed past the check */
+    status = serving.isl > 0 ? cli_check_lengths(o.command, &m, &serving, &mix) : -1;
+    length_mix_release(&mix);
+    if (status >= 0)
+        return status;
+    if (serving.isl > 0) {
+        /* HBM holds a sequence at its longest */
+        w.context = serving.lengths.bins > 0 ? serving.lengths.held_context : serving.isl + serving.osl;
         p.serving = &serving;
     }
     if (!cli_efficiency(&o, &t, o.positional[1], w.weights, &p.efficiency, &p.calibration))

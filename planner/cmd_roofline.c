@@ -257,14 +257,18 @@ int cmd_roofline(int argc, char **argv)
     cli_workload(&o, &s.workload);
     s.workload.batch = 1; /* the layout is chosen for the weights; each point has its batch */
     struct serve_workload serving;
-    cli_serve_workload(&o, &serving);
-    if (o.isl > 0) {
-        if (m.max_context > 0 && o.isl + o.osl > m.max_context)
-            return cli_usage_error(o.command, "--isl %lld plus --osl %lld is longer than %s's maximum of %lld tokens",
-                                   (long long)o.isl, (long long)o.osl, m.name, (long long)m.max_context);
-        /* HBM holds a sequence at its longest, isl + osl (--phase prefill: the prompt) */
-        s.workload.context = o.prefill ? o.isl : o.isl + o.osl;
-    }
+    struct length_mix mix;
+    if ((status = cli_serve_workload(&o, &serving, &mix)) >= 0)
+        return status;
+    /* the workload keeps the mix's summary; the mix itself is not needed past the check */
+    status = serving.isl > 0 ? cli_check_lengths(o.command, &m, &serving, &mix) : -1;
+    length_mix_release(&mix);
+    if (status >= 0)
+        return status;
+    if (serving.isl > 0) /* HBM holds a sequence at its longest, isl + osl (--phase prefill: the prompt) */
+        s.workload.context = o.prefill                 ? serving.isl
+                             : serving.lengths.bins > 0 ? serving.lengths.held_context
+                                                        : serving.isl + serving.osl;
     int64_t devices = o.racks * t.domain_devices;
     if (!plan_choose_layout(&m, &t, o.racks, devices, &s.workload, &s.layout))
         return cli_usage_error(o.command, "no layout with the pinned TP/PP on %lld devices",
@@ -304,7 +308,7 @@ int cmd_roofline(int argc, char **argv)
                               .price_usd_per_hour = t.price_usd_per_hour};
     struct serve_pool bound_pool = pool;
     bound_pool.efficiency = EFFICIENCY_BOUND;
-    for (int64_t i = 0; i < count && o.isl > 0; i++) {
+    for (int64_t i = 0; i < count && serving.isl > 0; i++) {
         if (o.prefill) {
             serve_prefill_step(&pool, &g, &s.layout, &serving, batches[i], &points[i]);
             if (estimate)
@@ -315,7 +319,7 @@ int cmd_roofline(int argc, char **argv)
                 serve_aggregated_step(&bound_pool, &g, &s.layout, &serving, batches[i], &bound_points[i]);
         }
     }
-    for (int64_t i = 0; i < count && o.isl == 0; i++) {
+    for (int64_t i = 0; i < count && serving.isl == 0; i++) {
         if (o.prefill) {
             roof_prefill(&s, batches[i], o.context, &points[i]);
             if (estimate)
@@ -328,10 +332,10 @@ int cmd_roofline(int argc, char **argv)
     }
     /* the crossover of the decode step at the mean KV a sequence holds */
     struct roof_setup mean = s;
-    if (o.isl > 0)
-        mean.workload.context = o.isl + o.osl / 2;
+    if (serving.isl > 0)
+        mean.workload.context = serving.lengths.bins > 0 ? serving.lengths.decode_context : serving.isl + serving.osl / 2;
     struct report r = {.model = &m, .topology = &t, .options = &o, .setup = &s, .points = points,
-                       .serving = o.isl > 0 ? &serving : NULL,
+                       .serving = serving.isl > 0 ? &serving : NULL,
                        .bound_points = bound_points, .calibration = calibration,
                        .count = count, .floor_s = roof_latency_floor_s(&s),
                        .bound_floor_s = roof_latency_floor_s(&bound), .ideal_floor_s = roof_ideal_floor_s(&s),

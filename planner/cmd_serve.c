@@ -4,6 +4,7 @@
 #include "commands.h"
 #include "model.h"
 #include "serve.h"
+#include "simulate.h"
 #include "topology.h"
 
 #include "../reports/document.h"
@@ -22,6 +23,8 @@ struct answer {
     const struct options *options;
     const struct workload *precisions;
     const struct serve_workload *workload;
+    const struct length_mix *mix;            /* the requests' lengths; count 0: fixed --isl/--osl */
+    const struct sim_result *simulated;      /* --simulate: the best deployment simulated; else NULL */
     const struct serve_result *result;       /* the estimate with --estimate, else the bound */
     const struct serve_result *bound;        /* with --estimate: the bound's search; else NULL */
     const struct serve_result *open;         /* without --racks/--devices: the search with no budget, at
@@ -75,6 +78,7 @@ static void json_point_fields(struct json *j, const struct serve_point *p)
     json_number(j, p->ttft_s);
     json_key(j, "tpot_s");
     json_number(j, p->tpot_s);
+    cli_json_tail(j, &p->tail);
     json_key(j, "tokens_per_s_per_device");
     json_number(j, p->tokens_per_s_per_device);
     json_key(j, "tokens_per_s_per_user");
@@ -133,6 +137,7 @@ static void json_frontier_point(struct json *j, const struct serve_point *p)
     json_number(j, p->ttft_s);
     json_key(j, "tpot_s");
     json_number(j, p->tpot_s);
+    cli_json_tail(j, &p->tail);
     json_key(j, "devices");
     json_int(j, p->devices);
     json_key(j, "instance_devices");
@@ -183,6 +188,11 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct answer *
     json_key(&j, "workload");
     json_begin_object(&j);
     cli_json_serve_workload(&j, a->workload);
+    json_key(&j, "lengths");
+    if (a->mix->count > 0)
+        json_string(&j, a->mix->description);
+    else
+        json_null(&j);
     json_key(&j, "rate");
     json_positive_or_null(&j, a->workload->rate);
     json_key(&j, "mode");
@@ -235,6 +245,30 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct answer *
     if (reachable) {
         json_begin_object(&j);
         json_point_fields(&j, reachable);
+        json_end_object(&j);
+    } else {
+        json_null(&j);
+    }
+    json_key(&j, "simulated");
+    if (a->simulated) {
+        const struct sim_result *x = a->simulated;
+        json_begin_object(&j);
+        json_key(&j, "requests");
+        json_int(&j, a->options->simulate);
+        json_key(&j, "seed");
+        json_number(&j, (double)a->options->seed);
+        const struct sim_percentiles *ttft = &x->ttft_s, *tpot = &x->tpot_s;
+        const char *const keys[] = {"ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "ttft_mean_s",
+                                    "tpot_p50_s", "tpot_p90_s", "tpot_p99_s", "tpot_mean_s"};
+        const double values[] = {ttft->p50, ttft->p90, ttft->p99, ttft->mean, tpot->p50, tpot->p90, tpot->p99, tpot->mean};
+        for (int i = 0; i < 8; i++) {
+            json_key(&j, keys[i]);
+            json_number(&j, values[i]);
+        }
+        json_key(&j, "tokens_per_s_per_device");
+        json_number(&j, x->output_tokens_per_s / (double)r->best.devices);
+        json_key(&j, "mean_decoding_sequences");
+        json_number(&j, x->mean_decoding_sequences);
         json_end_object(&j);
     } else {
         json_null(&j);
@@ -334,6 +368,11 @@ static void text_point(FILE *out, const struct answer *a, const struct serve_poi
         fprintf(out, " (%s per decode device)", rate);
     }
     fprintf(out, "\n");
+    const struct serve_tail *t = &p->tail;
+    fprintf(out, "  percentiles (ms): TTFT p50 %.1f, p90 %.1f, p99 %.1f (mean %.1f, %.1f of it waiting for prefill); "
+                 "TPOT p50 %.2f, p90 %.2f, p99 %.2f\n",
+            t->ttft_s[0] * 1e3, t->ttft_s[1] * 1e3, t->ttft_s[2] * 1e3, t->ttft_mean_s * 1e3, t->prefill_wait_s * 1e3,
+            t->tpot_s[0] * 1e3, t->tpot_s[1] * 1e3, t->tpot_s[2] * 1e3);
     if (p->cost_per_mtok > 0)
         fprintf(out, "  $%.3f per million output tokens", p->cost_per_mtok);
     else
@@ -470,6 +509,31 @@ static void text_more_hardware(FILE *out, const struct answer *a)
                 rate, devices);
 }
 
+/* The simulation beside the analysis, percentile by percentile. */
+static void text_simulated(FILE *out, const struct answer *a)
+{
+    const struct sim_result *x = a->simulated;
+    const struct serve_point *p = &a->result->best;
+    char requests[32], rate[32];
+    format_count((double)a->options->simulate, requests, sizeof requests);
+    format_count(x->output_tokens_per_s / (double)p->devices, rate, sizeof rate);
+    fprintf(out, "  simulated (%s requests, seed %llu): %s output tokens/s per device, %.1f sequences decoding in "
+                 "an instance on average\n",
+            requests, (unsigned long long)a->options->seed, rate,
+            x->mean_decoding_sequences / (double)p->decode_instances);
+    fprintf(out, "    %-6s %12s %12s %12s %12s\n", "ms", "p50", "p90", "p99", "mean");
+    const struct sim_percentiles *sim[2] = {&x->ttft_s, &x->tpot_s};
+    const double *analytic[2] = {p->tail.ttft_s, p->tail.tpot_s};
+    const double means[2] = {p->tail.ttft_mean_s, p->tail.tpot_mean_s};
+    const char *names[2] = {"TTFT", "TPOT"};
+    for (int i = 0; i < 2; i++) {
+        fprintf(out, "    %-6s %12.2f %12.2f %12.2f %12.2f  simulated\n", names[i], sim[i]->p50 * 1e3, sim[i]->p90 * 1e3,
+                sim[i]->p99 * 1e3, sim[i]->mean * 1e3);
+        fprintf(out, "    %-6s %12.2f %12.2f %12.2f %12.2f  analysis\n", "", analytic[i][0] * 1e3, analytic[i][1] * 1e3,
+                analytic[i][2] * 1e3, means[i] * 1e3);
+    }
+}
+
 static void write_text(FILE *out, const struct answer *a)
 {
     const struct serve_workload *w = a->workload;
@@ -497,6 +561,7 @@ static void write_text(FILE *out, const struct answer *a)
         fprintf(out, "none");
     fprintf(out, "; mode %s; weights %s, KV %s\n", serve_mode_name(w->mode), precision_name(a->precisions->weights),
             precision_name(a->precisions->kv));
+    cli_text_lengths(out, w, a->mix);
     text_budget(out, a);
     if (a->bound)
         cli_text_efficiency(out, &a->efficiency, a->calibration);
@@ -516,6 +581,8 @@ static void write_text(FILE *out, const struct answer *a)
                     rate, serve_mode_name(a->bound->best.mode), (long long)a->bound->best.decode.layout.devices,
                     a->bound->best.tpot_s * 1e3);
         }
+        if (a->simulated)
+            text_simulated(out, a);
     } else {
         text_none(out, a);
     }
@@ -731,9 +798,6 @@ int cmd_serve(int argc, char **argv)
         return status;
     if ((status = cli_resolve(&o, &m, &t)) != EXIT_OK)
         return status;
-    if (m.max_context > 0 && o.isl + o.osl > m.max_context)
-        return cli_usage_error(o.command, "--isl %lld plus --osl %lld is longer than %s's maximum of %lld tokens",
-                               (long long)o.isl, (long long)o.osl, m.name, (long long)m.max_context);
     if (o.prefill_topology && o.mode_set && o.mode == SERVE_AGGREGATED)
         return cli_usage_error(o.command, "--prefill-topology is disaggregated serving; drop --mode aggregated");
     for (int p = 0; p < o.price_count; p++)
@@ -750,7 +814,11 @@ int cmd_serve(int argc, char **argv)
                                               "step would end: give --weights at a precision it lists",
                                    hardware[i]->name, precision_name(precisions.weights));
     struct serve_workload w;
-    cli_serve_workload(&o, &w);
+    struct length_mix mix;
+    if ((status = cli_serve_workload(&o, &w, &mix)) >= 0 || (status = cli_check_lengths(o.command, &m, &w, &mix)) >= 0) {
+        length_mix_release(&mix);
+        return status;
+    }
     if (o.prefill_topology)
         w.mode = SERVE_DISAGGREGATED;
 
@@ -783,13 +851,30 @@ int cmd_serve(int argc, char **argv)
         serve_result_release(&result);
         serve_result_release(&bound);
         serve_result_release(&open);
+        length_mix_release(&mix);
         return EXIT_IO;
+    }
+    struct sim_result simulated;
+    bool simulating = o.simulate > 0 && result.found;
+    if (simulating) {
+        enum serve_sim_status sim = serve_simulate(&decode, o.prefill_topology ? &prefill : NULL, &w, &mix,
+                                                   &result.best, o.simulate, o.seed, &simulated);
+        if (sim != SERVE_SIM_OK) {
+            fprintf(stderr, "rackplan serve: %s in the simulation\n",
+                    sim == SERVE_SIM_NO_MEMORY ? "out of memory" : "internal error");
+            serve_result_release(&result);
+            serve_result_release(&bound);
+            serve_result_release(&open);
+            length_mix_release(&mix);
+            return EXIT_IO;
+        }
     }
     struct answer a = {.model = &m, .topology = &t, .prefill_topology = o.prefill_topology ? &prefill_topology : NULL,
                        .options = &o, .precisions = &precisions, .workload = &w, .result = &result,
                        .bound = estimate ? &bound : NULL, .open = budget_source ? NULL : &open,
                        .sizing = budget_source ? &result : &open, .budget = budget, .prefill_budget = prefill_budget,
-                       .budget_source = budget_source, .efficiency = decode.efficiency, .calibration = row};
+                       .budget_source = budget_source, .efficiency = decode.efficiency, .calibration = row,
+                       .mix = &mix, .simulated = simulating ? &simulated : NULL};
     struct sink_batch outputs;
     sink_batch_init(&outputs);
     bool whole = sink_batch_write(&outputs, o.output, write_output, &a) &&
@@ -804,5 +889,6 @@ int cmd_serve(int argc, char **argv)
     serve_result_release(&result);
     serve_result_release(&bound);
     serve_result_release(&open);
+    length_mix_release(&mix);
     return status;
 }

@@ -168,7 +168,9 @@ const struct command command_serve = {
     .name = "serve",
     .run = cmd_serve,
     .summary = "serve a workload: the best deployment under TTFT/TPOT targets, its frontier, sizing",
-    .usage = "rackplan serve MODEL TOPOLOGY --isl N --osl N [--ttft-ms X] [--tpot-ms Y] [--rate R]\n"
+    .usage = "rackplan serve MODEL TOPOLOGY (--isl N | --isl-dist D) (--osl N | --osl-dist D) | --lengths FILE\n"
+             "                      [--ttft-ms X] [--tpot-ms Y] [--percentile P] [--rate R]\n"
+             "                      [--arrivals poisson|constant|closed] [--simulate N [--seed S]]\n"
              "                      [--mode aggregated|disaggregated|best] [--prefix-hit F]\n"
              "                      [--mtp K --mtp-accept P] [--chunk N] [--racks N | --devices N] [--estimate]\n"
              "                      [--prefill-topology FILE] [--price DEVICE=USD_PER_HOUR]...\n"
@@ -181,7 +183,11 @@ const struct command command_serve = {
             "ratio that balances them, the KV crossing between them), within the time-to-first-token\n"
             "and time-per-output-token targets. Prints the chosen deployment, its TTFT, TPOT,\n"
             "tokens/s per device and per user, cost and energy per token, and the frontier of\n"
-            "tokens/s per device against tokens/s per user. --rate R sizes it: the fewest devices\n"
+            "tokens/s per device against tokens/s per user. TTFT and TPOT are given at p50, p90 and\n"
+            "p99: requests arrive as a Poisson process at the served rate (or --arrivals), their\n"
+            "lengths fixed or from a mix (--lengths, --isl-dist, --osl-dist), and the targets bound\n"
+            "--percentile P. --simulate N checks the analysis with a discrete-event simulation of the\n"
+            "chosen deployment. --rate R sizes it: the fewest devices\n"
             "that serve R requests/s. --racks N or --devices N is the budget of the whole deployment\n"
             "(both pools, every replica); without either, the topology as written, and a line says\n"
             "what more hardware would buy. Every figure is a roofline bound, or with --estimate the\n"

@@ -2,6 +2,9 @@
 #include "serve.h"
 
 #include "graph.h"
+#include "lengths.h"
+#include "queueing.h"
+#include "simulate.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -11,6 +14,12 @@ const char *serve_mode_name(enum serve_mode mode)
 {
     static const char *const names[] = {"aggregated", "disaggregated", "best"};
     return names[mode];
+}
+
+const char *serve_arrivals_name(enum serve_arrivals arrivals)
+{
+    static const char *const names[] = {"poisson", "constant", "closed"};
+    return names[arrivals];
 }
 
 double serve_tokens_per_step(const struct serve_workload *w)
@@ -25,15 +34,100 @@ double serve_tokens_per_step(const struct serve_workload *w)
     return tokens;
 }
 
+const double serve_percentile_levels[SERVE_PERCENTILES] = {50, 90, 99};
+
+/* ---- the requests' lengths ---- */
+
+struct weighted {
+    double value, weight;
+};
+
+static int compare_weighted(const void *a, const void *b)
+{
+    double x = ((const struct weighted *)a)->value, y = ((const struct weighted *)b)->value;
+    return (x > y) - (x < y);
+}
+
+/* Bins `n` weighted values (weights summing to 1) into at most `most`: equal values merged, then,
+ * when more remain, each value in the bin of equal weight its cumulative midpoint falls in; a bin
+ * at its weighted mean. Returns the bins. `items` is sorted in place. */
+static int64_t bin_lengths(struct weighted *items, int64_t n, int64_t most, double *value, double *weight)
+{
+    qsort(items, (size_t)n, sizeof *items, compare_weighted);
+    int64_t distinct = 0;
+    for (int64_t i = 0; i < n; i++)
+        distinct += i == 0 || items[i].value != items[i - 1].value;
+    int64_t bins = distinct <= most ? distinct : most, b = -1;
+    double below = 0, last = -1;
+    for (int64_t i = 0; i < bins; i++)
+        value[i] = weight[i] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t to;
+        if (distinct <= most)
+            to = items[i].value != last ? ++b : b;
+        else
+            to = (int64_t)fmin((double)most - 1, floor((below + items[i].weight / 2) * (double)most));
+        last = items[i].value;
+        below += items[i].weight;
+        value[to] += items[i].value * items[i].weight;
+        weight[to] += items[i].weight;
+    }
+    int64_t kept = 0;
+    for (int64_t i = 0; i < bins; i++) {
+        if (weight[i] <= 0)
+            continue;
+        value[kept] = value[i] / weight[i];
+        weight[kept++] = weight[i];
+    }
+    return kept;
+}
+
+void serve_workload_set_lengths(struct serve_workload *w, const struct length_mix *m)
+{
+    struct serve_lengths *s = &w->lengths;
+    memset(s, 0, sizeof *s);
+    struct weighted *items = xmalloc((size_t)m->count * sizeof *items);
+    double total = 0, isl = 0, osl = 0, isl2 = 0, decode = 0, held = 0;
+    for (int64_t i = 0; i < m->count; i++)
+        total += m->classes[i].weight;
+    for (int64_t i = 0; i < m->count; i++) {
+        const struct length_class *c = &m->classes[i];
+        double p = c->weight / total, in = (double)c->isl, out = (double)c->osl;
+        isl += p * in;
+        osl += p * out;
+        isl2 += p * in * in;
+        decode += p * out * (in + out / 2);
+        held += p * out * (in + out);
+        items[i] = (struct weighted){out, p};
+    }
+    s->bins = bin_lengths(items, m->count, SERVE_LENGTH_BINS, s->osl, s->osl_weight);
+    for (int64_t i = 0; i < m->count; i++)
+        items[i] = (struct weighted){(double)m->classes[i].isl, m->classes[i].weight / total};
+    s->prompt_bins = bin_lengths(items, m->count, SERVE_PROMPT_BINS, s->isl, s->isl_weight);
+    free(items);
+    s->isl_second_moment = isl2;
+    s->decode_context = (int64_t)llround(decode / osl);
+    s->held_context = (int64_t)llround(held / osl);
+    w->isl = (int64_t)llround(isl) > 0 ? (int64_t)llround(isl) : 1;
+    w->osl = (int64_t)llround(osl) > 0 ? (int64_t)llround(osl) : 1;
+}
+
 static double prefilled_tokens(const struct serve_workload *w)
 {
     return (double)w->isl * (1 - w->prefix_hit);
 }
 
-/* The mean context a decode token attends to: the KV grows from isl to isl + osl. */
+/* The mean context a decode token attends to: the KV grows from isl to isl + osl (a mix: each
+ * request's weighted by the steps it decodes). */
 static int64_t decode_context(const struct serve_workload *w)
 {
-    return w->isl + w->osl / 2;
+    return w->lengths.bins > 0 ? w->lengths.decode_context : w->isl + w->osl / 2;
+}
+
+/* The KV a sequence in flight holds room for: its own isl + osl (a mix: weighted likewise). */
+static int64_t held_context(const struct serve_workload *w)
+{
+    return w->lengths.bins > 0 ? w->lengths.held_context : w->isl + w->osl;
 }
 
 /* A prompt token computed in prefill attends on average to the cached prefix and half of the
@@ -61,6 +155,15 @@ static bool holds(const struct serve_pool *pool, const struct topology *t, const
     struct device_memory mem;
     plan_memory(pool->model, t, l, &w, &mem);
     return mem.free_bytes >= 0;
+}
+
+/* The most sequences (or prompts) of `context` tokens that fit in HBM on layout `l`. */
+static int64_t most_held(const struct serve_pool *pool, const struct topology *t, const struct layout *l,
+                         int64_t context)
+{
+    struct workload w = pool->precisions;
+    w.context = context;
+    return plan_max_batch(pool->model, t, l, &w);
 }
 
 static double cost_per_mtok(double usd_per_hour_all, double tokens_per_s)
@@ -106,16 +209,15 @@ static void aggregated_step(const struct serve_pool *pool, const struct graph_su
     set_rates(pool, l, serve_tokens_per_step(w) * (double)batch, out);
 }
 
-/* An aggregated instance's time to first token: half the mean step `step_s` in progress when the
- * prompt arrives, then the steps that carry its chunks. Such a step holds the decode batch, the
- * chunk (on its rank, which then paces the step) and the rest of the step's mean prefill
- * spread over the ranks. Each chunk's step costs at least the chunk alone, so the sum is never
- * less than the prompt's prefill alone on the instance. The full chunks are priced as that many
- * steps at their mean context, one roof_step instead of one a chunk (a 256k prompt has 32): a
- * step's terms are linear in the chunk's context, so this is exact while one term binds every
- * chunk, below the sum where the binding term changes along the prompt (a max of linear terms
- * is convex), above it where a window or DSA's top-k caps the keys (concave); a prompt of one
- * or two chunks is priced exactly. */
+/* An aggregated prompt's own steps, those that carry its chunks: the first beside the decode batch
+ * alone (the prompts that come with it are the composition's, aggregated_tails), the others beside
+ * the step's mean prefill spread over the ranks; each chunk on its rank, which then paces the step.
+ * Each costs at least the chunk alone, so the sum is never less than the prompt's prefill alone on
+ * the instance. Full chunks after the first are priced as that many steps at their mean context,
+ * one roof_step instead of one a chunk (a 256k prompt has 32): a step's terms are linear in the
+ * chunk's context, so this is exact while one term binds every chunk, below the sum where the
+ * binding term changes along the prompt (a max of linear terms is convex), above it where a
+ * window or DSA's top-k caps the keys (concave); a prompt of one or two chunks is priced exactly. */
 static double chunk_step_s(const struct roof_setup *s, const struct serve_workload *w, int64_t batch, double prefill,
                            double tokens, double context)
 {
@@ -128,21 +230,810 @@ static double chunk_step_s(const struct roof_setup *s, const struct serve_worklo
 }
 
 static double aggregated_ttft(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
-                              const struct serve_workload *w, int64_t batch, double step_s)
+                              const struct serve_workload *w, int64_t batch, double prompt)
 {
-    double computed = prefilled_tokens(w), chunk = (double)w->chunk_tokens;
-    double prefill = step_prefill_tokens(w, batch);
-    double cached = (double)w->isl - computed;
+    double computed = prompt * (1 - w->prefix_hit), chunk = (double)w->chunk_tokens;
+    double others = step_prefill_tokens(w, batch), cached = prompt - computed;
     struct roof_setup s = setup_of(pool, g, l);
     double full = floor(computed / chunk), rest = computed - full * chunk;
     if (rest <= 0 && full > 0) { /* the last chunk is a full one: priced on its own like a remainder */
         full -= 1;
         rest = chunk;
     }
-    double ttft = step_s / 2;
-    if (full > 0) /* chunks 0 .. full - 1 at contexts cached + (i + 1/2) C: their mean */
-        ttft += full * chunk_step_s(&s, w, batch, prefill, chunk, cached + full * chunk / 2);
-    return ttft + chunk_step_s(&s, w, batch, prefill, rest, cached + full * chunk + rest / 2);
+    if (full == 0)
+        return chunk_step_s(&s, w, batch, rest, rest, cached + rest / 2);
+    double room = (double)l->dp * chunk; /* the other prompts ride within the ranks' budgets */
+    double ttft = chunk_step_s(&s, w, batch, chunk, chunk, cached + chunk / 2);
+    if (full > 1) /* chunks 1 .. full - 1 at contexts cached + (i + 1/2) C: their mean */
+        ttft += (full - 1) * chunk_step_s(&s, w, batch, chunk + fmin(others, room - chunk), chunk,
+                                          cached + (full + 1) * chunk / 2);
+    return ttft + chunk_step_s(&s, w, batch, rest + fmin(others, room - rest), rest, cached + full * chunk + rest / 2);
+}
+
+/* ---- the requests' times: what every tail reads ---- */
+
+/* A tail is computed at serve_percentile_levels and then at the workload's percentile. */
+#define TAIL_LEVELS (SERVE_PERCENTILES + 1)
+
+static double workload_percentile(const struct serve_workload *w)
+{
+    return w->percentile > 0 ? w->percentile : 50;
+}
+
+static void tail_levels(const struct serve_workload *w, double *levels)
+{
+    for (int i = 0; i < SERVE_PERCENTILES; i++)
+        levels[i] = serve_percentile_levels[i] / 100;
+    levels[SERVE_PERCENTILES] = workload_percentile(w) / 100;
+}
+
+/* E[c^2] of the tokens a prompt computes. */
+static double computed_second_moment(const struct serve_workload *w)
+{
+    double kept = 1 - w->prefix_hit;
+    double isl2 = w->lengths.bins > 0 ? w->lengths.isl_second_moment : (double)w->isl * (double)w->isl;
+    return kept * kept * isl2;
+}
+
+/* Output-length bins as the tails read them: a fixed-length workload is one. */
+static int64_t output_bins(const struct serve_workload *w, double *osl, double *weight)
+{
+    if (w->lengths.bins == 0) {
+        osl[0] = (double)w->osl;
+        weight[0] = 1;
+        return 1;
+    }
+    memcpy(osl, w->lengths.osl, (size_t)w->lengths.bins * sizeof *osl);
+    memcpy(weight, w->lengths.osl_weight, (size_t)w->lengths.bins * sizeof *weight);
+    return w->lengths.bins;
+}
+
+static int64_t prompt_bins(const struct serve_workload *w, double *isl, double *weight)
+{
+    if (w->lengths.prompt_bins == 0) {
+        isl[0] = (double)w->isl;
+        weight[0] = 1;
+        return 1;
+    }
+    memcpy(isl, w->lengths.isl, (size_t)w->lengths.prompt_bins * sizeof *isl);
+    memcpy(weight, w->lengths.isl_weight, (size_t)w->lengths.prompt_bins * sizeof *weight);
+    return w->lengths.prompt_bins;
+}
+
+/* How variable the arrivals of prompts are, as a squared coefficient of variation: Poisson 1;
+ * evenly spaced or closed-loop 0 while every request is alike, 1 when their lengths vary (the
+ * ends of requests of different lengths come unevenly). */
+static double arrival_scv(const struct serve_workload *w)
+{
+    if (w->arrivals == SERVE_POISSON)
+        return 1;
+    return w->lengths.bins > 1 || w->lengths.prompt_bins > 1 ? 1 : 0;
+}
+
+/* ---- steps as they come (serve.h, "Steps that vary") ---- */
+
+/* The counts of prompts a step's price is taken at: every count to 8, then half again each, to
+ * the count that fills every rank's budget; between them the step is linear in the count. */
+#define COMPOSITION_EXACT 8
+#define COMPOSITION_POINTS 40
+
+/* A step of n sequences at counts of prompts from 0 to where the budgets fill, priced lazily
+ * (each count at its first use: a closed loop of alike requests reads two counts, a Poisson one
+ * a few about its mean). */
+struct composition {
+    const struct roof_setup *setup;
+    const struct serve_workload *workload;
+    int64_t sequences;
+    int count;
+    double prompts[COMPOSITION_POINTS], step_s[COMPOSITION_POINTS]; /* step_s NAN until priced */
+    double full;  /* units that fill every rank's budget: more join no step */
+};
+
+/* What a step carries of prompts comes in units: a prompt of the mean computed length c, or a
+ * chunk C of one longer than C (which takes c / C steps), u = min(c, C) tokens. */
+static double unit_tokens(const struct serve_workload *w)
+{
+    return fmin(prefilled_tokens(w), (double)w->chunk_tokens);
+}
+
+static bool ranks_independent(const struct roof_setup *s);
+
+/* Units a step carries when `prompts` prompts join the instance's: a rank's share when its ranks
+ * step on their own (ranks_independent). */
+static double units_of(const struct roof_setup *s, const struct serve_workload *w, double prompts)
+{
+    double u = unit_tokens(w), units = u > 0 ? prompts * prefilled_tokens(w) / u : 0;
+    return ranks_independent(s) ? units / (double)s->layout.dp : units;
+}
+
+/* Whether an instance's data-parallel ranks step on their own: a dense model's are replicas that
+ * never wait for one another; an MoE model's meet at every MoE layer (the all-to-all), so the rank
+ * carrying the most prefill paces all. */
+static bool ranks_independent(const struct roof_setup *s)
+{
+    return s->layout.dp > 1 && !model_is_moe(s->model);
+}
+
+/* The step of n decode sequences that carries k units of u tokens (at the prompts' mean prefill
+ * context). Ranks in step: each unit on one rank, the ranks taking them in turn, so the busiest
+ * holds ceil(k / dp) of them, at most its chunk budget C, the rest spread over the others; at
+ * most dp C tokens in all. Independent ranks: k units on each rank (a composition of one rank,
+ * which every rank runs alike). */
+static double carrying_step_s(const struct roof_setup *s, const struct serve_workload *w, int64_t n, double k)
+{
+    double c = unit_tokens(w), budget = (double)w->chunk_tokens, dp = (double)s->layout.dp;
+    if (k <= 0 || c <= 0) {
+        struct roof_step step = mixed_step(w, n, 0);
+        struct roof_point r;
+        roof_step(s, &step, &r);
+        return r.step_s;
+    }
+    if (ranks_independent(s)) {
+        double each = fmin(k * c, budget); /* spread evenly: each rank's share is `each` */
+        return chunk_step_s(s, w, n, each * dp, 0, prefill_context(w));
+    }
+    double total = fmin(k * c, dp * budget), busiest = fmin(ceil(k / dp) * c, budget);
+    return chunk_step_s(s, w, n, total, fmin(busiest, total), prefill_context(w));
+}
+
+
+/* The counts a composition of n sequences is priced at, up to `most` prompts (capped where the
+ * budgets fill); `s` and `w` must outlive it. A decode pool's steps (most 0) carry none. */
+static void composition_init(struct composition *out, const struct roof_setup *s, const struct serve_workload *w,
+                             int64_t n, double most)
+{
+    double c = unit_tokens(w);
+    *out = (struct composition){.setup = s, .workload = w, .sequences = n};
+    double ranks = ranks_independent(s) ? 1 : (double)s->layout.dp;
+    out->full = c > 0 ? ceil(ranks * (double)w->chunk_tokens / c) : 0;
+    double last = fmin(ceil(most), out->full);
+    for (double k = 0; out->count < COMPOSITION_POINTS;) {
+        out->prompts[out->count] = k;
+        out->step_s[out->count++] = NAN;
+        if (k >= last)
+            break;
+        double next = k < COMPOSITION_EXACT ? k + 1 : ceil(k * 1.5);
+        k = fmin(next, last);
+    }
+}
+
+static double composition_step(struct composition *c, int i)
+{
+    if (isnan(c->step_s[i]))
+        c->step_s[i] = carrying_step_s(c->setup, c->workload, c->sequences, c->prompts[i]);
+    return c->step_s[i];
+}
+
+static double composition_at(struct composition *c, double k)
+{
+    if (k >= c->prompts[c->count - 1])
+        return composition_step(c, c->count - 1);
+    int i = 1;
+    while (c->prompts[i] < k)
+        i++;
+    double f = (k - c->prompts[i - 1]) / (c->prompts[i] - c->prompts[i - 1]);
+    double low = composition_step(c, i - 1);
+    return f > 0 ? low + f * (composition_step(c, i) - low) : low;
+}
+
+/* The prompts a step carries when m join a step on average: Poisson(m) under Poisson arrivals or
+ * when lengths vary, else the two whole counts about m (prompts come as evenly as requests end). */
+static bool prompts_poisson(const struct serve_workload *w)
+{
+    return arrival_scv(w) > 0;
+}
+
+/* The mean and variance of the step over its prompt count, `offset` prompts more than the count
+ * drawn (1: the step that carries a given prompt and those that came with it). */
+static void composed_with(struct composition *c, const struct serve_workload *w, double m, double offset,
+                          double *mean_s, double *variance_s2);
+
+static void composed(struct composition *c, const struct serve_workload *w, double m, double *mean_s,
+                     double *variance_s2)
+{
+    composed_with(c, w, m, 0, mean_s, variance_s2);
+}
+
+static void composed_with(struct composition *c, const struct serve_workload *w, double m, double offset,
+                          double *mean_s, double *variance_s2)
+{
+    double t1 = 0, t2 = 0;
+    if (m <= 0) {
+        t1 = composition_at(c, offset);
+        t2 = t1 * t1;
+    } else if (!prompts_poisson(w)) {
+        double low = floor(m), f = m - low, a = composition_at(c, low + offset),
+               b = composition_at(c, low + 1 + offset);
+        t1 = (1 - f) * a + f * b;
+        t2 = (1 - f) * a * a + f * b * b;
+    } else {
+        /* Poisson(m) from its mode outward, until what is left is below a part in 10^15 */
+        double mode = floor(m), log_mode = mode * log(m) - m - lgamma(mode + 1), mass = 0;
+        for (int side = 0; side < 2; side++) {
+            double p = exp(log_mode), k = side ? mode - 1 : mode;
+            if (side)
+                p *= mode / m;
+            for (; k >= 0 && p > 1e-17; k += side ? -1 : 1) {
+                double t = composition_at(c, k + offset);
+                mass += p;
+                t1 += p * t;
+                t2 += p * t * t;
+                p *= side ? k / m : m / (k + 1);
+                if (!side && k > c->full && k > m)
+                    break; /* every larger count costs the full budget's step */
+            }
+        }
+        if (mass < 1 - 1e-12 && c->count > 0) { /* beyond the loop: the full budget's step */
+            double t = composition_step(c, c->count - 1);
+            t1 += (1 - mass) * t;
+            t2 += (1 - mass) * t * t;
+        }
+    }
+    *mean_s = t1;
+    *variance_s2 = fmax(t2 - t1 * t1, 0);
+}
+
+/* The prompts a step sees on average at the mean c tokens each, most for a composition. */
+static double prompts_most(double m)
+{
+    return m + 5 * sqrt(m) + 5;
+}
+
+/* ---- the occupancy of an instance (serve.h, "Arrivals") ---- */
+
+/* An instance's steps at OCCUPANCY_GRID numbers of sequences in flight, from 1 to its cap,
+ * geometrically; linear between them. */
+#define OCCUPANCY_GRID 12
+/* Sequences summed one by one; above, in runs of n / OCCUPANCY_EXACT (a relative step of
+ * 1 / OCCUPANCY_EXACT, over which the ratio below is constant to that part). */
+#define OCCUPANCY_EXACT 128
+/* Past its mode, the distribution is summed until pi(n) falls below e^-45 of its largest: the
+ * rest moves no sum by a part in 10^19. */
+#define OCCUPANCY_TAIL 45
+
+/* Each grid point's composition; a function of the setup, the workload and the cap alone, so one
+ * table a thread is kept for the layout priced last (the search prices a layout's batches in
+ * turn): the results are the same with it or without it. */
+struct occupancy_table {
+    struct roof_setup setup;
+    struct serve_workload workload;
+    int64_t cap;
+    bool valid, prefilling;
+    int count;
+    double sequences[OCCUPANCY_GRID];
+    struct composition steps[OCCUPANCY_GRID];
+};
+
+static _Thread_local struct occupancy_table last_table;
+
+static bool same_table(const struct occupancy_table *t, const struct roof_setup *s, const struct serve_workload *w,
+                       int64_t cap, bool prefilling)
+{
+    return t->valid && t->cap == cap && t->prefilling == prefilling && memcmp(&t->setup, s, sizeof *s) == 0 &&
+           memcmp(&t->workload, w, sizeof *w) == 0;
+}
+
+/* `prefilling` false: a decode pool's steps, which carry no prompts. */
+static struct occupancy_table *occupancy_table_of(const struct roof_setup *s, const struct serve_workload *w,
+                                                        int64_t cap, bool prefilling)
+{
+    struct occupancy_table *t = &last_table;
+    if (same_table(t, s, w, cap, prefilling))
+        return t;
+    memset(t, 0, sizeof *t);
+    t->setup = *s;
+    t->workload = *w;
+    t->cap = cap;
+    t->prefilling = prefilling;
+    /* prompts a step may carry at the cap: y N / osl join it on average */
+    double most = prefilling ? prompts_most(units_of(s, w, serve_tokens_per_step(w) * (double)cap / (double)w->osl)) : 0;
+    for (int i = 0; i < OCCUPANCY_GRID; i++) {
+        double n = round(exp(log((double)cap) * i / (OCCUPANCY_GRID - 1)));
+        if (t->count > 0 && n <= t->sequences[t->count - 1])
+            continue;
+        t->sequences[t->count] = n;
+        composition_init(&t->steps[t->count++], &t->setup, &t->workload, (int64_t)n, most);
+    }
+    t->valid = true;
+    return t;
+}
+
+/* A grid point's mean step and its variance when requests arrive at lambda: m = lambda T prompts
+ * join a step of mean T, solved by substitution (a contraction while prefill leaves decode time);
+ * infinite when it does not settle. */
+static void settled_step(struct composition *c, const struct serve_workload *w, double arrivals_per_s,
+                         double *mean_s, double *variance_s2)
+{
+    /* T = F(T) = E[step | m = lambda T]: substitution, sped up by Steffensen's step (Aitken's delta
+     * squared), which converges in a few rounds where plain substitution crawls (lambda c tau near
+     * 1) */
+    double alone = composition_step(c, 0), t = alone, v = 0;
+    for (int i = 0; i < 60; i++) {
+        double f1, f2, v2;
+        composed(c, w, units_of(c->setup, w, arrivals_per_s * t), &f1, &v);
+        if (fabs(f1 - t) <= 1e-10 * f1 || f1 > 1e6 * alone) {
+            t = f1;
+            break;
+        }
+        composed(c, w, units_of(c->setup, w, arrivals_per_s * f1), &f2, &v2);
+        double bend = f2 - 2 * f1 + t;
+        double next = fabs(bend) > 1e-300 ? t - (f1 - t) * (f1 - t) / bend : f2;
+        t = next > alone && isfinite(next) ? next : f2;
+        if (t > 1e6 * alone)
+            break;
+    }
+    if (t > 1e6 * alone)
+        t = INFINITY;
+    *mean_s = t;
+    *variance_s2 = v;
+}
+
+struct settled {
+    int count;
+    double sequences[OCCUPANCY_GRID], step_s[OCCUPANCY_GRID], variance_s2[OCCUPANCY_GRID];
+    double delay_s[OCCUPANCY_GRID]; /* what one more prompt adds to a step */
+};
+
+static void settled_at(const struct settled *g, double n, double *step_s, double *variance_s2, double *delay_s)
+{
+    int i = 1;
+    if (g->count == 1) {
+        *step_s = g->step_s[0];
+        *variance_s2 = g->variance_s2[0];
+        *delay_s = g->delay_s[0];
+        return;
+    }
+    while (i < g->count - 1 && g->sequences[i] < n)
+        i++;
+    double f = (n - g->sequences[i - 1]) / (g->sequences[i] - g->sequences[i - 1]);
+    *step_s = g->step_s[i - 1] + f * (g->step_s[i] - g->step_s[i - 1]);
+    *variance_s2 = g->variance_s2[i - 1] + f * (g->variance_s2[i] - g->variance_s2[i - 1]);
+    *delay_s = g->delay_s[i - 1] + f * (g->delay_s[i] - g->delay_s[i - 1]);
+}
+
+/* The sequences in flight of an instance fed by Poisson arrivals at lambda: each of n sequences
+ * gains y tokens a step of mean T(n), so requests end at X(n) = y n / (T(n) E[osl]) and n is a
+ * birth-death process, pi(n) = pi(0) prod_{k <= n} lambda / X(k), insensitive to how output
+ * lengths vary (Kelly 1979: continuous batching is processor sharing, a symmetric queue). At the cap
+ * N a request waits for a slot: beyond it n - N wait, a geometric tail of ratio r = lambda / X(N);
+ * stable while r < 1. The moments of the step are over pi (what a request finds on arriving,
+ * PASTA), its quantiles those of T at pi's quantiles of n (T grows with n); the wait for a slot
+ * from Little's law on the queue (mean) and PASTA (its probability); the relaxation time
+ * Var(n) / lambda an Ornstein-Uhlenbeck process's (one request's life when X(k) = k mu). */
+/* A run of sequence counts summed as one: its middle count, step, step variance, length, the
+ * increment of log pi a count over it, and its mass. */
+struct occupancy_run {
+    double middle, step_s, variance_s2, length, increment, mass;
+};
+
+static void occupancy_of(const struct settled *g, int64_t cap, double arrivals_per_s, double osl, double y,
+                         const double *levels, struct serve_occupancy *out)
+{
+    double last, last_variance, last_delay;
+    settled_at(g, (double)cap, &last, &last_variance, &last_delay);
+    *out = (struct serve_occupancy){.step_max_s = last};
+    double log_rate = log(arrivals_per_s * osl / y);
+    double r = exp(log_rate - log((double)cap / last)); /* lambda / X(N) */
+    if (!(r < 1) || !isfinite(last))
+        return;
+    /* the runs, up to the cap or to where pi has fallen out of every sum past its mode */
+    int64_t room = 0, count = 0;
+    struct occupancy_run *runs = NULL;
+    double log_pi = 0, top = 0;
+    bool reached_cap = true;
+    for (int64_t n = 1; n <= cap;) {
+        int64_t length = n <= OCCUPANCY_EXACT ? 1 : n / OCCUPANCY_EXACT;
+        if (n + length - 1 > cap)
+            length = cap - n + 1;
+        double middle = (double)n + (double)(length - 1) / 2, t, v, delay;
+        settled_at(g, middle, &t, &v, &delay);
+        /* log (lambda / X(n)), flattened where an arrival also holds every sequence back (it
+         * delays the departures of delay seconds: a jump of 1 + X delay, diffusion (lambda J^2 +
+         * X) / 2 in place of (lambda + X) / 2) */
+        double departures = middle / t * y / osl;
+        double jump = 1 + departures * delay;
+        double increment = (log_rate - log(middle / t)) * (arrivals_per_s + departures) /
+                           (arrivals_per_s * jump * jump + departures);
+        if (increment < 0 && log_pi + increment * (double)length < top - OCCUPANCY_TAIL) {
+            reached_cap = false; /* past the mode (X never falls as n grows): nothing left to add */
+            break;
+        }
+        if (count == room) {
+            room = room ? 2 * room : 1024;
+            runs = xrealloc(runs, (size_t)room * sizeof *runs);
+        }
+        runs[count++] = (struct occupancy_run){middle, t, v, (double)length, increment, 0};
+        log_pi += increment * (double)length;
+        top = fmax(top, log_pi);
+        n += length;
+    }
+    double mass = 0, n1 = 0, n2 = 0, t1 = 0, t2 = 0, v1 = 0;
+    log_pi = 0;
+    for (int64_t i = 0; i < count; i++) {
+        struct occupancy_run *x = &runs[i];
+        /* sum over k = 1 .. length of exp(log_pi + k increment - top) */
+        double first = log_pi + x->increment - top;
+        x->mass = fabs(x->increment) < 1e-12 ? x->length * exp(first)
+                                              : exp(first) * expm1(x->increment * x->length) / expm1(x->increment);
+        log_pi += x->increment * x->length;
+        mass += x->mass;
+        n1 += x->mass * x->middle;
+        n2 += x->mass * x->middle * x->middle;
+        t1 += x->mass * x->step_s;
+        t2 += x->mass * x->step_s * x->step_s;
+        v1 += x->mass * x->variance_s2;
+    }
+    double at_cap = reached_cap ? exp(log_pi - top) : 0; /* pi(N), unnormalised */
+    double pi0 = exp(-top);                                /* pi(0): no step runs */
+    double beyond = at_cap * r / (1 - r);                  /* pi(n > N) */
+    double queued = at_cap * r / ((1 - r) * (1 - r));      /* sum (n - N) pi(n) */
+    n1 += beyond * (double)cap;
+    n2 += beyond * (double)cap * (double)cap;
+    t1 += beyond * last;
+    t2 += beyond * last * last;
+    v1 += beyond * last_variance;
+    double busy = mass + beyond, all = busy + pi0;
+    out->stable = true;
+    out->sequences_mean = n1 / all;
+    out->sequences_variance = fmax(n2 / all - out->sequences_mean * out->sequences_mean, 0);
+    out->relaxation_s = out->sequences_variance / arrivals_per_s;
+    out->step_mean_s = t1 / busy; /* a step runs only while some sequence is in flight */
+    out->step_variance_s2 = fmax(t2 / busy - out->step_mean_s * out->step_mean_s, 0);
+    out->composition_variance_s2 = v1 / busy;
+    out->wait_probability = (at_cap + beyond) / all;
+    out->mean_wait_s = queued / all / arrivals_per_s;
+    for (int l = 0; l < TAIL_LEVELS; l++) {
+        double below = 0;
+        out->step_quantile_s[l] = last;
+        for (int64_t i = 0; i < count; i++) {
+            below += runs[i].mass;
+            if (below >= levels[l] * busy) {
+                out->step_quantile_s[l] = runs[i].step_s;
+                break;
+            }
+        }
+    }
+    free(runs);
+}
+
+/* The occupancy an instance of layout `l` (setup `s`) holds when requests arrive at
+ * `arrivals_per_s` and it runs `batch` sequences on average: under Poisson arrivals the
+ * birth-death process above, otherwise exactly `batch`, its steps those of `at_batch` (the
+ * batch's own composition). False when the instance cannot keep up. */
+static bool instance_occupancy(const struct serve_pool *pool, const struct roof_setup *s, const struct layout *l,
+                               const struct serve_workload *w, int64_t batch, struct composition *at_batch,
+                               bool prefilling, double arrivals_per_s, struct serve_occupancy *out)
+{
+    double levels[TAIL_LEVELS];
+    tail_levels(w, levels);
+    double y = serve_tokens_per_step(w);
+    if (w->arrivals != SERVE_POISSON) {
+        double mean, variance;
+        composed(at_batch, w, prefilling ? units_of(s, w, y * (double)batch / (double)w->osl) : 0, &mean, &variance);
+        *out = (struct serve_occupancy){.stable = isfinite(mean), .sequences_mean = (double)batch, .step_mean_s = mean,
+                                        .step_max_s = mean, .composition_variance_s2 = variance};
+        for (int i = 0; i < TAIL_LEVELS; i++)
+            out->step_quantile_s[i] = mean;
+        return out->stable;
+    }
+    int64_t cap = most_held(pool, pool->topology, l, held_context(w));
+    if (cap < batch)
+        cap = batch;
+    struct occupancy_table *table = occupancy_table_of(s, w, cap, prefilling);
+    struct settled g = {.count = table->count};
+    for (int i = 0; i < table->count; i++) {
+        g.sequences[i] = table->sequences[i];
+        settled_step(&table->steps[i], w, arrivals_per_s, &g.step_s[i], &g.variance_s2[i]);
+        struct composition *c = &table->steps[i];
+        g.delay_s[i] = c->count > 1 ? composition_step(c, 1) - composition_step(c, 0) : 0;
+    }
+    occupancy_of(&g, cap, arrivals_per_s, (double)w->osl, y, levels, out);
+    return out->stable;
+}
+
+/* ---- percentiles (serve.h, "Percentiles") ---- */
+
+/* The variance of an Ornstein-Uhlenbeck process's mean over a window x correlation times, over
+ * its own variance: (2 / x) (1 - (1 - e^-x) / x), by its series where that cancels. */
+static double window_share(double x)
+{
+    if (x < 1e-4)
+        return 1 - x / 3 + x * x / 12;
+    return 2 * (1 - -expm1(-x) / x) / x;
+}
+
+/* TPOT at the levels (see the header). A request's TPOT is the mean of the steps of its life,
+ * n = (osl - 1) / y of them: about the mean step over the occupancy / y, it deviates by the
+ * occupancy's quantile shrunk to the share of its variance a life of that length keeps
+ * (window_share of the relaxation time), and by the steps' own variation (the prompts they
+ * carry), independent from step to step, a normal law of variance V / n; the two added in
+ * quadrature past the median. Per output-length bin, the quantiles averaged by weight (exact for
+ * one length). */
+static void tpot_tail(const struct serve_workload *w, const struct serve_occupancy *o, double *at, double *mean_s)
+{
+    double y = serve_tokens_per_step(w), levels[TAIL_LEVELS];
+    tail_levels(w, levels);
+    double osl[SERVE_LENGTH_BINS], weight[SERVE_LENGTH_BINS];
+    int64_t bins = output_bins(w, osl, weight);
+    double mean = o->step_mean_s / y, total = 0;
+    for (int i = 0; i < TAIL_LEVELS; i++)
+        at[i] = 0;
+    for (int64_t b = 0; b < bins; b++) {
+        if (osl[b] <= 1)
+            continue; /* a request of one token has no TPOT */
+        double n = (osl[b] - 1) / y, life = n * o->step_mean_s;
+        double keep = o->relaxation_s > 0 ? sqrt(window_share(life / o->relaxation_s)) : 0;
+        double spread = sqrt(o->composition_variance_s2 / n) / y;
+        for (int i = 0; i < TAIL_LEVELS; i++) {
+            double occupancy = keep * (o->step_quantile_s[i] - o->step_mean_s) / y;
+            double steps = levels[i] == 0.5 ? 0 : queue_normal_quantile(levels[i]) * spread;
+            double both = sqrt(occupancy * occupancy + steps * steps);
+            double deviation = levels[i] > 0.5 ? fmax(occupancy, 0) + both - fabs(occupancy)
+                               : levels[i] < 0.5 ? occupancy - (both - fabs(occupancy))
+                                                 : occupancy;
+            at[i] += weight[b] * (mean + deviation);
+        }
+        total += weight[b];
+    }
+    for (int i = 0; i < TAIL_LEVELS; i++)
+        at[i] = total > 0 ? fmax(at[i] / total, 0) : mean;
+    *mean_s = mean;
+}
+
+/* TTFT as a wait (an atom at 0 and an exponential tail, queueing.h) after an own time given as
+ * weighted atoms. */
+struct ttft_mix {
+    const struct queue_wait *wait;
+    int64_t count, room;
+    double *weight, *own_s;
+};
+
+static void ttft_mix_add(struct ttft_mix *m, double weight, double own_s)
+{
+    if (m->count == m->room) {
+        m->room = m->room ? 2 * m->room : 256;
+        m->weight = xrealloc(m->weight, (size_t)m->room * sizeof *m->weight);
+        m->own_s = xrealloc(m->own_s, (size_t)m->room * sizeof *m->own_s);
+    }
+    m->weight[m->count] = weight;
+    m->own_s[m->count++] = own_s;
+}
+
+static void ttft_mix_release(struct ttft_mix *m)
+{
+    free(m->weight);
+    free(m->own_s);
+}
+
+static double ttft_mix_cdf(void *context, double t)
+{
+    const struct ttft_mix *m = context;
+    double total = 0, below = 0;
+    for (int64_t i = 0; i < m->count; i++) {
+        total += m->weight[i];
+        if (t >= m->own_s[i])
+            below += m->weight[i] * queue_wait_cdf(m->wait, t - m->own_s[i]);
+    }
+    return total > 0 ? below / total : 1;
+}
+
+struct weighted_time {
+    double time_s, weight;
+};
+
+static int compare_time(const void *a, const void *b)
+{
+    const struct weighted_time *x = a, *y = b;
+    return (x->time_s > y->time_s) - (x->time_s < y->time_s);
+}
+
+/* The quantiles: with no wait, the atoms' own (sorted, the smallest whose cumulative weight
+ * reaches the level); else by bisection on the mixture's CDF. */
+static void ttft_tail(const struct serve_workload *w, const struct ttft_mix *m, double *at, double *mean_s)
+{
+    double levels[TAIL_LEVELS], low = INFINITY, high = 0, own = 0, total = 0;
+    tail_levels(w, levels);
+    for (int64_t i = 0; i < m->count; i++) {
+        low = fmin(low, m->own_s[i]);
+        high = fmax(high, m->own_s[i]);
+        own += m->weight[i] * m->own_s[i];
+        total += m->weight[i];
+    }
+    *mean_s = own / total + m->wait->mean_wait_s;
+    struct weighted_time *sorted = xmalloc((size_t)m->count * sizeof *sorted);
+    for (int64_t i = 0; i < m->count; i++)
+        sorted[i] = (struct weighted_time){m->own_s[i], m->weight[i]};
+    qsort(sorted, (size_t)m->count, sizeof *sorted, compare_time);
+    if (m->wait->wait_probability <= 0 || m->wait->mean_wait_s <= 0) {
+        for (int i = 0; i < TAIL_LEVELS; i++) {
+            double below = 0;
+            int64_t j = 0;
+            while (j < m->count - 1 && (below += sorted[j].weight) < levels[i] * total * (1 - 1e-12))
+                j++;
+            at[i] = sorted[j].time_s;
+        }
+        free(sorted);
+        return;
+    }
+    /* with a wait, the own times first merged into TTFT_MERGED atoms, finer toward the tail (a
+     * share of 1 / 32 below p90, 1 / 160 to p99, 1 / 1600 above), each at its weighted mean */
+    struct ttft_mix merged = {.wait = m->wait};
+    double below = 0, edge = 0, sum = 0, weight = 0;
+    for (int64_t i = 0; i < m->count; i++) {
+        if (weight == 0) {
+            double at_share = below / total;
+            edge = at_share < 0.9 ? at_share + 1.0 / 32 : at_share < 0.99 ? at_share + 1.0 / 160 : at_share + 1.0 / 1600;
+        }
+        sum += sorted[i].time_s * sorted[i].weight;
+        weight += sorted[i].weight;
+        below += sorted[i].weight;
+        if (below / total >= edge * (1 - 1e-12) || i == m->count - 1) {
+            ttft_mix_add(&merged, weight, sum / weight);
+            sum = weight = 0;
+        }
+    }
+    free(sorted);
+    double tail = m->wait->mean_wait_s / m->wait->wait_probability;
+    for (int i = 0; i < TAIL_LEVELS; i++)
+        at[i] = queue_quantile(ttft_mix_cdf, &merged, levels[i], low, high + 50 * tail + 1e-12);
+    ttft_mix_release(&merged);
+}
+
+/* Points the length-biased step and the uniform share of it an arrival waits out are cut into. */
+#define TTFT_STEP_POINTS 6
+#define TTFT_SHARE_POINTS 3
+
+/* Adds a prompt's own times, of weight `weight`, to the mix (see aggregated_tails): over L, a
+ * lognormal law of mean `biased` and variance `biased_variance` at its quantile midpoints, and
+ * the share U of it (closed-loop: no L, no U), K ~ Poisson(lambda L) prompts with it (closed-loop
+ * with alike requests: the two counts about the mean), and `own_s`, its own steps, with its first
+ * chunk's step grown from the batch's composition at one prompt to that at 1 + K. */
+static void ttft_own_add(struct ttft_mix *mix, const struct serve_workload *w, struct composition *at_batch,
+                         double weight, double own_s, double slower, double arrivals_per_s, double biased,
+                         double biased_variance, bool open, double joining)
+{
+    double base = own_s - composition_at(at_batch, 1) * slower;
+    int steps = open ? TTFT_STEP_POINTS : 1, shares = open ? TTFT_SHARE_POINTS : 1;
+    double cv2 = biased > 0 ? biased_variance / (biased * biased) : 0;
+    double sigma = sqrt(log1p(cv2)), mu = log(fmax(biased, 1e-300)) - sigma * sigma / 2;
+    for (int i = 0; i < steps; i++) {
+        double length = open ? exp(mu + sigma * queue_normal_quantile((i + 0.5) / steps)) : 0;
+        double m = open ? units_of(at_batch->setup, w, arrivals_per_s * length) : joining, wi = weight / steps;
+        /* K ~ Poisson(m), the others beside a given prompt (Palm); alike requests that do not
+         * arrive at random come m a step, the two counts about m, a step's count seen from a
+         * prompt in it weighted by the count (k P(k)): K = that count less the prompt */
+        double k_low = 0, k_high, p, mode = floor(m);
+        if (!prompts_poisson(w)) {
+            double f = m - mode, low = (1 - f) * mode, high = f * (mode + 1);
+            for (int j = 0; j < shares; j++) {
+                double waited = open ? length * (j + 0.5) / shares : 0;
+                if (low > 0)
+                    ttft_mix_add(mix, wi * low / (low + high) / shares,
+                                 base + waited + composition_at(at_batch, mode) * slower);
+                if (high > 0)
+                    ttft_mix_add(mix, wi * high / (low + high) / shares,
+                                 base + waited + composition_at(at_batch, mode + 1) * slower);
+            }
+            continue;
+        }
+        k_high = m + 5 * sqrt(m) + 4;
+        for (double k = k_low; k <= k_high; k++) {
+            p = exp(k * log(fmax(m, 1e-300)) - m - lgamma(k + 1));
+            if (m <= 0)
+                p = k == 0;
+            if (p < 1e-9)
+                continue;
+            double step = composition_at(at_batch, 1 + k) * slower;
+            for (int j = 0; j < shares; j++)
+                ttft_mix_add(mix, wi * p / shares, base + step + (open ? length * (j + 0.5) / shares : 0));
+        }
+    }
+}
+
+/* The wait of prompts arriving at `arrivals_per_s` for `servers` prefill servers, each taking
+ * service_s a prompt on average (the prompts' lengths set its variation); arrivals less variable
+ * than Poisson scale the mean by (c_a^2 + c_s^2) / (1 + c_s^2) (Allen-Cunneen). False when the
+ * servers cannot keep up. */
+static bool prefill_wait(const struct serve_workload *w, double arrivals_per_s, double service_s, int64_t servers,
+                         struct queue_wait *out)
+{
+    *out = (struct queue_wait){0};
+    if (arrivals_per_s <= 0 || service_s <= 0)
+        return true;
+    double c1 = prefilled_tokens(w), scv = c1 > 0 ? fmax(computed_second_moment(w) / (c1 * c1) - 1, 0) : 0;
+    double ca2 = arrival_scv(w);
+    if (ca2 == 0 && scv == 0) { /* D/D/c: alike prompts evenly spaced wait for nothing while the servers keep up */
+        out->use = arrivals_per_s * service_s / (double)servers;
+        return out->use <= 1 + 1e-12;
+    }
+    if (!queue_mgc(arrivals_per_s, service_s, scv, servers, out))
+        return false;
+    if (ca2 < 1) {
+        double scale = scv > 0 ? (ca2 + scv) / (1 + scv) : 0;
+        out->mean_wait_s *= scale;
+        if (scale <= 0)
+            out->wait_probability = 0;
+    }
+    return true;
+}
+
+/* Two independent waits one after the other, as one atom-and-exponential wait of their summed
+ * mean that is 0 only when both are. */
+static struct queue_wait waits_added(const struct queue_wait *a, const struct queue_wait *b)
+{
+    double none = (1 - a->wait_probability) * (1 - b->wait_probability);
+    return (struct queue_wait){.use = fmax(a->use, b->use), .wait_probability = 1 - none,
+                               .mean_wait_s = a->mean_wait_s + b->mean_wait_s};
+}
+
+static void set_tail(const double *ttft, double ttft_mean, const double *tpot, double tpot_mean, struct serve_point *p)
+{
+    for (int i = 0; i < SERVE_PERCENTILES; i++) {
+        p->tail.ttft_s[i] = ttft[i];
+        p->tail.tpot_s[i] = tpot[i];
+    }
+    p->tail.ttft_mean_s = ttft_mean;
+    p->tail.tpot_mean_s = tpot_mean;
+    p->ttft_s = ttft[SERVE_PERCENTILES];
+    p->tpot_s = tpot[SERVE_PERCENTILES];
+}
+
+/* An aggregated point's tails, its occupancy `o` given. TTFT: the wait for a slot, then for a
+ * chunk budget (dp servers, each C tokens a step of a full chunk: a prompt's c tokens take c / C
+ * such steps), then the rest of the step in progress (open loop: E[T^2] / 2 E[T], a random
+ * arrival's share of a step; closed: none, a request starts as one ends), then the prompt's own
+ * steps by prompt-length bin, priced at the batch searched and stretched by the occupancy's mean
+ * step over that batch's. False when the budgets cannot keep up. */
+static bool aggregated_tails(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
+                             const struct serve_workload *w, int64_t batch, const struct serve_occupancy *o,
+                             struct composition *at_batch, bool judging, struct serve_point *p)
+{
+    double arrivals = p->decode.requests_per_s, step_s = p->decode.step_s;
+    double tpot[TAIL_LEVELS], tpot_mean, ttft[TAIL_LEVELS] = {0}, ttft_mean = 0;
+    tpot_tail(w, o, tpot, &tpot_mean);
+    if (judging && (w->ttft_s <= 0 || (w->tpot_s > 0 && tpot[SERVE_PERCENTILES] > w->tpot_s))) {
+        /* only whether it meets the targets is asked, and TTFT cannot change the answer */
+        set_tail(ttft, ttft_mean, tpot, tpot_mean, p);
+        return true;
+    }
+
+    /* the budgets as servers: a step takes floor(C / c) prompts a rank (a longer prompt takes
+     * c / C steps of one rank), each for the step that carries it */
+    double chunk = (double)w->chunk_tokens, c = prefilled_tokens(w);
+    double per_rank = c > 0 ? fmax(floor(chunk / c), 1) : 1, steps = c > chunk ? c / chunk : 1;
+    /* the budgets as servers: floor(dp C / c) prompts a step (a longer prompt takes c / C steps of
+     * a rank), each held for a step scaled so that they take dp C tokens a step, no more */
+    double servers = c > chunk ? (double)l->dp : fmax(floor((double)l->dp * chunk / c), 1);
+    double service = c > chunk ? steps * o->step_mean_s : o->step_mean_s * servers * c / ((double)l->dp * chunk);
+    (void)per_rank;
+    struct queue_wait budget, slot = {.wait_probability = o->wait_probability, .mean_wait_s = o->mean_wait_s};
+    if (!prefill_wait(w, arrivals, service, (int64_t)servers, &budget))
+        return false;
+    struct queue_wait wait = waits_added(&slot, &budget);
+    /* An open-loop arrival lands in a step of length-biased length L (the step a gamma law of its
+     * mean m and variance v: E[L] = E[T^2] / m, E[L^2] = E[T^3] / m, E[T^3] = m^3 + 3 m v +
+     * 2 v^2 / m), waits out a uniform share of it, and its first chunk's step carries the K ~
+     * Poisson(lambda L) prompts that arrived with it: the two move together. Closed-loop a request
+     * starts as one ends: no wait, K about the mean. Later chunks' steps are priced at the mean. */
+    double m = o->step_mean_s, v = o->composition_variance_s2 + o->step_variance_s2;
+    double biased = (m * m + v) / m, biased2 = (m * m * m + 3 * m * v + 2 * v * v / m) / m;
+    double biased_variance = fmax(biased2 - biased * biased, 0);
+    bool open = w->arrivals != SERVE_CLOSED;
+    double joining = units_of(at_batch->setup, w, open ? arrivals * biased : step_prefill_tokens(w, batch) / fmax(c, 1));
+    struct ttft_mix mix = {.wait = &wait};
+    double isl[SERVE_PROMPT_BINS], weight[SERVE_PROMPT_BINS], slower = m / step_s;
+    int64_t bins = prompt_bins(w, isl, weight);
+    for (int64_t i = 0; i < bins; i++) {
+        double own = aggregated_ttft(pool, g, l, w, batch, isl[i]) * slower;
+        ttft_own_add(&mix, w, at_batch, weight[i], own, slower, arrivals, biased, biased_variance, open, joining);
+    }
+    ttft_tail(w, &mix, ttft, &ttft_mean);
+    ttft_mix_release(&mix);
+    set_tail(ttft, ttft_mean, tpot, tpot_mean, p);
+    p->tail.prefill_wait_s = wait.mean_wait_s;
+    p->tail.sequences_mean = o->sequences_mean;
+    p->tokens_per_s_per_user = 1 / tpot_mean;
+    return true;
 }
 
 void serve_aggregated_step(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
@@ -150,13 +1041,36 @@ void serve_aggregated_step(const struct serve_pool *pool, const struct graph_sum
 {
     double rank_prefill;
     aggregated_step(pool, g, l, w, batch, out, &rank_prefill);
-    out->fits = holds(pool, pool->topology, l, batch, w->isl + w->osl) && rank_prefill <= (double)w->chunk_tokens;
+    out->fits = holds(pool, pool->topology, l, batch, held_context(w)) && rank_prefill <= (double)w->chunk_tokens;
 }
+
+double serve_aggregated_rate(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
+                             const struct serve_workload *w, int64_t batch)
+{
+    struct roof_setup s = setup_of(pool, g, l);
+    double y = serve_tokens_per_step(w), joining = units_of(&s, w, y * (double)batch / (double)w->osl);
+    double step_s, variance;
+    struct composition at_batch;
+    composition_init(&at_batch, &s, w, batch, prompts_most(2 * joining) + 1);
+    composed(&at_batch, w, joining, &step_s, &variance);
+    return y * (double)batch / step_s / (double)l->devices;
+}
+
+/* serve_aggregated; `judging`: only p.meets is read (the tails a target does not bound are not
+ * worked out). */
+static bool aggregated_point(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
+                             const struct serve_workload *w, int64_t batch, bool judging, struct serve_point *out);
 
 bool serve_aggregated(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
                       const struct serve_workload *w, int64_t batch, struct serve_point *out)
 {
-    if (batch < 1 || !holds(pool, pool->topology, l, batch, w->isl + w->osl))
+    return aggregated_point(pool, g, l, w, batch, false, out);
+}
+
+static bool aggregated_point(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
+                             const struct serve_workload *w, int64_t batch, bool judging, struct serve_point *out)
+{
+    if (batch < 1 || !holds(pool, pool->topology, l, batch, held_context(w)))
         return false;
     struct serve_point p = {.mode = SERVE_AGGREGATED, .decode_instances = 1};
     double rank_prefill, chunk = (double)w->chunk_tokens;
@@ -166,14 +1080,20 @@ bool serve_aggregated(const struct serve_pool *pool, const struct graph_summary 
     p.decode.point.fits = true;
     p.decode.layout = *l;
     p.decode.batch = batch;
-    double y = serve_tokens_per_step(w);
+    /* the step as it comes: the prompts that join it, y B / osl on average, whole */
+    struct roof_setup s = setup_of(pool, g, l);
+    double y = serve_tokens_per_step(w), joining = units_of(&s, w, y * (double)batch / (double)w->osl), variance;
+    struct composition at_batch;
+    composition_init(&at_batch, &s, w, batch, prompts_most(2 * joining) + 1);
+    composed(&at_batch, w, joining, &p.decode.point.step_s, &variance);
+    set_rates(pool, l, y * (double)batch, &p.decode.point);
     double t = p.decode.step_s = p.decode.point.step_s;
     p.decode.requests_per_s = y * (double)batch / t / (double)w->osl;
     p.devices = l->devices;
-    p.tpot_s = t / y;
     p.prefill_use = rank_prefill / chunk;
-    p.ttft_s = aggregated_ttft(pool, g, l, w, batch, t);
-    p.tokens_per_s_per_user = y / t;
+    if (!instance_occupancy(pool, &s, l, w, batch, &at_batch, true, p.decode.requests_per_s, &p.decode.occupancy) ||
+        !aggregated_tails(pool, g, l, w, batch, &p.decode.occupancy, &at_batch, judging, &p))
+        return false;
     p.tokens_per_s_per_device = p.decode_tokens_per_s_per_device = p.decode.point.tokens_per_s_per_device;
     p.cost_per_mtok = p.decode.point.cost_per_mtok;
     if (pool->topology->power_watts > 0)
@@ -190,7 +1110,7 @@ void serve_decode_step(const struct serve_pool *pool, const struct graph_summary
     struct roof_step step = mixed_step(w, batch, 0);
     roof_step(&s, &step, out);
     set_rates(pool, l, serve_tokens_per_step(w) * (double)batch, out);
-    out->fits = holds(pool, pool->topology, l, batch, w->isl + w->osl);
+    out->fits = holds(pool, pool->topology, l, batch, held_context(w));
 }
 
 bool serve_decode_instance(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
@@ -204,6 +1124,10 @@ bool serve_decode_instance(const struct serve_pool *pool, const struct graph_sum
         return false;
     d.step_s = d.point.step_s;
     d.requests_per_s = serve_tokens_per_step(w) * (double)batch / d.step_s / (double)w->osl;
+    struct roof_setup s = setup_of(pool, g, l);
+    struct composition alone = {.count = 1, .prompts = {0}, .step_s = {d.step_s}};
+    if (!instance_occupancy(pool, &s, l, w, batch, &alone, false, d.requests_per_s, &d.occupancy))
+        return false;
     *out = d;
     return true;
 }
@@ -273,13 +1197,50 @@ double serve_kv_transfer_s(const struct serve_pool *prefill, const struct layout
     return bytes / rate + latency;
 }
 
-/* The highest use of the prefill pool at which TTFT = S_p (1 + rho / 2) + t_kv meets the target;
- * 1 without a target, <= 0 when not even an idle pool meets it. */
-static double prefill_use_limit(const struct serve_workload *w, double prefill_s, double transfer_s)
+/* A decode instance's TPOT at the levels: its occupancy, no prefill. */
+static void decode_tpot(const struct serve_workload *w, const struct serve_instance *d, double *at, double *mean_s)
 {
-    if (w->ttft_s <= 0)
-        return 1;
-    return fmin(1, 2 * (w->ttft_s - transfer_s - prefill_s) / prefill_s);
+    tpot_tail(w, &d->occupancy, at, mean_s);
+}
+
+/* A disaggregated point's TTFT at the levels: the wait for one of x prefill instances, each
+ * serving 1 / r_p seconds a request (its batch's time over its prompts), then its batch S_p and the
+ * KV's transfer. False when the pool cannot keep up. */
+static bool disaggregated_ttft(const struct serve_workload *w, const struct serve_instance *prefill, double transfer_s,
+                               double arrivals_per_s, int64_t instances, double *at, double *mean_s, double *wait_s)
+{
+    struct queue_wait wait;
+    if (!prefill_wait(w, arrivals_per_s, 1 / prefill->requests_per_s, instances, &wait))
+        return false;
+    struct ttft_mix mix = {.wait = &wait};
+    ttft_mix_add(&mix, 1, prefill->step_s + transfer_s);
+    ttft_tail(w, &mix, at, mean_s);
+    ttft_mix_release(&mix);
+    *wait_s = wait.mean_wait_s;
+    return true;
+}
+
+/* The fewest prefill instances, from `from`, whose TTFT at the workload's percentile meets the
+ * target for `arrivals_per_s`; 0 when none up to a generous bound does (an idle pool's TTFT is
+ * already over it). */
+static int64_t fewest_prefill(const struct serve_workload *w, const struct serve_instance *prefill, double transfer_s,
+                              double arrivals_per_s, int64_t from)
+{
+    int64_t x = (int64_t)ceil(arrivals_per_s / prefill->requests_per_s - 1e-9);
+    if (x < from)
+        x = from;
+    if (x < 1)
+        x = 1;
+    for (int64_t last = 2 * x + 64; x <= last; x++) {
+        double at[TAIL_LEVELS], mean, wait;
+        if (!disaggregated_ttft(w, prefill, transfer_s, arrivals_per_s, x, at, &mean, &wait))
+            continue;
+        if (w->ttft_s <= 0 || at[SERVE_PERCENTILES] <= w->ttft_s * (1 + 1e-12))
+            return x;
+        if (prefill->step_s + transfer_s > w->ttft_s)
+            return 0;
+    }
+    return 0;
 }
 
 static double price_of(const struct serve_pool *pool, double devices)
@@ -287,16 +1248,16 @@ static double price_of(const struct serve_pool *pool, double devices)
     return pool->price_usd_per_hour > 0 ? pool->price_usd_per_hour * devices : -INFINITY;
 }
 
-static void disaggregated_totals(const struct serve_pool *pp, const struct serve_pool *dp, double osl,
+static void disaggregated_totals(const struct serve_pool *pp, const struct serve_pool *dp, const struct serve_workload *w,
                                  struct serve_point *p)
 {
+    double osl = (double)w->osl;
     double prefill_devices = (double)(p->prefill_instances * p->prefill.layout.devices);
     double decode_devices = (double)(p->decode_instances * p->decode.layout.devices);
     double tokens_per_s = (double)p->decode_instances * p->decode.requests_per_s * osl;
     p->devices = (int64_t)(prefill_devices + decode_devices);
     p->prefill_use = (double)p->decode_instances * p->decode.requests_per_s /
                      ((double)p->prefill_instances * p->prefill.requests_per_s);
-    p->ttft_s = p->prefill.step_s * (1 + p->prefill_use / 2) + p->kv_transfer_s;
     p->tokens_per_s_per_device = tokens_per_s / (prefill_devices + decode_devices);
     p->decode_tokens_per_s_per_device = tokens_per_s / decode_devices;
     double price = price_of(pp, prefill_devices) + price_of(dp, decode_devices);
@@ -351,35 +1312,33 @@ bool serve_disaggregated(const struct serve_pool *prefill_pool, const struct ser
     struct serve_point p = {.mode = SERVE_DISAGGREGATED, .prefill = *prefill, .decode = *decode};
     p.kv_transfer_s = serve_kv_transfer_s(prefill_pool, &prefill->layout, decode_pool, &decode->layout, w,
                                           &p.kv_over_scale_up);
-    double limit = prefill_use_limit(w, prefill->step_s, p.kv_transfer_s);
-    if (limit <= 0)
-        return false;
-    double r_p = prefill->requests_per_s * limit, r_d = decode->requests_per_s;
-    double osl = (double)w->osl;
+    double r_d = decode->requests_per_s;
     if (rate > 0) {
         p.decode_instances = (int64_t)ceil(rate / r_d);
-        p.prefill_instances = (int64_t)ceil(rate / r_p);
-        disaggregated_totals(prefill_pool, decode_pool, osl, &p);
+        p.prefill_instances = fewest_prefill(w, prefill, p.kv_transfer_s, rate, 1);
+        if (p.prefill_instances < 1)
+            return false;
+        disaggregated_totals(prefill_pool, decode_pool, w, &p);
         /* the rate, not the decode pool's capacity, is what reaches the prefill pool */
         p.prefill_use = rate / ((double)p.prefill_instances * prefill->requests_per_s);
-        p.ttft_s = prefill->step_s * (1 + p.prefill_use / 2) + p.kv_transfer_s;
     } else {
         bool found = false, budget = budgeted(prefill_pool, decode_pool);
         int64_t n_p = prefill->layout.devices, n_d = decode->layout.devices;
         struct serve_point best = p;
-        int64_t most = budget ? SERVE_MAX_BUDGET_DECODE_INSTANCES : SERVE_MAX_DECODE_INSTANCES;
+        int64_t most = budget ? SERVE_MAX_BUDGET_DECODE_INSTANCES : SERVE_MAX_DECODE_INSTANCES, x = 1;
         for (int64_t y = 1; y <= most; y++) {
             struct serve_point q = p;
             q.decode_instances = y;
-            /* the fewest prefill instances that keep up within the use limit (a hair of slack
-             * so that an exact ratio is not lost to rounding) */
-            q.prefill_instances = (int64_t)ceil((double)y * r_d / r_p - 1e-9);
-            if (q.prefill_instances < 1)
-                q.prefill_instances = 1;
+            /* the fewest prefill instances whose wait keeps TTFT within the target; it never
+             * falls as y grows */
+            x = fewest_prefill(w, prefill, p.kv_transfer_s, (double)y * r_d, x);
+            if (x < 1)
+                return false;
+            q.prefill_instances = x;
             /* x never falls as y grows, so a pair over the budget ends the ratios */
             if (!within_budget(prefill_pool, decode_pool, q.prefill_instances, n_p, y, n_d))
                 break;
-            disaggregated_totals(prefill_pool, decode_pool, osl, &q);
+            disaggregated_totals(prefill_pool, decode_pool, w, &q);
             if (!found || q.tokens_per_s_per_device > best.tokens_per_s_per_device * (1 + 1e-12)) {
                 best = q;
                 found = true;
@@ -393,13 +1352,20 @@ bool serve_disaggregated(const struct serve_pool *prefill_pool, const struct ser
             if (k > 1) {
                 best.prefill_instances *= k;
                 best.decode_instances *= k;
-                disaggregated_totals(prefill_pool, decode_pool, osl, &best);
+                disaggregated_totals(prefill_pool, decode_pool, w, &best);
             }
         }
         p = best;
     }
-    p.tpot_s = decode->step_s / serve_tokens_per_step(w);
-    p.tokens_per_s_per_user = 1 / p.tpot_s;
+    double arrivals = rate > 0 ? rate : (double)p.decode_instances * r_d;
+    double ttft[TAIL_LEVELS], ttft_mean, tpot[TAIL_LEVELS], tpot_mean;
+    if (!disaggregated_ttft(w, prefill, p.kv_transfer_s, arrivals, p.prefill_instances, ttft, &ttft_mean,
+                            &p.tail.prefill_wait_s))
+        return false;
+    decode_tpot(w, decode, tpot, &tpot_mean);
+    set_tail(ttft, ttft_mean, tpot, tpot_mean, &p);
+    p.tail.sequences_mean = decode->occupancy.sequences_mean;
+    p.tokens_per_s_per_user = 1 / tpot_mean;
     p.meets = (w->ttft_s <= 0 || p.ttft_s <= w->ttft_s * (1 + 1e-12)) && (w->tpot_s <= 0 || p.tpot_s <= w->tpot_s);
     if (rate > 0 && !within_budget(prefill_pool, decode_pool, p.prefill_instances, prefill->layout.devices,
                                    p.decode_instances, decode->layout.devices))
@@ -459,7 +1425,7 @@ static int64_t fewest_racks(const struct serve_pool *pool, const struct serve_wo
     const struct topology *t = pool->topology;
     struct workload one = pool->precisions;
     one.batch = 1;
-    one.context = w->isl + w->osl;
+    one.context = held_context(w);
     for (int64_t r = 1; r <= PLAN_MAX_RACKS; r++) {
         struct layout l;
         struct device_memory mem;
@@ -519,13 +1485,6 @@ static bool add_layout(struct layouts *ls, const struct candidate_layout *c)
 }
 
 /* The most sequences of `context` tokens layout `l` holds: the plan's bisection. */
-static int64_t most_held(const struct serve_pool *pool, const struct topology *t, const struct layout *l,
-                         int64_t context)
-{
-    struct workload w = pool->precisions;
-    w.context = context;
-    return plan_max_batch(pool->model, t, l, &w);
-}
 
 static bool enumerate_layouts(const struct serve_pool *pool, const struct serve_workload *w, struct layouts *ls)
 {
@@ -550,7 +1509,7 @@ static bool enumerate_layouts(const struct serve_pool *pool, const struct serve_
                 /* the slice is the instance's topology: its domain is the instance's devices */
                 struct serve_pool sliced = *pool;
                 sliced.topology = &s->topology;
-                c.max_sequences = most_held(&sliced, &s->topology, &c.layout, w->isl + w->osl);
+                c.max_sequences = most_held(&sliced, &s->topology, &c.layout, held_context(w));
                 c.max_prompts = most_held(&sliced, &s->topology, &c.layout, w->isl);
                 if (c.max_prompts < 1)
                     continue;
@@ -676,16 +1635,27 @@ static int64_t batches_to_try(int64_t most, int64_t within, int64_t step, int64_
 static bool aggregated_within(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
                               const struct serve_workload *w, int64_t batch)
 {
+    if (w->ttft_s <= 0 && w->tpot_s <= 0 && w->arrivals != SERVE_POISSON) {
+        /* no target, and no queue that could fail to keep up: what fits is within */
+        struct roof_point step;
+        serve_aggregated_step(pool, g, l, w, batch, &step);
+        return step.fits;
+    }
     struct serve_point p;
-    return serve_aggregated(pool, g, l, w, batch, &p) && p.meets;
+    return aggregated_point(pool, g, l, w, batch, true, &p) && p.meets;
 }
 
 static bool decode_within(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
                           const struct serve_workload *w, int64_t batch)
 {
-    struct roof_point d;
-    serve_decode_step(pool, g, l, w, batch, &d);
-    return d.fits && (w->tpot_s <= 0 || d.step_s / serve_tokens_per_step(w) <= w->tpot_s);
+    struct serve_instance d;
+    if (!serve_decode_instance(pool, g, l, w, batch, &d))
+        return false;
+    if (w->tpot_s <= 0)
+        return true;
+    double tpot[TAIL_LEVELS], mean;
+    decode_tpot(w, &d, tpot, &mean);
+    return tpot[SERVE_PERCENTILES] <= w->tpot_s;
 }
 
 /* The largest batch in [1, most] for which `ok` holds, `ok` holding for every batch below one
@@ -820,10 +1790,9 @@ static void search_disaggregated(struct search *s, const struct serve_pool *deco
             if (!within_budget(prefill_pool, decode_pool, 1, o->instance.layout.devices, 1, c->layout.devices))
                 continue; /* one prefill and one decode instance must fit in the budget */
             double transfer = serve_kv_transfer_s(prefill_pool, &o->instance.layout, decode_pool, &c->layout, w, NULL);
-            double limit = prefill_use_limit(w, o->instance.step_s, transfer);
-            if (limit <= 0)
-                continue;
-            double cost = (double)o->instance.layout.devices / (o->instance.requests_per_s * limit);
+            if (w->ttft_s > 0 && o->instance.step_s + transfer > w->ttft_s)
+                continue; /* not even an idle pool meets the target */
+            double cost = (double)o->instance.layout.devices / o->instance.requests_per_s;
             if (cost < chosen_cost * (1 - 1e-12)) {
                 chosen = o;
                 chosen_cost = cost;
@@ -958,7 +1927,7 @@ static int64_t fewest_devices(const struct serve_pool *pool, const struct serve_
 {
     struct workload one = pool->precisions;
     one.batch = 1;
-    one.context = prefill ? w->isl : w->isl + w->osl;
+    one.context = prefill ? w->isl : held_context(w);
     struct fit f;
     return plan_fit(pool->model, pool->topology, 1, &one, &f) ? f.min_devices : 0;
 }
@@ -1033,4 +2002,177 @@ void serve_result_release(struct serve_result *r)
     free(r->mode_frontier[1]);
     r->frontier = r->mode_frontier[0] = r->mode_frontier[1] = NULL;
     r->frontier_count = r->mode_frontier_count[0] = r->mode_frontier_count[1] = 0;
+}
+
+/* ---- the simulation of a point (serve.h, serve_simulate) ---- */
+
+/* What a simulated step costs, priced by the roofline at each batch the simulation reaches (see
+ * the header): that batch's composition at whole prompt counts, linear between them, and its
+ * decode step's growth with the context, linear about the workload's mean. */
+struct sim_prices {
+    const struct serve_workload *w;
+    struct roof_setup decode, prefill;
+    int64_t room;                      /* entries of the caches, by sequences */
+    struct composition *steps;         /* count 0 until priced */
+    double *context_slope_s;
+    int64_t prefill_room;
+    double *prefill_s;                 /* by prompts: NAN until priced */
+    bool prefilling;                   /* aggregated: steps carry prompts */
+    bool short_of_memory;
+};
+
+static double sim_step_price(void *context, const struct sim_step *step)
+{
+    struct sim_prices *p = context;
+    int64_t b = step->sequences;
+    if (b >= p->room) {
+        int64_t room = 2 * b + 64;
+        struct composition *steps = realloc(p->steps, (size_t)room * sizeof *steps);
+        double *slopes = steps ? realloc(p->context_slope_s, (size_t)room * sizeof *slopes) : NULL;
+        if (steps)
+            p->steps = steps;
+        if (!steps || !slopes) {
+            p->short_of_memory = true;
+            return NAN; /* the simulation stops with SIM_BAD_TIME */
+        }
+        p->context_slope_s = slopes;
+        for (int64_t i = p->room; i < room; i++)
+            p->steps[i].count = 0;
+        p->room = room;
+    }
+    struct composition *c = &p->steps[b];
+    if (c->count == 0) {
+        const struct serve_workload *w = p->w;
+        double most = p->prefilling ? (double)(p->decode.layout.dp * w->chunk_tokens) / fmax(unit_tokens(w), 1) : 0;
+        composition_init(c, &p->decode, w, b, most);
+        struct roof_step longer = mixed_step(w, b, 0);
+        struct roof_point r;
+        longer.context = decode_context(w) * 5 / 4 + 1;
+        roof_step(&p->decode, &longer, &r);
+        p->context_slope_s[b] = (r.step_s - composition_step(c, 0)) / (double)(longer.context - decode_context(w));
+    }
+    double unit = unit_tokens(p->w), units = unit > 0 ? (double)step->prefill_tokens / unit : 0;
+    double t = composition_at(c, ranks_independent(&p->decode) ? units / (double)p->decode.layout.dp : units);
+    if (b > 0)
+        t += p->context_slope_s[b] * (step->context_tokens - (double)decode_context(p->w));
+    return fmax(t, 0);
+}
+
+static double sim_prefill_price(void *context, int64_t prompts, int64_t tokens)
+{
+    struct sim_prices *p = context;
+    if (prompts >= p->prefill_room) {
+        int64_t room = 2 * prompts + 16;
+        double *grown = realloc(p->prefill_s, (size_t)room * sizeof *grown);
+        if (!grown) {
+            p->short_of_memory = true;
+            return NAN;
+        }
+        for (int64_t i = p->prefill_room; i < room; i++)
+            grown[i] = NAN;
+        p->prefill_s = grown;
+        p->prefill_room = room;
+    }
+    if (isnan(p->prefill_s[prompts])) {
+        struct roof_step s = {.sequences = (double)prompts, .tokens_per_sequence = prefilled_tokens(p->w),
+                              .context = prefill_context(p->w), .prefilling = true};
+        struct roof_point r;
+        roof_step(&p->prefill, &s, &r);
+        p->prefill_s[prompts] = r.step_s;
+    }
+    double mean = (double)prompts * prefilled_tokens(p->w);
+    return p->prefill_s[prompts] * (mean > 0 ? (double)tokens / mean : 1);
+}
+
+/* The topology and graph an instance of layout `l` on `t` talks over, as the search built them. */
+static bool instance_shape(const struct topology *t, const struct layout *l, struct shape *out)
+{
+    int64_t racks = l->devices > t->domain_devices ? (l->devices + t->domain_devices - 1) / t->domain_devices : 1;
+    out->devices = l->devices;
+    out->racks = racks;
+    if (racks == 1) {
+        if (!topology_slice(t, l->devices, &out->topology))
+            return false;
+    } else {
+        out->topology = *t;
+    }
+    return graph_analyse(&out->topology, racks, &out->graph) == GRAPH_OK;
+}
+
+enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
+                                     const struct serve_workload *w, const struct length_mix *mix,
+                                     const struct serve_point *p, int64_t requests, uint64_t seed,
+                                     struct sim_result *out)
+{
+    if (!prefill_pool)
+        prefill_pool = decode_pool;
+    struct shape decode_shape, prefill_shape;
+    if (!instance_shape(decode_pool->topology, &p->decode.layout, &decode_shape) ||
+        (p->mode == SERVE_DISAGGREGATED &&
+         !instance_shape(prefill_pool->topology, &p->prefill.layout, &prefill_shape)))
+        return SERVE_SIM_NO_MEMORY;
+    struct serve_pool decode_on = *decode_pool, prefill_on = *prefill_pool;
+    decode_on.topology = &decode_shape.topology;
+    struct sim_prices prices = {.w = w, .prefilling = p->mode == SERVE_AGGREGATED};
+    prices.decode = setup_of(&decode_on, &decode_shape.graph, &p->decode.layout);
+    if (p->mode == SERVE_DISAGGREGATED) {
+        prefill_on.topology = &prefill_shape.topology;
+        prices.prefill = setup_of(&prefill_on, &prefill_shape.graph, &p->prefill.layout);
+    }
+    const struct layout *l = &p->decode.layout;
+
+    int64_t classes = mix && mix->count > 0 ? mix->count : 1;
+    int64_t *isl = xmalloc((size_t)classes * sizeof *isl), *osl = xmalloc((size_t)classes * sizeof *osl);
+    double *weight = xmalloc((size_t)classes * sizeof *weight);
+    for (int64_t i = 0; i < classes; i++) {
+        bool fixed = !mix || mix->count == 0;
+        isl[i] = fixed ? w->isl : mix->classes[i].isl;
+        osl[i] = fixed ? w->osl : mix->classes[i].osl;
+        weight[i] = fixed ? 1 : mix->classes[i].weight;
+    }
+    struct sim_config c;
+    sim_config_init(&c);
+    c.mode = p->mode == SERVE_AGGREGATED ? SIM_AGGREGATED : SIM_DISAGGREGATED;
+    c.requests = requests;
+    c.warmup = requests / 5;
+    c.seed = seed;
+    c.arrivals_per_s = w->rate > 0 ? w->rate : (double)p->decode_instances * p->decode.requests_per_s;
+    c.arrivals = w->arrivals == SERVE_CLOSED ? SIM_CLOSED : w->arrivals == SERVE_CONSTANT ? SIM_CONSTANT : SIM_POISSON;
+    c.concurrency = p->decode.batch;
+    c.isl = isl;
+    c.osl = osl;
+    c.weight = weight;
+    c.classes = classes;
+    c.prefix_hit = w->prefix_hit;
+    c.tokens_per_step = serve_tokens_per_step(w);
+    c.decode_instances = p->decode_instances;
+    /* the engine admits what its KV holds: the most sequences of the mean reservation */
+    c.kv_capacity_tokens = most_held(&decode_on, &decode_shape.topology, l, held_context(w)) * held_context(w);
+    c.kv_block_tokens = SERVE_KV_BLOCK_TOKENS;
+    int64_t longest = 0;
+    for (int64_t i = 0; i < classes; i++)
+        longest = isl[i] + osl[i] > longest ? isl[i] + osl[i] : longest;
+    if (c.kv_capacity_tokens < longest + SERVE_KV_BLOCK_TOKENS)
+        c.kv_capacity_tokens = longest + SERVE_KV_BLOCK_TOKENS; /* the longest request is admitted alone */
+    c.chunk_tokens = p->mode == SERVE_AGGREGATED ? l->dp * w->chunk_tokens : 0;
+    if (p->mode == SERVE_DISAGGREGATED) {
+        c.prefill_instances = p->prefill_instances;
+        c.prefill_batch_tokens = (int64_t)ceil((double)p->prefill.batch * prefilled_tokens(w));
+        if (c.prefill_batch_tokens < 1)
+            c.prefill_batch_tokens = 1;
+        c.kv_transfer_s = p->kv_transfer_s;
+    }
+    struct sim_timing timing = {.step_s = sim_step_price,
+                                .prefill_s = p->mode == SERVE_DISAGGREGATED ? sim_prefill_price : NULL,
+                                .context = &prices};
+    enum sim_status status = simulate(&c, &timing, out, NULL);
+    free(isl);
+    free(osl);
+    free(weight);
+    free(prices.steps);
+    free(prices.context_slope_s);
+    free(prices.prefill_s);
+    if (status == SIM_OK)
+        return SERVE_SIM_OK;
+    return status == SIM_NO_MEMORY || prices.short_of_memory ? SERVE_SIM_NO_MEMORY : SERVE_SIM_INVALID;
 }

@@ -91,6 +91,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct length_mix; /* lengths.h */
+
 /* TensorRT-LLM's default max_num_tokens (its LLM API reference, nvidia.github.io/TensorRT-LLM):
  * the tokens one scheduler puts in a step. */
 #define SERVE_DEFAULT_CHUNK_TOKENS 8192
@@ -111,8 +113,36 @@
 
 enum serve_mode { SERVE_AGGREGATED, SERVE_DISAGGREGATED, SERVE_BEST };
 
+/* The percentiles every point reports: p50, p90, p99. */
+#define SERVE_PERCENTILES 3
+extern const double serve_percentile_levels[SERVE_PERCENTILES];
+
+/* A length mix as the tails read it (serve_workload_set_lengths): its classes binned by output
+ * length and, apart, by prompt length, each bin at its weighted mean length (exact while a mix
+ * has at most SERVE_LENGTH_BINS distinct lengths), and the moments the means need. bins 0: every
+ * request isl and osl. */
+#define SERVE_LENGTH_BINS 32
+#define SERVE_PROMPT_BINS 8
+struct serve_lengths {
+    int64_t bins, prompt_bins;
+    double osl[SERVE_LENGTH_BINS], osl_weight[SERVE_LENGTH_BINS];
+    double isl[SERVE_PROMPT_BINS], isl_weight[SERVE_PROMPT_BINS];
+    double isl_second_moment;   /* E[isl^2] */
+    int64_t decode_context;     /* E[osl (isl + osl / 2)] / E[osl]: the KV a decode token attends to */
+    int64_t held_context;       /* E[osl (isl + osl)] / E[osl]: the KV a sequence in flight reserves */
+};
+
+/* How requests arrive: a Poisson process at the served rate (open loop: MLPerf's server
+ * scenario, production), evenly spaced (open loop), or a fixed number in flight, each client
+ * sending its next request when its last one ends (closed loop: benchmark clients at a
+ * concurrency, an offline batch). */
+enum serve_arrivals { SERVE_POISSON, SERVE_CONSTANT, SERVE_CLOSED };
+
 struct serve_workload {
-    int64_t isl, osl;   /* mean prompt and output tokens a request */
+    int64_t isl, osl;   /* mean prompt and output tokens a request (a mix's means, rounded) */
+    struct serve_lengths lengths;
+    double percentile;  /* the percentile the targets bound, (0, 100); 0: 50 */
+    enum serve_arrivals arrivals; /* how requests arrive (see the header); 0: Poisson */
     double ttft_s;      /* 0: no target */
     double tpot_s;      /* 0: no target */
     double prefix_hit;  /* share of prompt tokens found in a prefix cache, [0, 1) */
@@ -136,12 +166,34 @@ struct serve_pool {
     double expert_imbalance;    /* max / mean routed-expert load per device (0 or 1: balanced) */
 };
 
+/* The sequences in flight of an instance as its arrivals hold them (serve.c, occupancy_of): their
+ * mean and variance, how fast they relax, the step's token-weighted mean and variance and its
+ * longest (at the cap), and a request's wait for a slot. Not stable: the instance cannot keep up. */
+struct serve_occupancy {
+    bool stable;
+    double sequences_mean, sequences_variance, relaxation_s;
+    double step_mean_s, step_variance_s2, step_max_s;
+    double composition_variance_s2;             /* of a step about its occupancy's mean: its prompts */
+    double step_quantile_s[SERVE_PERCENTILES + 1]; /* the occupancy's at p50, p90, p99, the workload's */
+    double wait_probability, mean_wait_s;
+};
+
 struct serve_instance {
     struct layout layout;
+    struct serve_occupancy occupancy; /* decode: at the instance's own served rate */
     int64_t batch;         /* sequences (decode, aggregated) or prompts a batch (prefill) */
     double step_s;         /* a step, or a prefill batch */
     double requests_per_s; /* one instance */
     struct roof_point point; /* the step's terms */
+};
+
+/* A point's times at serve_percentile_levels and their means; ttft_s and tpot_s in serve_point are
+ * these at the workload's percentile. */
+struct serve_tail {
+    double ttft_s[SERVE_PERCENTILES], tpot_s[SERVE_PERCENTILES];
+    double ttft_mean_s, tpot_mean_s;
+    double prefill_wait_s; /* the mean wait for a slot and a prefill server (chunk budget or pool) */
+    double sequences_mean; /* sequences in flight an instance, on average */
 };
 
 struct serve_point {
@@ -151,7 +203,8 @@ struct serve_point {
     int64_t decode_instances, prefill_instances; /* aggregated: prefill_instances 0; with a budget
                                                   * the replicas that fit in it */
     int64_t devices;                 /* of those instances: the devices the deployment uses */
-    double ttft_s, tpot_s;
+    double ttft_s, tpot_s;           /* at the workload's percentile */
+    struct serve_tail tail;
     double kv_transfer_s;            /* disaggregated */
     bool kv_over_scale_up;
     double prefill_use;              /* rho of the prefill budget or pool */
@@ -197,6 +250,9 @@ enum serve_binding { SERVE_BINDS_NONE, SERVE_BINDS_TPOT, SERVE_BINDS_TTFT, SERVE
 enum serve_binding serve_binding_target(const struct serve_workload *w, const struct serve_result *r,
                                         const struct serve_point **reachable);
 
+/* Sets w's isl and osl to the mix's means and w->lengths to its summary (see serve_lengths). */
+void serve_workload_set_lengths(struct serve_workload *w, const struct length_mix *m);
+
 /* The expected tokens a decode step yields a sequence: 1 + P + ... + P^K. */
 double serve_tokens_per_step(const struct serve_workload *w);
 
@@ -204,6 +260,12 @@ double serve_tokens_per_step(const struct serve_workload *w);
  * does not fit in HBM at isl + osl or its prefill exceeds the chunk budget. */
 bool serve_aggregated(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
                       const struct serve_workload *w, int64_t batch, struct serve_point *out);
+
+/* Output tokens/s per device of an aggregated instance at `batch`, its step as it comes (the
+ * prompts that join it, see the header) as serve_aggregated prices it, without the tails; whether
+ * the batch fits is not asked. */
+double serve_aggregated_rate(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
+                             const struct serve_workload *w, int64_t batch);
 
 /* The same step as a roofline point whatever the batch: its terms, step_s, tokens_per_s counting
  * output tokens (y B / T) and per device, cost per million of them; fits false when the batch
@@ -261,6 +323,28 @@ bool serve_search(const struct serve_pool *decode_pool, const struct serve_pool 
 
 void serve_result_release(struct serve_result *r);
 
+/* The paged KV block the simulation admits requests by: vLLM's default block_size (its engine
+ * arguments, docs.vllm.ai) and SGLang's page size of 1 rounded to it. */
+#define SERVE_KV_BLOCK_TOKENS 16
+
+enum serve_sim_status { SERVE_SIM_OK, SERVE_SIM_NO_MEMORY, SERVE_SIM_INVALID };
+
+struct sim_result;
+/* Simulates point `p` of a search for `requests` requests after requests / 5 of warm-up
+ * (simulate.h: continuous batching with chunked prefill, or the P/D pools; Poisson arrivals at the
+ * point's served rate, or w->rate; the mix's lengths, or isl and osl): each instance admits
+ * what its KV holds (the most sequences of the workload's mean reservation that fit in HBM, in
+ * tokens, paged in SERVE_KV_BLOCK_TOKENS blocks). A step is priced by roof_step at its exact
+ * batch, on the instance's layout and pool; its context and prefill tokens enter linearly about
+ * the workload's means (the derivatives from two more roof_steps at that batch, cached), a
+ * prefill batch by its prompts at the mean prompt, scaled by its tokens. `prefill_pool` NULL: the
+ * decode pool's hardware. Deterministic for a seed. */
+enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
+                                     const struct serve_workload *w, const struct length_mix *mix,
+                                     const struct serve_point *p, int64_t requests, uint64_t seed,
+                                     struct sim_result *out);
+
 const char *serve_mode_name(enum serve_mode mode);
+const char *serve_arrivals_name(enum serve_arrivals arrivals);
 
 #endif

@@ -14,7 +14,7 @@ static struct measurement llama2_h200(const struct model *m, const struct topolo
         .id = "llama2-h200", .model = m, .topology = t, .racks = 1, .devices = 1,
         .workload = {.weights = PREC_FP8, .expert_weights = PREC_FP8, .kv = PREC_FP8,
                      .reserve_fraction = PLAN_DEFAULT_RESERVE_FRACTION, .reserve_bytes = -1, .tp = 1},
-        .batch = 64, .isl = 512, .osl = 294, .measured = 1};
+        .batch = 64, .isl = 512, .osl = 294, .measured = 1, .arrivals = SERVE_CLOSED};
 }
 
 int main(int argc, char **argv)
@@ -46,9 +46,22 @@ int main(int argc, char **argv)
     roof_step(&s, &carried, &mixed);
     s.workload.context = 659;
     roof_decode(&s, 64, &decode);
+    /* the steps as they come (serve.h): closed-loop, 64 / 294 = 0.2177 prompts start a step, each
+     * riding whole in one step, so 21.77% of steps carry a 512-token chunk (at 256) and the rest
+     * none; tokens/s per device = 64 / the mean step */
+    struct roof_step bare = {.sequences = 64, .tokens_per_sequence = 1, .context = 659};
+    struct roof_step chunk = bare;
+    chunk.chunk_tokens = 512;
+    chunk.chunk_context = 256;
+    struct roof_point t0, t1;
+    roof_step(&s, &bare, &t0);
+    roof_step(&s, &chunk, &t1);
+    double f = 64.0 / 294;
     int64_t batch;
-    CHECK_REL(calibrate_predict(&one, &bound, &batch), 64 / mixed.step_s, 1e-12,
-              "serving: 64 / (a step with 64 decodes at 659 tokens and 111.5 prompt tokens)");
+    CHECK_REL(calibrate_predict(&one, &bound, &batch), 64 / ((1 - f) * t0.step_s + f * t1.step_s), 1e-12,
+              "serving: 64 / (78.2%% decode-only steps and 21.8%% carrying a 512-token prompt)");
+    CHECK(64 / ((1 - f) * t0.step_s + f * t1.step_s) <= 64 / mixed.step_s * (1 + 1e-12),
+          "no more than its mean step spread over every step (111.5 prompt tokens each) would serve");
     CHECK(mixed.compute_s > decode.compute_s && mixed.step_s >= decode.step_s,
           "the prefill share adds compute (%.4g ms over %.4g ms) and never shortens the step",
           mixed.compute_s * 1e3, decode.compute_s * 1e3);

@@ -28,11 +28,14 @@ static struct serve_pool pool_of(const struct model *m, const struct topology *t
                                .efficiency = EFFICIENCY_BOUND};
 }
 
-/* isl/osl with no targets, no prefix cache, no MTP, the default chunk and both modes. */
+/* isl/osl with no targets, no prefix cache, no MTP, the default chunk and both modes; a closed
+ * loop (a fixed number in flight), whose steps the hand arithmetic below can follow; the open
+ * loop's queueing has its own section. */
 static struct serve_workload workload(int64_t isl, int64_t osl)
 {
     return (struct serve_workload){.isl = isl, .osl = osl, .mtp_accept = 1,
-                                   .chunk_tokens = SERVE_DEFAULT_CHUNK_TOKENS, .mode = SERVE_BEST};
+                                   .chunk_tokens = SERVE_DEFAULT_CHUNK_TOKENS, .mode = SERVE_BEST,
+                                   .arrivals = SERVE_CLOSED};
 }
 
 /* The roof_setup serve.c must be using for a pool and layout (serve.h: every time is roof_step at
@@ -108,9 +111,22 @@ static void aggregated_by_hand(void)
                              .prefill_context = 500};
     struct roof_point r;
     roof_step(&s, &step, &r);
-    double T = r.step_s;
-    CHECK_REL(a.decode.step_s, T, 1e-12, "step = roof_step(64 x 1 token at 1125; 0.256 prompts x 1000 at 500)");
-    CHECK_REL(a.decode.point.compute_s, r.compute_s, 1e-12, "and its compute term is that step's");
+    double mean_field = r.step_s;
+    CHECK_REL(a.decode.point.compute_s, r.compute_s, 1e-12,
+              "the point's terms: roof_step(64 x 1 token at 1125; 0.256 prompts x 1000 at 500)");
+    /* the steps as they come (serve.h, "Steps that vary"): closed-loop with alike requests, a
+     * request ends every 250 / 64 steps and its replacement's prompt rides whole in the next step:
+     * 25.6% of steps carry one prompt of 1,000 tokens, the others none */
+    struct roof_step none = {.sequences = 64, .tokens_per_sequence = 1, .context = 1125};
+    struct roof_step one = {.sequences = 64, .tokens_per_sequence = 1, .context = 1125, .chunk_tokens = 1000,
+                            .chunk_context = 500};
+    struct roof_point r0, r1;
+    roof_step(&s, &none, &r0);
+    roof_step(&s, &one, &r1);
+    double T = 0.744 * r0.step_s + 0.256 * r1.step_s;
+    CHECK_REL(a.decode.step_s, T, 1e-12, "step = 0.744 x the decode step + 0.256 x the step carrying a prompt");
+    CHECK(T > mean_field, "the prompt on its step costs more than its share spread over every step (%.4f > %.4f ms)",
+          T * 1e3, mean_field * 1e3);
 
     /* the terms by hand:
      * weights = 69.5e9 streamed params x 2 B / TP 8 / 4.8 TB/s ~ 3.62 ms */
@@ -128,7 +144,8 @@ static void aggregated_by_hand(void)
     double allreduce = 2 * 7.0 / 8 * 320 * 8192 * 2 * 2 * 80 / nvlink;
     CHECK_REL(a.decode.point.tp_s, allreduce, 1e-12, "TP all-reduce of 320 tokens over NVLink");
     /* 5.69 ms of compute beats 3.62 + 0.62 ms of memory and 3.26 ms of network: compute binds */
-    CHECK_REL(T, fmax(fmax(compute, weights + kv), allreduce), 1e-12, "step = max(compute, weights + KV, network)");
+    CHECK_REL(mean_field, fmax(fmax(compute, weights + kv), allreduce), 1e-12,
+              "the mean step = max(compute, weights + KV, network)");
     CHECK(a.decode.point.bound == ROOF_COMPUTE, "the prefill share makes the step compute-bound");
 
     /* the prefill tokens' share: against the decode-only step of the same batch, compute grows by
@@ -141,20 +158,23 @@ static void aggregated_by_hand(void)
     CHECK_REL(a.decode.point.weights_s, d.point.weights_s, 1e-15, "the weights stream once for both");
 
     /* serve.h's aggregated equations, y = 1, C = 8192, n = 8 */
-    CHECK_REL(a.tpot_s, T, 1e-15, "TPOT = T / y = T");
-    /* TTFT: half a step in progress, then the step that carries the whole prompt as one chunk
-     * (1000 <= C) beside the 64 decode sequences; the step's mean prefill (256 tokens) is less than
-     * the chunk, so nothing else rides with it: compute = matmuls of 64 + 1000 tokens and
-     * attention (64 at 1125, 1000 at 500), / TP 8 / 989 TF */
-    struct roof_step carrying = {.sequences = 64, .tokens_per_sequence = 1, .context = 1125,
-                                 .chunk_tokens = 1000, .chunk_context = 500};
-    struct roof_point c;
-    roof_step(&s, &carrying, &c);
+    CHECK_REL(a.tpot_s, T, 1e-15, "TPOT = T / y = T (p50: the mean)");
+    /* a request's TPOT is the mean of its 249 steps, each independently one with a prompt or not:
+     * variance 0.256 x 0.744 x (T_1 - T_0)^2 / 249, its p99 2.3263 standard deviations above */
+    double spread = sqrt(0.256 * 0.744 * (r1.step_s - r0.step_s) * (r1.step_s - r0.step_s) / 249);
+    CHECK_REL(a.tail.tpot_s[2], T + 2.3263478740408408 * spread, 1e-9, "TPOT p99 = T + z_0.99 x that spread");
+    /* TTFT closed-loop: the request is sent as one ends, at a step's end, and its prompt rides
+     * whole (1000 <= C) in the next step beside the 64 decode sequences: compute = matmuls of
+     * 64 + 1000 tokens and attention (64 at 1125, 1000 at 500), / TP 8 / 989 TF */
+    struct roof_point c = r1;
     CHECK_REL(c.compute_s,
               (2 * streamed / 8 * (64 + 1000) + attention_per_token_layer * 80 * (64.0 * 1125 + 1000.0 * 500) / 8) /
                   flops,
               1e-12, "the chunk's step: matmuls of 1,064 tokens and their attention");
-    CHECK_REL(a.ttft_s, T / 2 + c.step_s, 1e-12, "TTFT = T / 2 + the step carrying the 1,000-token chunk");
+    CHECK_REL(a.ttft_s, c.step_s, 1e-12, "TTFT p50 = the step carrying the 1,000-token chunk");
+    /* requests end 0.256 a step, evenly: a step never starts two of them, so the prompt's step
+     * carries it alone at every percentile */
+    CHECK_REL(a.tail.ttft_s[2], c.step_s, 1e-12, "TTFT p99 = the same step: no other prompt rides with it");
     struct roof_point alone;
     roof_prefill(&s, 1, 1000, &alone);
     CHECK(a.ttft_s >= alone.step_s, "TTFT is at least the prompt's prefill alone on the instance");
@@ -167,9 +187,9 @@ static void aggregated_by_hand(void)
     roof_prefill(&s, 1, 65536, &alone);
     CHECK(lp.ttft_s >= alone.step_s, "a 64k prompt's TTFT %.3f s is at least its prefill alone, %.3f s", lp.ttft_s,
           alone.step_s);
-    CHECK_REL(a.tokens_per_s_per_device, 64 / T / 8, 1e-15, "tokens/s per device = y B / T / n = 64 / T / 8");
-    CHECK_REL(a.tokens_per_s_per_user, 1 / T, 1e-15, "tokens/s per user = 1 / TPOT");
-    CHECK_REL(a.decode.requests_per_s, 64 / T / 250, 1e-15, "requests/s = y B / (T osl)");
+    CHECK_REL(a.tokens_per_s_per_device, 64 / T / 8, 1e-12, "tokens/s per device = y B / T / n = 64 / T / 8");
+    CHECK_REL(a.tokens_per_s_per_user, 1 / T, 1e-12, "tokens/s per user = 1 / TPOT");
+    CHECK_REL(a.decode.requests_per_s, 64 / T / 250, 1e-12, "requests/s = y B / (T osl)");
     /* 700 W a GPU (hgx-h200.xml) over its tokens/s; no price in the pool: no cost */
     CHECK_REL(a.joules_per_token, 700 / (64 / T / 8), 1e-12, "J/token = 700 W / tokens/s per device");
     CHECK(a.cost_per_mtok == 0 && a.meets && a.devices == 8 && a.decode_instances == 1 && a.prefill_instances == 0,
@@ -190,26 +210,43 @@ static void aggregated_by_hand(void)
                               .prefill_prompts = 236.8 / 500, .prefill_tokens_per_prompt = 500,
                               .prefill_context = 750};
     roof_step(&s, &mixed, &r);
-    double U = r.step_s;
-    CHECK_REL(b.decode.step_s, U, 1e-12, "step = roof_step(64 x 2 tokens at 1125; 0.4736 prompts x 500 at 750)");
+    CHECK_REL(b.decode.point.compute_s, r.compute_s, 1e-12,
+              "the point's terms: roof_step(64 x 2 tokens at 1125; 0.4736 prompts x 500 at 750)");
     double mixed_compute = (2 * streamed / 8 * (128 + 236.8) +
                             attention_per_token_layer * 80 * (128.0 * 1125 + 236.8 * 750) / 8) / flops;
     CHECK_REL(b.decode.point.compute_s, mixed_compute, 1e-12,
               "compute = matmuls of 128 + 236.8 tokens + attention (128 at 1125, 236.8 at 750)");
     CHECK_REL(b.prefill_use, 0.925, 1e-12, "rho = 236.8 / 256 = 0.925");
+    /* the steps as they come: a 500-token prompt goes in chunks of C = 256, so a step carries units
+     * of 256 tokens, 0.4736 x 500 / 256 = 0.925 of them on average: 92.5% of steps carry a chunk
+     * of 256 (at the prompts' mean prefill context, 750), 7.5% none */
+    struct roof_step bare = {.sequences = 64, .tokens_per_sequence = 2, .draft_passes = 1, .context = 1125};
+    struct roof_step unit = bare;
+    unit.chunk_tokens = 256;
+    unit.chunk_context = 750;
+    struct roof_point u0, u1;
+    roof_step(&s, &bare, &u0);
+    roof_step(&s, &unit, &u1);
+    double U = 0.075 * u0.step_s + 0.925 * u1.step_s;
+    CHECK_REL(b.decode.step_s, U, 1e-12, "step = 0.075 x the bare step + 0.925 x one carrying a chunk of 256");
     CHECK_REL(b.tpot_s, U / 1.85, 1e-12, "TPOT = T / 1.85");
-    /* the 500 computed tokens go in two chunks, 256 at 500 + 128 = 628 and 244 at 500 + 256 + 122
-     * = 878; each outweighs the step's mean prefill (236.8), so each rides alone beside the
-     * decode batch: TTFT = U / 2 + the two steps */
+    /* the 500 computed tokens go in two chunks, 256 at 500 + 128 = 628 (the first, alone beside the
+     * decode batch) and 244 at 500 + 256 + 122 = 878, beside what the budget leaves of the step's
+     * mean prefill, 256 - 244 = 12 tokens (of prompts at 750); a second unit never joins the first
+     * chunk's step, the budget being full: TTFT = the two steps, at every percentile */
     struct roof_step first = {.sequences = 64, .tokens_per_sequence = 2, .draft_passes = 1, .context = 1125,
                               .chunk_tokens = 256, .chunk_context = 628};
     struct roof_step second = first;
     second.chunk_tokens = 244;
     second.chunk_context = 878;
-    struct roof_point r1, r2;
-    roof_step(&s, &first, &r1);
-    roof_step(&s, &second, &r2);
-    CHECK_REL(b.ttft_s, U / 2 + r1.step_s + r2.step_s, 1e-12, "TTFT = U / 2 + the steps of its chunks of 256 and 244");
+    second.prefill_prompts = 12.0 / 500;
+    second.prefill_tokens_per_prompt = 500;
+    second.prefill_context = 750;
+    struct roof_point c1, c2;
+    roof_step(&s, &first, &c1);
+    roof_step(&s, &second, &c2);
+    CHECK_REL(b.ttft_s, c1.step_s + c2.step_s, 1e-12, "TTFT = the steps of its chunks of 256 and 244");
+    CHECK_REL(b.tail.ttft_s[2], b.ttft_s, 1e-12, "and its p99 the same");
     CHECK_REL(b.tokens_per_s_per_device, 1.85 * 64 / U / 8, 1e-12, "tokens/s per device = 1.85 x 64 / T / 8");
 }
 
@@ -381,36 +418,60 @@ static void disaggregated_by_hand(void)
     CHECK_REL(p.prefill_use, rho, 1e-12, "rho = y r_d / (x r_p)");
     CHECK(p.kv_over_scale_up, "KV over the rack's NVLink");
     CHECK_REL(p.kv_transfer_s, t_kv, 1e-12, "t_kv = 71,958,528 B / 900 GB/s");
-    CHECK_REL(p.ttft_s, S_p * (1 + rho / 2) + t_kv, 1e-12, "TTFT = S_p (1 + rho/2) + t_kv");
+    CHECK_REL(p.ttft_s, S_p + t_kv, 1e-12, "TTFT = S_p + t_kv: closed-loop, alike prompts come evenly and never wait");
     CHECK_REL(p.tpot_s, T_d, 1e-12, "TPOT = T_d (no MTP)");
     CHECK_REL(p.decode_tokens_per_s_per_device, (double)y * r_d * 1024 / (64.0 * (double)y),
               1e-12, "per decode device: y r_d osl / (64 y)");
 
-    /* A TTFT target that allows the prefill pool half its capacity: TTFT = S_p (1 + 0.5/2) + t_kv,
-     * so rho <= 0.5 and x = ceil(y r_d / (0.5 r_p)). */
-    struct serve_workload capped = w;
-    capped.ttft_s = 1.25 * S_p + t_kv;
-    CHECK(serve_disaggregated(&pool, &pre, &pool, &dec, &capped, 0, &p), "xPyD under a TTFT target");
-    best_ratio(0.5 * r_p, r_d, 1024, 8, 64, &x, &y, &rate);
-    CHECK(p.prefill_instances == x && p.decode_instances == y,
-          "the target caps rho at 0.5: x = ceil(y r_d / (0.5 r_p)), %lldP%lldD (got %lldP%lldD)", (long long)x,
-          (long long)y, (long long)p.prefill_instances, (long long)p.decode_instances);
-    CHECK(p.prefill_use <= 0.5 + 1e-12 && p.ttft_s <= capped.ttft_s * (1 + 1e-12) && p.meets,
-          "rho %.4f <= 0.5 and TTFT within the target", p.prefill_use);
     /* a target below S_p + t_kv cannot be met by even an idle prefill pool */
+    struct serve_workload capped = w;
     capped.ttft_s = S_p + t_kv - 1e-6;
     CHECK(!serve_disaggregated(&pool, &pre, &pool, &dec, &capped, 0, &p), "TTFT below S_p + t_kv: none");
 
     /* Sized for R = 1000 requests/s: ceil(R / r_d) decode and ceil(R / r_p) prefill instances,
-     * the prefill pool at rho = R / (x r_p). */
+     * the prefill pool at rho = R / (x r_p); closed-loop, no wait. */
     CHECK(serve_disaggregated(&pool, &pre, &pool, &dec, &w, 1000, &p), "sized for 1000 requests/s");
     int64_t xd = (int64_t)ceil(1000 / r_d), xp = (int64_t)ceil(1000 / r_p);
     CHECK(p.decode_instances == xd && p.prefill_instances == xp,
           "R = 1000: %lld decode = ceil(R / r_d), %lld prefill = ceil(R / r_p) (got %lld, %lld)", (long long)xd,
           (long long)xp, (long long)p.decode_instances, (long long)p.prefill_instances);
     CHECK_EQ(p.devices, xp * 8 + xd * 64, "devices = 8 ceil(R / r_p) + 64 ceil(R / r_d)");
-    CHECK_REL(p.ttft_s, S_p * (1 + 1000 / ((double)xp * r_p) / 2) + t_kv, 1e-12,
-              "TTFT at rho = R / (x r_p)");
+    CHECK_REL(p.ttft_s, S_p + t_kv, 1e-12, "TTFT = S_p + t_kv");
+
+    /* Poisson arrivals at R = 1000/s: the prefill pool is an M/D/x queue, a prompt taking 1 / r_p of
+     * an instance. Its wait (serve.h): Erlang C's probability of waiting at offered load a = R / r_p,
+     * mean C(x, a) (1 / r_p) / (x - a) x (1 + 0) / 2 (Allen-Cunneen, deterministic service), an
+     * exponential tail past the atom at 0. A p99 TTFT target of S_p + t_kv + 0.2 S_p needs the fewest
+     * x whose wait p99 (E[W] / C) ln(C / 0.01) is within 0.2 S_p. */
+    struct serve_workload open = w;
+    open.arrivals = SERVE_POISSON;
+    open.percentile = 99;
+    open.ttft_s = 1.2 * S_p + t_kv;
+    double offered = 1000 / r_p;
+    int64_t need = 0;
+    double need_mean = 0;
+    for (int64_t servers = (int64_t)ceil(offered); servers < 1000 && need == 0; servers++) {
+        /* Erlang C by its textbook sum: C = (a^c / c!) (c / (c - a)) / (sum_{k<c} a^k / k! + that) */
+        double term = 1, sum = 0;
+        for (int64_t k = 0; k < servers; k++) {
+            sum += term;
+            term *= offered / (double)(k + 1);
+        }
+        double top = term * (double)servers / ((double)servers - offered), erlang = top / (sum + top);
+        double mean = erlang / r_p / ((double)servers - offered) / 2;
+        double p99 = erlang > 0.01 ? mean / erlang * log(erlang / 0.01) : 0;
+        if (offered < (double)servers && p99 <= 0.2 * S_p) {
+            need = servers;
+            need_mean = mean;
+        }
+    }
+    CHECK(serve_disaggregated(&pool, &pre, &pool, &dec, &open, 1000, &p) && p.meets,
+          "Poisson at 1000/s under a p99 TTFT target of 1.2 S_p + t_kv");
+    CHECK_EQ(p.prefill_instances, need, "the fewest prefill instances whose M/D/x wait p99 is within 0.2 S_p");
+    CHECK_REL(p.tail.prefill_wait_s, need_mean, 1e-9, "its mean wait C(x, a) / (r_p (x - a)) / 2");
+    CHECK_REL(p.tail.ttft_mean_s, S_p + t_kv + need_mean, 1e-9, "mean TTFT = S_p + t_kv + E[W]");
+    CHECK(p.ttft_s <= open.ttft_s * (1 + 1e-12), "p99 TTFT %.4f ms within the target %.4f ms", p.ttft_s * 1e3,
+          open.ttft_s * 1e3);
 
     /* ---- the budget (serve.h): x n_p + y n_d <= B for both pools on the rack ----
      * With a = r_d / r_p, x(y) = ceil(y a). The expected pairs below hold for 10/7 < a <= 13/9,
