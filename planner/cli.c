@@ -145,9 +145,10 @@ static void print_help(const struct command *c)
                "                   lognormal:MEAN:CV (cut into 16 classes a side, drawn independently)\n"
                "  --lengths FILE   the requests' lengths from a CSV: rows isl,osl,weight (classes)\n"
                "                   or isl,osl (requests); workloads/ has published datasets' mixes\n"
-               "  --arrivals A     poisson (default: requests at random, open loop), constant (evenly\n"
-               "                   spaced) or closed (a fixed number in flight, each replaced as it\n"
-               "                   ends: a benchmark's concurrency, an offline batch)\n"
+               "  --arrivals A     closed (default: a fixed number in flight, each replaced as it\n"
+               "                   ends: a benchmark's concurrency, an offline batch), poisson\n"
+               "                   (requests at random at the served rate: MLPerf's server scenario,\n"
+               "                   production) or constant (evenly spaced)\n"
                "%s"
                "%s"
                "%s"
@@ -317,6 +318,7 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
     o->reserve_bytes = -1;
     o->time_limit_s = CLI_DEFAULT_TIME_LIMIT_S;
     o->overlap = true;
+    o->arrivals = SERVE_CLOSED;
     const struct {
         struct option option;
         unsigned needs;
@@ -751,7 +753,7 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
                                      : o->mode_set                                   ? "--mode"
                                      : o->chunk_tokens                               ? "--chunk"
                                      : o->percentile > 0                             ? "--percentile"
-                                     : o->arrivals != SERVE_POISSON                  ? "--arrivals"
+                                     : o->arrivals != SERVE_CLOSED                   ? "--arrivals"
                                      : o->simulate > 0                               ? "--simulate"
                                                                                      : NULL;
         if (!workload && needs_workload)
@@ -1008,8 +1010,8 @@ void cli_text_lengths(FILE *out, const struct serve_workload *w, const struct le
         fprintf(out, "  targets bound the %gth percentile of TTFT and TPOT\n", w->percentile);
     if (w->arrivals == SERVE_CONSTANT)
         fprintf(out, "  requests arrive evenly spaced (--arrivals constant)\n");
-    else if (w->arrivals == SERVE_CLOSED)
-        fprintf(out, "  a fixed number of requests in flight, each replaced when it ends (--arrivals closed)\n");
+    else if (w->arrivals == SERVE_POISSON)
+        fprintf(out, "  requests arrive at random, a Poisson process at the served rate (--arrivals poisson)\n");
 }
 
 void cli_text_mtp(FILE *out, const struct model *m, const struct serve_workload *w)

@@ -24,7 +24,8 @@ struct answer {
     const struct workload *precisions;
     const struct serve_workload *workload;
     const struct length_mix *mix;            /* the requests' lengths; count 0: fixed --isl/--osl */
-    const struct sim_result *simulated;      /* --simulate: the best deployment simulated; else NULL */
+    const struct sim_result *simulated;      /* --simulate: the deployment simulated; else NULL */
+    const struct serve_point *simulated_point; /* which: the sized one with --rate, else the best */
     const struct serve_result *result;       /* the estimate with --estimate, else the bound */
     const struct serve_result *bound;        /* with --estimate: the bound's search; else NULL */
     const struct serve_result *open;         /* without --racks/--devices: the search with no budget, at
@@ -266,7 +267,7 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct answer *
             json_number(&j, values[i]);
         }
         json_key(&j, "tokens_per_s_per_device");
-        json_number(&j, x->output_tokens_per_s / (double)r->best.devices);
+        json_number(&j, x->output_tokens_per_s / (double)a->simulated_point->devices);
         json_key(&j, "mean_decoding_sequences");
         json_number(&j, x->mean_decoding_sequences);
         json_end_object(&j);
@@ -513,7 +514,7 @@ static void text_more_hardware(FILE *out, const struct answer *a)
 static void text_simulated(FILE *out, const struct answer *a)
 {
     const struct sim_result *x = a->simulated;
-    const struct serve_point *p = &a->result->best;
+    const struct serve_point *p = a->simulated_point;
     char requests[32], rate[32];
     format_count((double)a->options->simulate, requests, sizeof requests);
     format_count(x->output_tokens_per_s / (double)p->devices, rate, sizeof rate);
@@ -854,11 +855,15 @@ int cmd_serve(int argc, char **argv)
         length_mix_release(&mix);
         return EXIT_IO;
     }
+    /* the deployment simulated: with --rate the one sized for it, at that rate; else the best, at
+     * its served rate */
+    const struct serve_result *sizing = budget_source ? &result : &open;
+    const struct serve_point *simulated_point = w.rate > 0 ? &sizing->sized_point : &result.best;
     struct sim_result simulated;
-    bool simulating = o.simulate > 0 && result.found;
+    bool simulating = o.simulate > 0 && (w.rate > 0 ? sizing->sized : result.found);
     if (simulating) {
         enum serve_sim_status sim = serve_simulate(&decode, o.prefill_topology ? &prefill : NULL, &w, &mix,
-                                                   &result.best, o.simulate, o.seed, &simulated);
+                                                   simulated_point, o.simulate, o.seed, &simulated);
         if (sim != SERVE_SIM_OK) {
             fprintf(stderr, "rackplan serve: %s in the simulation\n",
                     sim == SERVE_SIM_NO_MEMORY ? "out of memory" : "internal error");
@@ -874,7 +879,8 @@ int cmd_serve(int argc, char **argv)
                        .bound = estimate ? &bound : NULL, .open = budget_source ? NULL : &open,
                        .sizing = budget_source ? &result : &open, .budget = budget, .prefill_budget = prefill_budget,
                        .budget_source = budget_source, .efficiency = decode.efficiency, .calibration = row,
-                       .mix = &mix, .simulated = simulating ? &simulated : NULL};
+                       .mix = &mix, .simulated = simulating ? &simulated : NULL,
+                       .simulated_point = simulated_point};
     struct sink_batch outputs;
     sink_batch_init(&outputs);
     bool whole = sink_batch_write(&outputs, o.output, write_output, &a) &&

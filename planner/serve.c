@@ -423,6 +423,14 @@ static bool prompts_poisson(const struct serve_workload *w)
     return arrival_scv(w) > 0;
 }
 
+/* How much more the units a step carries vary than a Poisson count of them: E[c^2] / E[c]^2 of
+ * the prompts' computed tokens, 1 when they are alike. */
+static double prompt_clump(const struct serve_workload *w)
+{
+    double c1 = prefilled_tokens(w);
+    return c1 > 0 ? fmax(computed_second_moment(w) / (c1 * c1), 1) : 1;
+}
+
 /* The mean and variance of the step over its prompt count, `offset` prompts more than the count
  * drawn (1: the step that carries a given prompt and those that came with it). */
 static void composed_with(struct composition *c, const struct serve_workload *w, double m, double offset,
@@ -447,14 +455,21 @@ static void composed_with(struct composition *c, const struct serve_workload *w,
         t1 = (1 - f) * a + f * b;
         t2 = (1 - f) * a * a + f * b * b;
     } else {
-        /* Poisson(m) from its mode outward, until what is left is below a part in 10^15 */
+        /* Poisson(m) from its mode outward, until what is left is below a part in 10^15; prompts of
+         * lengths that vary come as clumps: m / s counts of s units each, s = E[c^2] / E[c]^2, so
+         * that the units' variance is the compound Poisson sum's, m E[c^2] / E[c]^2 */
+        double clump = prompt_clump(w);
+        if (clump > 1) {
+            m /= clump;
+            offset /= clump;
+        }
         double mode = floor(m), log_mode = mode * log(m) - m - lgamma(mode + 1), mass = 0;
         for (int side = 0; side < 2; side++) {
             double p = exp(log_mode), k = side ? mode - 1 : mode;
             if (side)
                 p *= mode / m;
             for (; k >= 0 && p > 1e-17; k += side ? -1 : 1) {
-                double t = composition_at(c, k + offset);
+                double t = composition_at(c, (k + offset) * clump);
                 mass += p;
                 t1 += p * t;
                 t2 += p * t * t;
@@ -472,6 +487,7 @@ static void composed_with(struct composition *c, const struct serve_workload *w,
     *mean_s = t1;
     *variance_s2 = fmax(t2 - t1 * t1, 0);
 }
+
 
 /* The prompts a step sees on average at the mean c tokens each, most for a composition. */
 static double prompts_most(double m)
@@ -749,35 +765,63 @@ static double window_share(double x)
  * carry), independent from step to step, a normal law of variance V / n; the two added in
  * quadrature past the median. Per output-length bin, the quantiles averaged by weight (exact for
  * one length). */
+/* Normal laws of one mean, one an output-length bin, mixed by weight. */
+struct normal_mix {
+    int64_t count;
+    double mean;
+    double weight[SERVE_LENGTH_BINS], sd[SERVE_LENGTH_BINS];
+};
+
+static double normal_mix_cdf(void *context, double x)
+{
+    const struct normal_mix *m = context;
+    double total = 0, below = 0;
+    for (int64_t i = 0; i < m->count; i++) {
+        total += m->weight[i];
+        below += m->weight[i] * (m->sd[i] > 0 ? queue_normal_cdf((x - m->mean) / m->sd[i]) : x >= m->mean);
+    }
+    return total > 0 ? below / total : 1;
+}
+
 static void tpot_tail(const struct serve_workload *w, const struct serve_occupancy *o, double *at, double *mean_s)
 {
     double y = serve_tokens_per_step(w), levels[TAIL_LEVELS];
     tail_levels(w, levels);
     double osl[SERVE_LENGTH_BINS], weight[SERVE_LENGTH_BINS];
     int64_t bins = output_bins(w, osl, weight);
-    double mean = o->step_mean_s / y, total = 0;
-    for (int i = 0; i < TAIL_LEVELS; i++)
-        at[i] = 0;
-    for (int64_t b = 0; b < bins; b++) {
-        if (osl[b] <= 1)
-            continue; /* a request of one token has no TPOT */
-        double n = (osl[b] - 1) / y, life = n * o->step_mean_s;
-        double keep = o->relaxation_s > 0 ? sqrt(window_share(life / o->relaxation_s)) : 0;
-        double spread = sqrt(o->composition_variance_s2 / n) / y;
-        for (int i = 0; i < TAIL_LEVELS; i++) {
-            double occupancy = keep * (o->step_quantile_s[i] - o->step_mean_s) / y;
-            double steps = levels[i] == 0.5 ? 0 : queue_normal_quantile(levels[i]) * spread;
-            double both = sqrt(occupancy * occupancy + steps * steps);
-            double deviation = levels[i] > 0.5 ? fmax(occupancy, 0) + both - fabs(occupancy)
-                               : levels[i] < 0.5 ? occupancy - (both - fabs(occupancy))
-                                                 : occupancy;
-            at[i] += weight[b] * (mean + deviation);
-        }
-        total += weight[b];
-    }
-    for (int i = 0; i < TAIL_LEVELS; i++)
-        at[i] = total > 0 ? fmax(at[i] / total, 0) : mean;
+    double mean = o->step_mean_s / y;
     *mean_s = mean;
+    struct normal_mix mix = {.mean = mean};
+    double keep[SERVE_LENGTH_BINS], spread[SERVE_LENGTH_BINS], widest = 0;
+    for (int64_t b = 0; b < bins; b++) {
+        double n = fmax(osl[b] - 1, 1) / y, life = n * o->step_mean_s;
+        keep[b] = o->relaxation_s > 0 ? sqrt(window_share(life / o->relaxation_s)) : 0;
+        spread[b] = sqrt(o->composition_variance_s2 / n) / y;
+        /* a request of one token has no TPOT */
+        mix.weight[mix.count] = osl[b] > 1 ? weight[b] : 0;
+        mix.sd[mix.count++] = sqrt(keep[b] * keep[b] * o->step_variance_s2 / (y * y) + spread[b] * spread[b]);
+        widest = fmax(widest, mix.sd[mix.count - 1]);
+    }
+    if (bins > 1) {
+        /* lengths that vary: the mixture's own quantiles (a quantile of a mixture is no mix of its
+         * parts' quantiles), each part a normal law of the occupancy's variance and the steps' */
+        for (int i = 0; i < TAIL_LEVELS; i++)
+            at[i] = widest > 0 && levels[i] != 0.5
+                        ? fmax(queue_quantile(normal_mix_cdf, &mix, levels[i], mean - 12 * widest, mean + 12 * widest), 0)
+                        : mean;
+        return;
+    }
+    /* one length: the occupancy's own quantile (skewed where the batch nears its cap), and the steps'
+     * normal spread added in quadrature past the median */
+    for (int i = 0; i < TAIL_LEVELS; i++) {
+        double occupancy = keep[0] * (o->step_quantile_s[i] - o->step_mean_s) / y;
+        double steps = levels[i] == 0.5 ? 0 : queue_normal_quantile(levels[i]) * spread[0];
+        double both = sqrt(occupancy * occupancy + steps * steps);
+        double deviation = levels[i] > 0.5 ? fmax(occupancy, 0) + both - fabs(occupancy)
+                           : levels[i] < 0.5 ? occupancy - (both - fabs(occupancy))
+                                             : occupancy;
+        at[i] = osl[0] > 1 ? fmax(mean + deviation, 0) : mean;
+    }
 }
 
 /* TTFT as a wait (an atom at 0 and an exponential tail, queueing.h) after an own time given as

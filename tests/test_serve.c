@@ -10,7 +10,9 @@
  * published figures, or is a closed form stated beside it; none is pasted from a run. */
 #include "fixtures.h"
 #include "roofline.h"
+#include "lengths.h"
 #include "serve.h"
+#include "simulate.h"
 #include "tap.h"
 
 #include <math.h>
@@ -971,6 +973,125 @@ static void tpu_pod(void)
     serve_result_release(&r);
 }
 
+/* ---- 9. tails: lengths, arrivals, percentiles (issue 26) ---- */
+
+/* Llama 3.1 70B on one HGX H200 at TP 8, as section 2. */
+static void tails(void)
+{
+    struct model m = fixture_model("models/llama-3.1-70b.yaml");
+    struct topology t = fixture_topology("topologies/hgx-h200.xml");
+    struct graph_summary g;
+    analyse(&t, 1, &g);
+    struct serve_pool pool = pool_of(&m, &t);
+    struct layout l = {.racks = 1, .devices = 8, .tp = 8, .pp = 1, .dp = 1, .ep = 1};
+    struct roof_setup s = setup_of(&pool, &g, &l);
+
+    /* Alike requests, closed-loop, B = osl = 250: one request ends every step, so every step
+     * carries exactly one 1,000-token prompt: no step differs from another, and every
+     * percentile is the mean, TPOT = TTFT = that step (the prompt rides in the step after its
+     * request is sent, beside no other). */
+    struct serve_workload w = workload(1000, 250);
+    struct serve_point a;
+    CHECK(serve_aggregated(&pool, &g, &l, &w, 250, &a), "250 sequences of 1000 + 250: fits");
+    struct roof_step one = {.sequences = 250, .tokens_per_sequence = 1, .context = 1125, .chunk_tokens = 1000,
+                            .chunk_context = 500};
+    struct roof_point r;
+    roof_step(&s, &one, &r);
+    CHECK_REL(a.tpot_s, r.step_s, 1e-12, "TPOT = the step carrying one prompt");
+    CHECK(a.tail.tpot_s[0] == a.tail.tpot_s[1] && a.tail.tpot_s[1] == a.tail.tpot_s[2] &&
+              a.tail.tpot_s[2] == a.tail.tpot_mean_s,
+          "TPOT p50 = p90 = p99 = mean");
+    CHECK_REL(a.tail.ttft_s[0], r.step_s, 1e-12, "TTFT = that step");
+    CHECK(a.tail.ttft_s[0] == a.tail.ttft_s[2] && a.tail.ttft_s[2] == a.tail.ttft_mean_s,
+          "TTFT p50 = p99 = mean");
+
+    /* The same under Poisson arrivals at the same rate: the batch now fluctuates and prompts come
+     * in bunches, so p99 is above p50 and p50 at most the mean step's growth away; a target at
+     * p99 never lets more through than the same target at p50. */
+    struct serve_workload open = w;
+    open.arrivals = SERVE_POISSON;
+    struct serve_point b;
+    CHECK(serve_aggregated(&pool, &g, &l, &open, 250, &b), "the same batch under Poisson arrivals");
+    CHECK(b.tail.tpot_s[2] > b.tail.tpot_s[0] && b.tail.ttft_s[2] > b.tail.ttft_s[0],
+          "Poisson: TPOT p99 %.3f > p50 %.3f ms, TTFT p99 %.3f > p50 %.3f ms", b.tail.tpot_s[2] * 1e3,
+          b.tail.tpot_s[0] * 1e3, b.tail.ttft_s[2] * 1e3, b.tail.ttft_s[0] * 1e3);
+    open.tpot_s = b.tail.tpot_s[1];
+    int64_t at50 = serve_largest_batch(&pool, &g, &l, &open, 2000);
+    open.percentile = 99;
+    int64_t at99 = serve_largest_batch(&pool, &g, &l, &open, 2000);
+    CHECK(at99 >= 1 && at99 < at50, "a TPOT target at p99 holds fewer sequences (%lld) than at p50 (%lld)",
+          (long long)at99, (long long)at50);
+
+    /* A mix of two classes, half 1,000 / 100 and half 3,000 / 300 (serve.h, serve_lengths): means
+     * 2,000 and 200; a decode token attends on average E[osl (isl + osl / 2)] / E[osl] = (0.5 x 100 x
+     * 1050 + 0.5 x 300 x 3150) / 200 = 2,625 tokens, and a sequence in flight holds E[osl (isl +
+     * osl)] / E[osl] = (0.5 x 100 x 1100 + 0.5 x 300 x 3300) / 200 = 2,750: longer outputs stay in
+     * the batch longer */
+    struct length_class classes[2] = {{1000, 100, 0.5}, {3000, 300, 0.5}};
+    struct length_mix mix = {.classes = classes, .count = 2, .description = "two classes"};
+    struct serve_workload mixed = workload(1, 1);
+    serve_workload_set_lengths(&mixed, &mix);
+    CHECK(mixed.isl == 2000 && mixed.osl == 200, "means 2000 / 200 (got %lld / %lld)", (long long)mixed.isl,
+          (long long)mixed.osl);
+    CHECK_EQ(mixed.lengths.decode_context, 2625, "decode context (0.5 x 100 x 1050 + 0.5 x 300 x 3150) / 200");
+    CHECK_EQ(mixed.lengths.held_context, 2750, "held context (0.5 x 100 x 1100 + 0.5 x 300 x 3300) / 200");
+    CHECK_REL(mixed.lengths.isl_second_moment, 0.5 * 1e6 + 0.5 * 9e6, 1e-15, "E[isl^2] = 5e6");
+    CHECK(mixed.lengths.bins == 2 && mixed.lengths.prompt_bins == 2, "two output and two prompt bins");
+    struct serve_point c;
+    CHECK(serve_aggregated(&pool, &g, &l, &mixed, 64, &c), "64 sequences of the mix fit");
+    /* the step's KV: at least 64 sequences at 2,625 tokens, 327,680 B a token (80 layers x 2 x 8 x
+     * 128 x 2 B) over TP 8, at 4.8 TB/s (the prompts it carries read theirs too) */
+    CHECK(c.decode.point.kv_s >= 64.0 * 2625 * 327680 / 8 / 4.8e12 * (1 - 1e-12),
+          "the step reads at least 64 x 2,625 tokens of KV");
+    struct roof_setup plain = s;
+    struct roof_step decode_only = {.sequences = 64, .tokens_per_sequence = 1, .context = 2625};
+    roof_step(&plain, &decode_only, &r);
+    CHECK(c.decode.point.kv_s >= r.kv_s * (1 - 1e-12), "at least the decode's KV at 2,625 tokens a sequence");
+    CHECK(c.tail.tpot_s[2] > c.tail.tpot_s[0], "lengths that vary spread TPOT even closed-loop");
+}
+
+/* ---- 10. the prefill pool as an M/D/1 queue, and the simulation beside it ---- */
+
+static void md1(void)
+{
+    struct model m = fixture_model("models/llama-3.1-70b.yaml");
+    struct topology t = fixture_topology("topologies/hgx-h200.xml");
+    struct graph_summary g;
+    analyse(&t, 1, &g);
+    struct serve_pool pool = pool_of(&m, &t);
+    struct layout tp8 = {.racks = 1, .devices = 8, .tp = 8, .pp = 1, .dp = 1, .ep = 1};
+    struct serve_workload w = workload(1024, 256);
+    w.arrivals = SERVE_POISSON;
+    struct serve_instance pre, dec;
+    CHECK(serve_prefill_instance(&pool, &g, &tp8, &w, 1, &pre) && serve_decode_instance(&pool, &g, &tp8, &w, 64, &dec),
+          "a one-prompt prefill instance and a decode instance of 64");
+    /* one prefill instance at half its rate: an M/D/1 queue of service S = 1 / r_p, rho = 0.5, its
+     * mean wait rho / (2 mu (1 - rho)) = 0.5 S / (2 x 0.5) = S / 2 */
+    double S = 1 / pre.requests_per_s, R = 0.5 * pre.requests_per_s;
+    struct serve_point p;
+    CHECK(serve_disaggregated(&pool, &pre, &pool, &dec, &w, R, &p) && p.prefill_instances == 1,
+          "at R = r_p / 2: one prefill instance");
+    CHECK_REL(p.tail.prefill_wait_s, 0.5 / (2 * pre.requests_per_s * 0.5), 1e-12,
+              "mean wait rho / (2 mu (1 - rho)) = S / 2");
+    CHECK_REL(p.tail.ttft_mean_s, pre.step_s + p.kv_transfer_s + S / 2, 1e-12, "mean TTFT = S_p + t_kv + S / 2");
+
+    /* the simulation of that deployment, 100,000 requests: its mean TTFT within 3% of the
+     * analysis' (M/D/1 is exact in the mean; 3% is several standard errors at this count, see
+     * test_simulate), byte for byte the same on a second run with its seed */
+    struct sim_result x, y;
+    w.rate = R; /* the simulation's arrivals: the rate it was sized for */
+    CHECK(serve_simulate(&pool, NULL, &w, NULL, &p, 100000, 7, &x) == SERVE_SIM_OK &&
+              serve_simulate(&pool, NULL, &w, NULL, &p, 100000, 7, &y) == SERVE_SIM_OK,
+          "the point simulated twice");
+    CHECK(memcmp(&x, &y, sizeof x) == 0, "the same seed: the same result");
+    CHECK(fabs(x.ttft_s.mean / p.tail.ttft_mean_s - 1) <= 0.03, "simulated mean TTFT %.3f ms, analysis %.3f ms",
+          x.ttft_s.mean * 1e3, p.tail.ttft_mean_s * 1e3);
+    /* the decode instance is sized for R, so it runs below its planned batch of 64, which the
+     * analysis prices: the simulated TPOT is at most the analysis' */
+    CHECK(x.tpot_s.mean <= p.tail.tpot_mean_s * 1.01, "simulated mean TPOT %.3f ms, at most the analysis' %.3f ms",
+          x.tpot_s.mean * 1e3, p.tail.tpot_mean_s * 1e3);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && chdir(argv[1]) != 0)
@@ -987,5 +1108,7 @@ int main(int argc, char **argv)
     no_fit();
     binding_target();
     one_row_per_point();
+    tails();
+    md1();
     return tap_done();
 }
