@@ -145,6 +145,18 @@ serve_case "serve DeepSeek-V3.2 GB200 NVL72, 32k/2k, --mtp 1" models/deepseek-v3
     --isl 32768 --osl 2048 --tpot-ms 50 --mtp 1 --mtp-accept 0.8
 serve_case "serve Qwen3-Next-80B-A3B HGX H200, 256k/4k" models/qwen3-next-80b-a3b.yaml topologies/hgx-h200.xml \
     --isl 258048 --osl 4096 --tpot-ms 50
+# tails (issue 26): Poisson arrivals, targets on the 99th percentiles, a published length mix,
+# and the simulation beside the analysis
+serve_case "serve Llama 3.1 70B HGX H200, Poisson, p99" models/llama-3.1-70b.yaml topologies/hgx-h200.xml \
+    --isl 1024 --osl 1024 --tpot-ms 20 --ttft-ms 500 --percentile 99 --arrivals poisson
+serve_case "serve Llama 3.1 70B HGX H200, Azure conversation mix, Poisson, p99" models/llama-3.1-70b.yaml \
+    topologies/hgx-h200.xml --lengths workloads/azure-2023-conversation.csv --tpot-ms 30 --ttft-ms 500 \
+    --percentile 99 --arrivals poisson
+serve_case "serve DSV3 GB200 NVL72, Poisson, p99" $dsv3 $gb200 "${workload[@]}" --ttft-ms 2000 --percentile 99 \
+    --arrivals poisson
+serve_case "serve Llama 3.1 70B HGX H200, Poisson, p99, --simulate 100000" models/llama-3.1-70b.yaml \
+    topologies/hgx-h200.xml --isl 1024 --osl 1024 --tpot-ms 20 --ttft-ms 500 --percentile 99 --arrivals poisson \
+    --simulate 100000
 for model in deepseek-v3 qwen3-235b-a22b llama-3.1-405b; do
     compare_case "compare $model, ${#topologies[@]} topologies" models/$model.yaml
     compare_case "compare $model, ${#topologies[@]} topologies --estimate" models/$model.yaml --estimate

@@ -937,7 +937,9 @@ static void ttft_own_add(struct ttft_mix *mix, const struct serve_workload *w, s
                          double biased_variance, bool open, double joining)
 {
     double base = own_s - composition_at(at_batch, 1) * slower;
-    int steps = open ? TTFT_STEP_POINTS : 1, shares = open ? TTFT_SHARE_POINTS : 1;
+    /* a mix of prompt lengths spreads the own times already: half the points a bin */
+    int thin = w->lengths.prompt_bins > 1 ? 2 : 1;
+    int steps = open ? TTFT_STEP_POINTS / thin : 1, shares = open ? (TTFT_SHARE_POINTS + 1) / thin : 1;
     double cv2 = biased > 0 ? biased_variance / (biased * biased) : 0;
     double sigma = sqrt(log1p(cv2)), mu = log(fmax(biased, 1e-300)) - sigma * sigma / 2;
     for (int i = 0; i < steps; i++) {
@@ -961,10 +963,8 @@ static void ttft_own_add(struct ttft_mix *mix, const struct serve_workload *w, s
             continue;
         }
         k_high = m + 5 * sqrt(m) + 4;
-        for (double k = k_low; k <= k_high; k++) {
-            p = exp(k * log(fmax(m, 1e-300)) - m - lgamma(k + 1));
-            if (m <= 0)
-                p = k == 0;
+        p = exp(-m); /* P(0), then P(k + 1) = P(k) m / (k + 1) */
+        for (double k = k_low; k <= k_high; p *= m / (k + 1), k++) {
             if (p < 1e-9)
                 continue;
             double step = composition_at(at_batch, 1 + k) * slower;
