@@ -6,47 +6,68 @@
  * Every time is a roofline step (roofline.h, roof_step) at the pool's efficiency, so a search at
  * EFFICIENCY_BOUND bounds what any engine can serve and one at calibrated factors estimates it.
  *
- * Workload: isl prompt and osl output tokens a request (means); a share `prefix_hit` of the
- * prompt is found in a prefix cache and not computed, so isl_eff = isl (1 - prefix_hit) tokens
- * are prefilled. A sequence's KV grows from isl to isl + osl: decode reads it at the mean,
- * S = isl + osl / 2, and HBM must hold it at isl + osl. With multi-token prediction (K draft
- * tokens, each accepted with probability P in turn) a decode step verifies K + 1 tokens a
- * sequence and yields y = 1 + P + ... + P^K = (1 - P^(K+1)) / (1 - P) of them (Leviathan et al.,
- * 2023); without it y = 1.
+ * Workload: isl prompt and osl output tokens a request (means; a length mix, serve_lengths,
+ * sets them to its means and its classes set the tails below); a share `prefix_hit` of the
+ * prompt is found in a prefix cache and not computed, so c = isl_eff = isl (1 - prefix_hit)
+ * tokens are prefilled. A sequence's KV grows from isl to isl + osl: decode reads it at the mean,
+ * S = isl + osl / 2 (a mix: E[osl (isl + osl / 2)] / E[osl]), and HBM must hold it at isl + osl
+ * (a mix: E[osl (isl + osl)] / E[osl]). With multi-token prediction (K draft tokens, each accepted
+ * with probability P in turn) a decode step verifies K + 1 tokens a sequence and yields
+ * y = 1 + P + ... + P^K = (1 - P^(K+1)) / (1 - P) of them (Leviathan et al., 2023); else y = 1.
+ *
+ * Arrivals (serve_workload.arrivals): closed (a fixed number in flight, each replaced as it
+ * ends), poisson (at random at the served rate) or constant (evenly spaced).
+ *
+ * Steps as they come. A step carries the prompts that joined it, whole: units of u = min(c, C)
+ * tokens (a prompt, or a C-token chunk of a longer one), m = y B / osl x c / u of them a step on
+ * average, Poisson(m) (in clumps of E[c^2] / E[c]^2 units when the lengths vary) under Poisson
+ * arrivals or varying lengths, else the two whole counts about m. A step of k units: each unit on
+ * one data-parallel rank in turn, the busiest rank pacing the step when the ranks meet at every
+ * MoE layer; a dense model's ranks step on their own, each carrying its share. T(B, k) =
+ * roof_step(B, K + 1, S; the k units so placed); the mean step T = E_k[T(B, k)].
  *
  * Aggregated (one pool, continuous batching with chunked prefill), an instance of n devices, dp
  * data-parallel ranks, B sequences:
- *   each step y B / osl requests end and as many prompts start, so a step carries B decode
- *   sequences (K + 1 tokens each, context S) and P = y B isl_eff / osl prefill tokens (context
- *   isl - isl_eff / 2 on average), P / dp a rank; a rank's scheduler fills at most C tokens of
- *   prefill a step (the chunk budget), so P / dp <= C, and rho = P / (dp C) is its use.
- *   T = roof_step(B, K + 1, S; P)            one step, prefill included
- *   TPOT = T / y                             tokens/s per user = 1 / TPOT
- *   TTFT = T / 2 + sum over the prompt's chunks c_i = min(C, what is left) of
- *          roof_step(B, K + 1, S; max(P - c_i, 0) spread over the ranks; c_i on one rank)
- *                                            the step in progress (half of one on average), then
- *                                            the steps that carry the prompt's chunks, each
- *                                            paced by the rank holding the chunk: never less
- *                                            than the prompt's prefill alone on the instance;
- *                                            the full chunks priced at their mean context
- *                                            (exact while one term binds them all)
- *   tokens/s per device = y B / T / n
+ *   P = y B isl_eff / osl prefill tokens a step on average, P / dp <= C a rank (the chunk
+ *   budget), rho = P / (dp C) its use; the roof_point's terms are those of the mean step
+ *   roof_step(B, K + 1, S; P spread) and its step_s the mean step as it comes, T.
+ *   TPOT = T / y at the mean, tokens/s per user = y / T, tokens/s per device = y B / T / n.
+ *   TTFT: the waits (below), the rest of the step in progress (open loop: a length-biased step,
+ *   a uniform share of it), then the steps that carry the prompt's chunks: the first beside the
+ *   units that came with it (the composition at 1 + K), the others beside the mean prefill,
+ *   each chunk on its rank; never less than the prompt's prefill alone on the instance; the
+ *   full chunks after the first priced at their mean context (exact while one term binds).
  * Disaggregated (a prefill pool and a decode pool, each its own layout and batch):
  *   prefill instance: b prompts a batch, S_p = roof_step(b, isl_eff, isl - isl_eff / 2), at most
  *   SERVE_PREFILL_TOKENS_PER_RANK tokens a DP rank; it serves r_p = b / S_p requests/s.
  *   decode instance: T_d = roof_step(B, K + 1, S), r_d = y B / (T_d osl) requests/s,
- *   TPOT = T_d / y.
+ *   TPOT = T_d / y at the mean.
  *   KV transfer: the prompt's KV (isl tokens) from the devices that hold one sequence's KV on
  *   the prefill side to those on the decode side, over scale-up when a prefill and a decode
  *   instance fit in one domain of the same topology, else over the NICs:
  *   t_kv = bytes / min(senders x link, receivers x link) + the link's latency.
- *   x prefill and y decode instances (xPyD) with x r_p >= y r_d: the prefill pool's use is
- *   rho = y r_d / (x r_p), and TTFT = S_p (1 + rho / 2) + t_kv (the batch in progress, then its
- *   own). A TTFT target caps rho; for each y up to SERVE_MAX_DECODE_INSTANCES the fewest x is
- *   taken and the (x, y) with the most tokens/s per device kept:
- *   tokens/s per device = y r_d osl / (x n_p + y n_d).
- * Queueing beyond the batch in progress is not modelled: the pools are sized so that requests
- * do not arrive faster than they are served.
+ *   x prefill and y decode instances (xPyD): TTFT = W + S_p + t_kv, W the wait of an M/G/x queue
+ *   of service 1 / r_p (below); for each y up to SERVE_MAX_DECODE_INSTANCES the fewest x whose
+ *   TTFT at the workload's percentile meets the target is taken, and the (x, y) with the most
+ *   tokens/s per device kept: tokens/s per device = y r_d osl / (x n_p + y n_d); the prefill
+ *   pool's use is rho = y r_d / (x r_p).
+ *
+ * Percentiles (serve_tail: p50, p90, p99 and the means; ttft_s and tpot_s at the workload's
+ * percentile, 50 unless given, which the targets bound):
+ *   the batch: closed or constant, B exactly; Poisson, the birth-death process of continuous
+ *   batching as processor sharing, pi(n) ~ prod lambda / X(k), X(n) = y n / (T(n) osl), T(n) the
+ *   steps' mean at n with the prompts lambda T(n) brings, widened where an arrival's prefill
+ *   holds every sequence back; at the HBM cap requests wait for a slot (a geometric tail);
+ *   TPOT: the mean of a request's (osl - 1) / y steps: the batch's quantile shrunk to what a life
+ *   of that length keeps (relaxation Var(n) / lambda) and the steps' own variance over n, in
+ *   quadrature; a length mix's quantiles those of the mixture over output-length bins;
+ *   waits: for a slot, and for a chunk budget (floor(dp C / c) prompts a step, an M/G/c queue)
+ *   or a prefill instance (M/G/x), Erlang C with Allen-Cunneen's (c_a^2 + c_s^2) / 2 (exact
+ *   P-K at one server), its law an atom at 0 and an exponential tail (queueing.h);
+ *   TTFT's quantiles those of the wait after the own times, weighted atoms over the length-biased
+ *   step, the share waited and K.
+ * Not modelled: retries, priorities, preemption, a decode slot's wait in disaggregated TTFT,
+ * the variation of accepted drafts, a rate-sized decode instance below its planned batch.
  *
  * The budget (serve_pool.budget_devices, B; 0: none): the most devices the whole deployment
  * may use, every replica and both pools counted (on one topology x n_p + y n_d <= B; a prefill
