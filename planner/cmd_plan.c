@@ -55,6 +55,7 @@ struct planned {
     bool timings; /* the solver's seconds in JSON and YAML: they differ from run to run */
     const struct serve_workload *serving; /* --isl/--osl: step and rates are aggregated serving's */
     bool served;                         /* the batch fits and its prefill fits the chunk budget */
+    struct serve_tail tail;              /* served: TTFT and TPOT at p50, p90, p99 */
     double ttft_s, tpot_s;
 };
 
@@ -422,6 +423,8 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct model *m
         json_positive_or_null(&j, p->served ? p->ttft_s : 0);
         json_key(&j, "tpot_s");
         json_positive_or_null(&j, p->served ? p->tpot_s : 0);
+        struct serve_tail none = {0};
+        cli_json_tail(&j, p->served ? &p->tail : &none);
     }
     json_key(&j, "kind");
     json_string(&j, p->estimate ? "estimate" : "bound");
@@ -540,7 +543,9 @@ static void write_text(FILE *out, const struct model *m, const struct topology *
     fprintf(out, "  step %.4g ms, %s tokens/s, %s per device; %s binds; %s GB free per device\n",
             p->step.step_s * 1e3, a, b, roof_term_name(p->step.bound), gb);
     if (p->serving && p->served)
-        fprintf(out, "  TTFT %.1f ms, TPOT %.2f ms\n", p->ttft_s * 1e3, p->tpot_s * 1e3);
+        fprintf(out, "  TTFT %.1f ms, TPOT %.2f ms; p50 / p90 / p99: TTFT %.1f / %.1f / %.1f ms, TPOT %.2f / %.2f / %.2f ms\n",
+                p->ttft_s * 1e3, p->tpot_s * 1e3, p->tail.ttft_s[0] * 1e3, p->tail.ttft_s[1] * 1e3,
+                p->tail.ttft_s[2] * 1e3, p->tail.tpot_s[0] * 1e3, p->tail.tpot_s[1] * 1e3, p->tail.tpot_s[2] * 1e3);
     else if (p->serving)
         fprintf(out, "  the batch's prefill exceeds the chunk budget (--chunk) or its KV does not fit\n");
     if (p->estimate) {
@@ -1046,6 +1051,7 @@ int cmd_plan(int argc, char **argv)
         if (p.served) {
             p.ttft_s = served.ttft_s;
             p.tpot_s = served.tpot_s;
+            p.tail = served.tail;
         }
     } else {
         roof_decode(&setup, p.batch, &p.bound_step);
