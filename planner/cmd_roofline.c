@@ -28,6 +28,8 @@ struct report {
     double floor_s, ideal_floor_s, bound_floor_s;
     int64_t crossover;
     const struct serve_workload *serving; /* --isl/--osl: each point a serving step; NULL: bare decode */
+    const struct serve_tail *tails;       /* serving decode points: TTFT and TPOT at p50 .. p99 (all 0
+                                           * where the point does not fit); NULL: none */
 };
 
 static void write_tree(FILE *out, enum json_syntax syntax, const struct report *r)
@@ -95,6 +97,8 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct report *
         json_string(&j, roof_term_name(p->bound));
         json_key(&j, "fits");
         json_bool(&j, p->fits);
+        if (r->tails)
+            cli_json_tail(&j, &r->tails[i]);
         if (r->bound_points) {
             json_key(&j, "roofline_bound");
             json_begin_object(&j);
@@ -302,6 +306,8 @@ int cmd_roofline(int argc, char **argv)
     /* the bound beside an estimate; without --estimate the points are the bound */
     struct roof_point *bound_points =
         estimate ? xcalloc((size_t)(count > 0 ? count : 1), sizeof *bound_points) : NULL;
+    struct serve_tail *tails = serving.isl > 0 && !o.prefill ? xcalloc((size_t)(count > 0 ? count : 1), sizeof *tails)
+                                                              : NULL;
     struct roof_setup bound = s;
     bound.efficiency = EFFICIENCY_BOUND;
     struct serve_pool pool = {.model = &m, .topology = &t, .precisions = s.workload, .efficiency = s.efficiency,
@@ -317,6 +323,10 @@ int cmd_roofline(int argc, char **argv)
             serve_aggregated_step(&pool, &g, &s.layout, &serving, batches[i], &points[i]);
             if (estimate)
                 serve_aggregated_step(&bound_pool, &g, &s.layout, &serving, batches[i], &bound_points[i]);
+            /* the percentiles of the step as it comes (serve.h), where the batch fits */
+            struct serve_point served;
+            if (serve_aggregated(&pool, &g, &s.layout, &serving, batches[i], &served))
+                tails[i] = served.tail;
         }
     }
     for (int64_t i = 0; i < count && serving.isl == 0; i++) {
@@ -335,7 +345,7 @@ int cmd_roofline(int argc, char **argv)
     if (serving.isl > 0)
         mean.workload.context = serving.lengths.bins > 0 ? serving.lengths.decode_context : serving.isl + serving.osl / 2;
     struct report r = {.model = &m, .topology = &t, .options = &o, .setup = &s, .points = points,
-                       .serving = serving.isl > 0 ? &serving : NULL,
+                       .serving = serving.isl > 0 ? &serving : NULL, .tails = tails,
                        .bound_points = bound_points, .calibration = calibration,
                        .count = count, .floor_s = roof_latency_floor_s(&s),
                        .bound_floor_s = roof_latency_floor_s(&bound), .ideal_floor_s = roof_ideal_floor_s(&s),
@@ -349,6 +359,7 @@ int cmd_roofline(int argc, char **argv)
         status = EXIT_IO;
     free(points);
     free(bound_points);
+    free(tails);
     free(batches);
     return status;
 }
