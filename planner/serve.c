@@ -1022,12 +1022,13 @@ static void set_tail(const double *ttft, double ttft_mean, const double *tpot, d
     p->tpot_s = tpot[SERVE_PERCENTILES];
 }
 
-/* An aggregated point's tails, its occupancy `o` given. TTFT: the wait for a slot, then for a
- * chunk budget (dp servers, each C tokens a step of a full chunk: a prompt's c tokens take c / C
- * such steps), then the rest of the step in progress (open loop: E[T^2] / 2 E[T], a random
- * arrival's share of a step; closed: none, a request starts as one ends), then the prompt's own
- * steps by prompt-length bin, priced at the batch searched and stretched by the occupancy's mean
- * step over that batch's. False when the budgets cannot keep up. */
+/* An aggregated point's tails, its occupancy `o` and its batch's composition given: TPOT as
+ * tpot_tail; TTFT the wait for a slot, then for a chunk budget (below), then, open-loop, the rest
+ * of the length-biased step in progress and the step carrying the prompt with what came during it
+ * (ttft_own_add), closed-loop none of the rest and the prompts that start with it, then its later
+ * chunks; its own steps priced at the batch searched and stretched by the occupancy's mean step
+ * over that batch's. `judging`: only whether the targets are met is asked (TTFT left out where
+ * it cannot change that). False when the budgets cannot keep up. */
 static bool aggregated_tails(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
                              const struct serve_workload *w, int64_t batch, const struct serve_occupancy *o,
                              struct composition *at_batch, bool judging, struct serve_point *p)
@@ -1041,15 +1042,11 @@ static bool aggregated_tails(const struct serve_pool *pool, const struct graph_s
         return true;
     }
 
-    /* the budgets as servers: a step takes floor(C / c) prompts a rank (a longer prompt takes
-     * c / C steps of one rank), each for the step that carries it */
-    double chunk = (double)w->chunk_tokens, c = prefilled_tokens(w);
-    double per_rank = c > 0 ? fmax(floor(chunk / c), 1) : 1, steps = c > chunk ? c / chunk : 1;
     /* the budgets as servers: floor(dp C / c) prompts a step (a longer prompt takes c / C steps of
      * a rank), each held for a step scaled so that they take dp C tokens a step, no more */
+    double chunk = (double)w->chunk_tokens, c = prefilled_tokens(w), steps = c > chunk ? c / chunk : 1;
     double servers = c > chunk ? (double)l->dp : fmax(floor((double)l->dp * chunk / c), 1);
     double service = c > chunk ? steps * o->step_mean_s : o->step_mean_s * servers * c / ((double)l->dp * chunk);
-    (void)per_rank;
     struct queue_wait budget, slot = {.wait_probability = o->wait_probability, .mean_wait_s = o->mean_wait_s};
     if (!prefill_wait(w, arrivals, service, (int64_t)servers, &budget))
         return false;
