@@ -130,8 +130,9 @@ static void print_help(const struct command *c)
                "                   .xml, or its name); default: the topology's <price>\n"
                "  --plot FILE.svg  the frontier: tokens/s per device against tokens/s per user, a\n"
                "                   line per mode, the chosen point marked\n"
-               "  --simulate N     also simulate the best deployment for N requests (after N/5 of\n"
-               "                   warm-up) and print its percentiles beside the analysis'\n"
+               "  --simulate N     also simulate the best deployment (with --rate, the one sized\n"
+               "                   for it) for N requests after N/5 of warm-up, and print its\n"
+               "                   percentiles beside the analysis'\n"
                "  --seed S         the simulation's seed; default 0\n",
                SERVE_DEFAULT_SPAN_DEVICES);
     else if (c->options & OPTS_RACKS)
