@@ -1002,6 +1002,18 @@ int cli_check_lengths(const struct command *c, const struct model *m, const stru
     return -1;
 }
 
+int cli_serve_workload_checked(const struct command *c, const struct options *o, const struct model *m,
+                               struct serve_workload *out)
+{
+    struct length_mix mix;
+    int status = cli_serve_workload(o, out, &mix);
+    if (status >= 0)
+        return status;
+    status = out->isl > 0 ? cli_check_lengths(c, m, out, &mix) : -1;
+    length_mix_release(&mix);
+    return status;
+}
+
 void cli_text_lengths(FILE *out, const struct serve_workload *w, const struct length_mix *mix)
 {
     if (mix && mix->count > 0)

@@ -206,6 +206,10 @@ struct model;
  * model's maximum context; -1 otherwise. */
 int cli_check_lengths(const struct command *c, const struct model *m, const struct serve_workload *w,
                       const struct length_mix *mix);
+/* cli_serve_workload and, with a workload, cli_check_lengths, for a command that keeps the
+ * workload's summary of the mix and not the mix: -1 to go on, or an exit code. */
+int cli_serve_workload_checked(const struct command *c, const struct options *o, const struct model *m,
+                               struct serve_workload *out);
 /* "lengths: DESCRIPTION (mean I prompt and O output tokens)" when the workload has a mix, with the
  * arrivals and the percentile when not the defaults; nothing otherwise. */
 void cli_text_lengths(FILE *out, const struct serve_workload *w, const struct length_mix *mix);

@@ -947,13 +947,7 @@ int cmd_compare(int argc, char **argv)
     struct workload w;
     cli_workload(&o, &w);
     struct serve_workload serving;
-    struct length_mix mix;
-    if ((status = cli_serve_workload(&o, &serving, &mix)) >= 0)
-        goto done;
-    /* the workload keeps the mix's summary; the mix itself is not needed past the check */
-    status = serving.isl > 0 ? cli_check_lengths(o.command, &m, &serving, &mix) : -1;
-    length_mix_release(&mix);
-    if (status >= 0)
+    if ((status = cli_serve_workload_checked(o.command, &o, &m, &serving)) >= 0)
         goto done;
     status = EXIT_OK;
     for (int i = 0; i < topologies && status == EXIT_OK; i++) {

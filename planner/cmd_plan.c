@@ -844,17 +844,11 @@ int cmd_plan(int argc, char **argv)
     struct planned p;
     memset(&p, 0, sizeof p);
     struct serve_workload serving;
-    struct length_mix mix;
-    if ((status = cli_serve_workload(&o, &serving, &mix)) >= 0)
-        return status;
-    /* the workload keeps the mix's summary; the mix itself is not needed past the check */
-    status = serving.isl > 0 ? cli_check_lengths(o.command, &m, &serving, &mix) : -1;
-    length_mix_release(&mix);
-    if (status >= 0)
+    if ((status = cli_serve_workload_checked(o.command, &o, &m, &serving)) >= 0)
         return status;
     if (serving.isl > 0) {
         /* HBM holds a sequence at its longest */
-        w.context = serving.lengths.bins > 0 ? serving.lengths.held_context : serving.isl + serving.osl;
+        w.context = serve_held_context(&serving);
         p.serving = &serving;
     }
     if (!cli_efficiency(&o, &t, o.positional[1], w.weights, &p.efficiency, &p.calibration))

@@ -261,18 +261,10 @@ int cmd_roofline(int argc, char **argv)
     cli_workload(&o, &s.workload);
     s.workload.batch = 1; /* the layout is chosen for the weights; each point has its batch */
     struct serve_workload serving;
-    struct length_mix mix;
-    if ((status = cli_serve_workload(&o, &serving, &mix)) >= 0)
-        return status;
-    /* the workload keeps the mix's summary; the mix itself is not needed past the check */
-    status = serving.isl > 0 ? cli_check_lengths(o.command, &m, &serving, &mix) : -1;
-    length_mix_release(&mix);
-    if (status >= 0)
+    if ((status = cli_serve_workload_checked(o.command, &o, &m, &serving)) >= 0)
         return status;
     if (serving.isl > 0) /* HBM holds a sequence at its longest, isl + osl (--phase prefill: the prompt) */
-        s.workload.context = o.prefill                 ? serving.isl
-                             : serving.lengths.bins > 0 ? serving.lengths.held_context
-                                                        : serving.isl + serving.osl;
+        s.workload.context = o.prefill ? serving.isl : serve_held_context(&serving);
     int64_t devices = o.racks * t.domain_devices;
     if (!plan_choose_layout(&m, &t, o.racks, devices, &s.workload, &s.layout))
         return cli_usage_error(o.command, "no layout with the pinned TP/PP on %lld devices",
@@ -343,7 +335,7 @@ int cmd_roofline(int argc, char **argv)
     /* the crossover of the decode step at the mean KV a sequence holds */
     struct roof_setup mean = s;
     if (serving.isl > 0)
-        mean.workload.context = serving.lengths.bins > 0 ? serving.lengths.decode_context : serving.isl + serving.osl / 2;
+        mean.workload.context = serve_decode_context(&serving);
     struct report r = {.model = &m, .topology = &t, .options = &o, .setup = &s, .points = points,
                        .serving = serving.isl > 0 ? &serving : NULL, .tails = tails,
                        .bound_points = bound_points, .calibration = calibration,

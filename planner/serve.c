@@ -117,15 +117,12 @@ static double prefilled_tokens(const struct serve_workload *w)
     return (double)w->isl * (1 - w->prefix_hit);
 }
 
-/* The mean context a decode token attends to: the KV grows from isl to isl + osl (a mix: each
- * request's weighted by the steps it decodes). */
-static int64_t decode_context(const struct serve_workload *w)
+int64_t serve_decode_context(const struct serve_workload *w)
 {
     return w->lengths.bins > 0 ? w->lengths.decode_context : w->isl + w->osl / 2;
 }
 
-/* The KV a sequence in flight holds room for: its own isl + osl (a mix: weighted likewise). */
-static int64_t held_context(const struct serve_workload *w)
+int64_t serve_held_context(const struct serve_workload *w)
 {
     return w->lengths.bins > 0 ? w->lengths.held_context : w->isl + w->osl;
 }
@@ -185,7 +182,7 @@ static struct roof_step mixed_step(const struct serve_workload *w, int64_t batch
 {
     double computed = prefilled_tokens(w), drafts = (double)(w->mtp > 0 ? w->mtp : 0);
     return (struct roof_step){.sequences = (double)batch, .tokens_per_sequence = 1 + drafts, .draft_passes = drafts,
-                              .context = decode_context(w), .prefill_prompts = computed > 0 ? prefill / computed : 0,
+                              .context = serve_decode_context(w), .prefill_prompts = computed > 0 ? prefill / computed : 0,
                               .prefill_tokens_per_prompt = computed, .prefill_context = prefill_context(w)};
 }
 
@@ -275,29 +272,29 @@ static double computed_second_moment(const struct serve_workload *w)
     return kept * kept * isl2;
 }
 
-/* Output-length bins as the tails read them: a fixed-length workload is one. */
-static int64_t output_bins(const struct serve_workload *w, double *osl, double *weight)
+/* A side's bins as the tails read them (`count` of them, or, when none, the one fixed length):
+ * their lengths and weights into `length` and `weight`; returns how many. */
+static int64_t length_bins(int64_t count, const double *lengths, const double *weights, int64_t fixed,
+                           double *length, double *weight)
 {
-    if (w->lengths.bins == 0) {
-        osl[0] = (double)w->osl;
+    if (count == 0) {
+        length[0] = (double)fixed;
         weight[0] = 1;
         return 1;
     }
-    memcpy(osl, w->lengths.osl, (size_t)w->lengths.bins * sizeof *osl);
-    memcpy(weight, w->lengths.osl_weight, (size_t)w->lengths.bins * sizeof *weight);
-    return w->lengths.bins;
+    memcpy(length, lengths, (size_t)count * sizeof *length);
+    memcpy(weight, weights, (size_t)count * sizeof *weight);
+    return count;
+}
+
+static int64_t output_bins(const struct serve_workload *w, double *osl, double *weight)
+{
+    return length_bins(w->lengths.bins, w->lengths.osl, w->lengths.osl_weight, w->osl, osl, weight);
 }
 
 static int64_t prompt_bins(const struct serve_workload *w, double *isl, double *weight)
 {
-    if (w->lengths.prompt_bins == 0) {
-        isl[0] = (double)w->isl;
-        weight[0] = 1;
-        return 1;
-    }
-    memcpy(isl, w->lengths.isl, (size_t)w->lengths.prompt_bins * sizeof *isl);
-    memcpy(weight, w->lengths.isl_weight, (size_t)w->lengths.prompt_bins * sizeof *weight);
-    return w->lengths.prompt_bins;
+    return length_bins(w->lengths.prompt_bins, w->lengths.isl, w->lengths.isl_weight, w->isl, isl, weight);
 }
 
 /* How variable the arrivals of prompts are, as a squared coefficient of variation: Poisson 1;
@@ -732,7 +729,7 @@ static bool instance_occupancy(const struct serve_pool *pool, const struct roof_
             out->step_quantile_s[i] = mean;
         return out->stable;
     }
-    int64_t cap = most_held(pool, pool->topology, l, held_context(w));
+    int64_t cap = most_held(pool, pool->topology, l, serve_held_context(w));
     if (cap < batch)
         cap = batch;
     struct occupancy_table *table = occupancy_table_of(s, w, cap, prefilling);
@@ -1119,19 +1116,26 @@ void serve_aggregated_step(const struct serve_pool *pool, const struct graph_sum
 {
     double rank_prefill;
     aggregated_step(pool, g, l, w, batch, out, &rank_prefill);
-    out->fits = holds(pool, pool->topology, l, batch, held_context(w)) && rank_prefill <= (double)w->chunk_tokens;
+    out->fits = holds(pool, pool->topology, l, batch, serve_held_context(w)) && rank_prefill <= (double)w->chunk_tokens;
+}
+
+/* The mean step of `batch` sequences as it comes: the prompts that join it, y B / osl on average,
+ * whole; the batch's composition (which refers to `s`) into *out. */
+static double step_as_it_comes(const struct roof_setup *s, const struct serve_workload *w, int64_t batch,
+                               struct composition *out)
+{
+    double joining = units_of(s, w, serve_tokens_per_step(w) * (double)batch / (double)w->osl), step_s, variance;
+    composition_init(out, s, w, batch, prompts_most(2 * joining) + 1);
+    composed(out, w, joining, &step_s, &variance);
+    return step_s;
 }
 
 double serve_aggregated_rate(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
                              const struct serve_workload *w, int64_t batch)
 {
     struct roof_setup s = setup_of(pool, g, l);
-    double y = serve_tokens_per_step(w), joining = units_of(&s, w, y * (double)batch / (double)w->osl);
-    double step_s, variance;
     struct composition at_batch;
-    composition_init(&at_batch, &s, w, batch, prompts_most(2 * joining) + 1);
-    composed(&at_batch, w, joining, &step_s, &variance);
-    return y * (double)batch / step_s / (double)l->devices;
+    return serve_tokens_per_step(w) * (double)batch / step_as_it_comes(&s, w, batch, &at_batch) / (double)l->devices;
 }
 
 /* serve_aggregated; `judging`: only p.meets is read (the tails a target does not bound are not
@@ -1148,7 +1152,7 @@ bool serve_aggregated(const struct serve_pool *pool, const struct graph_summary 
 static bool aggregated_point(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
                              const struct serve_workload *w, int64_t batch, bool judging, struct serve_point *out)
 {
-    if (batch < 1 || !holds(pool, pool->topology, l, batch, held_context(w)))
+    if (batch < 1 || !holds(pool, pool->topology, l, batch, serve_held_context(w)))
         return false;
     struct serve_point p = {.mode = SERVE_AGGREGATED, .decode_instances = 1};
     double rank_prefill, chunk = (double)w->chunk_tokens;
@@ -1158,12 +1162,10 @@ static bool aggregated_point(const struct serve_pool *pool, const struct graph_s
     p.decode.point.fits = true;
     p.decode.layout = *l;
     p.decode.batch = batch;
-    /* the step as it comes: the prompts that join it, y B / osl on average, whole */
     struct roof_setup s = setup_of(pool, g, l);
-    double y = serve_tokens_per_step(w), joining = units_of(&s, w, y * (double)batch / (double)w->osl), variance;
     struct composition at_batch;
-    composition_init(&at_batch, &s, w, batch, prompts_most(2 * joining) + 1);
-    composed(&at_batch, w, joining, &p.decode.point.step_s, &variance);
+    double y = serve_tokens_per_step(w);
+    p.decode.point.step_s = step_as_it_comes(&s, w, batch, &at_batch);
     set_rates(pool, l, y * (double)batch, &p.decode.point);
     double t = p.decode.step_s = p.decode.point.step_s;
     p.decode.requests_per_s = y * (double)batch / t / (double)w->osl;
@@ -1188,7 +1190,7 @@ void serve_decode_step(const struct serve_pool *pool, const struct graph_summary
     struct roof_step step = mixed_step(w, batch, 0);
     roof_step(&s, &step, out);
     set_rates(pool, l, serve_tokens_per_step(w) * (double)batch, out);
-    out->fits = holds(pool, pool->topology, l, batch, held_context(w));
+    out->fits = holds(pool, pool->topology, l, batch, serve_held_context(w));
 }
 
 bool serve_decode_instance(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
@@ -1503,7 +1505,7 @@ static int64_t fewest_racks(const struct serve_pool *pool, const struct serve_wo
     const struct topology *t = pool->topology;
     struct workload one = pool->precisions;
     one.batch = 1;
-    one.context = held_context(w);
+    one.context = serve_held_context(w);
     for (int64_t r = 1; r <= PLAN_MAX_RACKS; r++) {
         struct layout l;
         struct device_memory mem;
@@ -1587,7 +1589,7 @@ static bool enumerate_layouts(const struct serve_pool *pool, const struct serve_
                 /* the slice is the instance's topology: its domain is the instance's devices */
                 struct serve_pool sliced = *pool;
                 sliced.topology = &s->topology;
-                c.max_sequences = most_held(&sliced, &s->topology, &c.layout, held_context(w));
+                c.max_sequences = most_held(&sliced, &s->topology, &c.layout, serve_held_context(w));
                 c.max_prompts = most_held(&sliced, &s->topology, &c.layout, w->isl);
                 if (c.max_prompts < 1)
                     continue;
@@ -2005,7 +2007,7 @@ static int64_t fewest_devices(const struct serve_pool *pool, const struct serve_
 {
     struct workload one = pool->precisions;
     one.batch = 1;
-    one.context = prefill ? w->isl : held_context(w);
+    one.context = prefill ? w->isl : serve_held_context(w);
     struct fit f;
     return plan_fit(pool->model, pool->topology, 1, &one, &f) ? f.min_devices : 0;
 }
@@ -2125,14 +2127,14 @@ static double sim_step_price(void *context, const struct sim_step *step)
         composition_init(c, &p->decode, w, b, most);
         struct roof_step longer = mixed_step(w, b, 0);
         struct roof_point r;
-        longer.context = decode_context(w) * 5 / 4 + 1;
+        longer.context = serve_decode_context(w) * 5 / 4 + 1;
         roof_step(&p->decode, &longer, &r);
-        p->context_slope_s[b] = (r.step_s - composition_step(c, 0)) / (double)(longer.context - decode_context(w));
+        p->context_slope_s[b] = (r.step_s - composition_step(c, 0)) / (double)(longer.context - serve_decode_context(w));
     }
     double unit = unit_tokens(p->w), units = unit > 0 ? (double)step->prefill_tokens / unit : 0;
     double t = composition_at(c, ranks_independent(&p->decode) ? units / (double)p->decode.layout.dp : units);
     if (b > 0)
-        t += p->context_slope_s[b] * (step->context_tokens - (double)decode_context(p->w));
+        t += p->context_slope_s[b] * (step->context_tokens - (double)serve_decode_context(p->w));
     return fmax(t, 0);
 }
 
@@ -2225,7 +2227,7 @@ enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const
     c.tokens_per_step = serve_tokens_per_step(w);
     c.decode_instances = p->decode_instances;
     /* the engine admits what its KV holds: the most sequences of the mean reservation */
-    c.kv_capacity_tokens = most_held(&decode_on, &decode_shape.topology, l, held_context(w)) * held_context(w);
+    c.kv_capacity_tokens = most_held(&decode_on, &decode_shape.topology, l, serve_held_context(w)) * serve_held_context(w);
     c.kv_block_tokens = SERVE_KV_BLOCK_TOKENS;
     int64_t longest = 0;
     for (int64_t i = 0; i < classes; i++)

@@ -274,6 +274,12 @@ enum serve_binding serve_binding_target(const struct serve_workload *w, const st
 /* Sets w's isl and osl to the mix's means and w->lengths to its summary (see serve_lengths). */
 void serve_workload_set_lengths(struct serve_workload *w, const struct length_mix *m);
 
+/* The mean KV a decode token attends to, isl + osl / 2 (a mix: E[osl (isl + osl / 2)] / E[osl]),
+ * and the KV a sequence in flight holds room for, isl + osl (a mix: E[osl (isl + osl)] / E[osl]):
+ * long outputs stay in the batch longer. */
+int64_t serve_decode_context(const struct serve_workload *w);
+int64_t serve_held_context(const struct serve_workload *w);
+
 /* The expected tokens a decode step yields a sequence: 1 + P + ... + P^K. */
 double serve_tokens_per_step(const struct serve_workload *w);
 

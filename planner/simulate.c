@@ -308,6 +308,23 @@ static enum sim_status run_instance(struct sim *s, struct inst *in, bool prefill
     return SIM_OK;
 }
 
+/* A prefill batch from request q on: the requests before `limit` that have arrived by `by_s`, in
+ * order, while their computed tokens total at most prefill_batch_tokens (always one). Returns
+ * how many, their tokens into *tokens. */
+static int64_t prefill_batch(const struct sim *s, int64_t q, int64_t limit, double by_s, int64_t *tokens)
+{
+    int64_t prompts = 0;
+    *tokens = 0;
+    while (q + prompts < limit && s->req[q + prompts].arrival_s <= by_s) {
+        int64_t more = s->info[s->req[q + prompts].cls].computed;
+        if (prompts > 0 && *tokens + more > s->c->prefill_batch_tokens)
+            break;
+        *tokens += more;
+        prompts++;
+    }
+    return prompts;
+}
+
 /* The prefill pool: batches in arrival order, each on the server free longest (simulate.h). */
 static enum sim_status run_prefill(struct sim *s)
 {
@@ -319,14 +336,7 @@ static enum sim_status run_prefill(struct sim *s)
     for (int64_t q = 0; q < s->total;) {
         struct heap_entry server = heap_pop(h);
         double start_s = fmax(server.key, s->req[q].arrival_s);
-        int64_t prompts = 0, tokens = 0;
-        while (q + prompts < s->total && s->req[q + prompts].arrival_s <= start_s) {
-            int64_t more = s->info[s->req[q + prompts].cls].computed;
-            if (prompts > 0 && tokens + more > c->prefill_batch_tokens)
-                break;
-            tokens += more;
-            prompts++;
-        }
+        int64_t tokens, prompts = prefill_batch(s, q, s->total, start_s, &tokens);
         double d_s = s->t->prefill_s(s->t->context, prompts, tokens);
         if (!isfinite(d_s) || d_s < 0)
             return SIM_BAD_TIME;
@@ -409,14 +419,8 @@ static enum sim_status run_closed(struct sim *s)
             }
         } else {
             struct heap_entry server = heap_pop(&pool);
-            int64_t prompts = 0, tokens = 0; /* every request sent so far has arrived */
-            while (q + prompts < s->issued) {
-                int64_t more = s->info[s->req[q + prompts].cls].computed;
-                if (prompts > 0 && tokens + more > c->prefill_batch_tokens)
-                    break;
-                tokens += more;
-                prompts++;
-            }
+            /* every request sent so far has arrived */
+            int64_t tokens, prompts = prefill_batch(s, q, s->issued, INFINITY, &tokens);
             double d_s = s->t->prefill_s(s->t->context, prompts, tokens);
             if (!isfinite(d_s) || d_s < 0) {
                 status = SIM_BAD_TIME;
