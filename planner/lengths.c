@@ -1,6 +1,8 @@
 /* lengths.c: see lengths.h. */
 #include "lengths.h"
 
+#include "queueing.h"
+
 #include <assert.h>
 #include <errno.h>
 #include <math.h>
@@ -131,39 +133,6 @@ bool length_family_parse(const char *text, struct length_family *out, char *erro
     return true;
 }
 
-double length_normal_quantile(double p)
-{
-    assert(p > 0 && p < 1);
-    /* Acklam's coefficients (relative error 1.15e-9), then one Halley step. */
-    static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
-                               1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
-    static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
-                               6.680131188771972e+01,  -1.328068155288572e+01};
-    static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
-                               -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
-    static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
-                               3.754408661907416e+00};
-    const double low = 0.02425;
-    double x;
-    if (p < low) {
-        double q = sqrt(-2 * log(p));
-        x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
-            ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
-    } else if (p <= 1 - low) {
-        double q = p - 0.5, r = q * q;
-        x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
-            (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
-    } else {
-        double q = sqrt(-2 * log1p(-p));
-        x = -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
-            ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
-    }
-    /* Halley: e = Phi(x) - p, u = e / phi(x) */
-    double e = 0.5 * erfc(-x / sqrt(2.0)) - p;
-    double u = e * sqrt(2 * M_PI) * exp(x * x / 2);
-    return x - u / (1 + x * u / 2);
-}
-
 double length_family_quantile(const struct length_family *f, double q)
 {
     switch (f->kind) {
@@ -174,7 +143,7 @@ double length_family_quantile(const struct length_family *f, double q)
     case LENGTH_LOGNORMAL: {
         double sigma2 = log1p(f->b * f->b);
         double mu = log(f->a) - sigma2 / 2;
-        return exp(mu + sqrt(sigma2) * length_normal_quantile(q));
+        return exp(mu + sqrt(sigma2) * queue_normal_quantile(q));
     }
     }
     assert(!"unknown length family");

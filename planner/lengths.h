@@ -93,12 +93,8 @@ bool length_family_parse(const char *text, struct length_family *out, char *erro
 
 /* The q-quantile of a family, in tokens before rounding: fixed N; uniform A + q (B - A) (the
  * continuous uniform on [A, B], whose mean (A + B) / 2 is that of the whole numbers A..B);
- * lognormal exp(mu + sigma z(q)), z the standard normal quantile. 0 < q < 1. */
+ * lognormal exp(mu + sigma z(q)), z the standard normal quantile (queueing.h). 0 < q < 1. */
 double length_family_quantile(const struct length_family *f, double q);
-
-/* The standard normal quantile z(p), 0 < p < 1 (Acklam's rational approximation and one
- * Halley step on erfc: relative error below 1e-12). */
-double length_normal_quantile(double p);
 
 /* The mix of isl and osl drawn independently: each family cut into `points` classes of equal
  * probability at the quantile midpoints q_i = (i + 1/2) / points, i = 0 .. points - 1, each
