@@ -155,12 +155,34 @@ static bool holds(const struct serve_pool *pool, const struct topology *t, const
 }
 
 /* The most sequences (or prompts) of `context` tokens that fit in HBM on layout `l`. */
+/* The last answer a thread gave, for the search asks the same of a layout batch after batch; compared
+ * byte for byte, so a hit is the same question. */
+struct held_memo {
+    bool valid;
+    const struct model *model;
+    struct topology topology;
+    struct layout layout;
+    struct workload workload;
+    int64_t sequences;
+};
+static _Thread_local struct held_memo last_held;
+
 static int64_t most_held(const struct serve_pool *pool, const struct topology *t, const struct layout *l,
                          int64_t context)
 {
     struct workload w = pool->precisions;
     w.context = context;
-    return plan_max_batch(pool->model, t, l, &w);
+    struct held_memo *m = &last_held;
+    if (m->valid && m->model == pool->model && memcmp(&m->layout, l, sizeof *l) == 0 &&
+        memcmp(&m->workload, &w, sizeof w) == 0 && memcmp(&m->topology, t, sizeof *t) == 0)
+        return m->sequences;
+    m->sequences = plan_max_batch(pool->model, t, l, &w);
+    m->model = pool->model;
+    memcpy(&m->topology, t, sizeof *t);
+    m->layout = *l;
+    m->workload = w;
+    m->valid = true;
+    return m->sequences;
 }
 
 static double cost_per_mtok(double usd_per_hour_all, double tokens_per_s)
@@ -405,7 +427,8 @@ static double composition_at(struct composition *c, double k)
 {
     if (k >= c->prompts[c->count - 1])
         return composition_step(c, c->count - 1);
-    int i = 1;
+    /* counts 0 .. COMPOSITION_EXACT are the first points, one apart */
+    int i = k <= COMPOSITION_EXACT ? (int)fmax(ceil(k), 1) : COMPOSITION_EXACT + 1;
     while (c->prompts[i] < k)
         i++;
     double f = (k - c->prompts[i - 1]) / (c->prompts[i] - c->prompts[i - 1]);
@@ -431,16 +454,62 @@ static double prompt_clump(const struct serve_workload *w)
 /* The mean and variance of the step over its prompt count, `offset` prompts more than the count
  * drawn (1: the step that carries a given prompt and those that came with it). */
 static void composed_with(struct composition *c, const struct serve_workload *w, double m, double offset,
-                          double *mean_s, double *variance_s2);
+                          double clump, double *mean_s, double *variance_s2);
 
 static void composed(struct composition *c, const struct serve_workload *w, double m, double *mean_s,
                      double *variance_s2)
 {
-    composed_with(c, w, m, 0, mean_s, variance_s2);
+    composed_with(c, w, m, 0, 0, mean_s, variance_s2);
 }
 
+/* The step's first two moments when clumps of `clump` units come Poisson(m / clump) a step, `offset`
+ * units more than the count drawn; *next_s the mean with one clump more (the slope). From its mode
+ * outward, until what is left is below a part in 10^15. */
+static void poisson_composed(struct composition *c, double m, double offset, double clump, double *t1_out,
+                             double *t2_out, double *next_s)
+{
+    double t1 = 0, t2 = 0, t3 = 0;
+    m /= clump;
+    offset /= clump;
+    double mode = floor(m), log_mode = mode * log(m) - m - lgamma(mode + 1), mass = 0;
+    for (int side = 0; side < 2; side++) {
+        double p = exp(log_mode), k = side ? mode - 1 : mode;
+        if (side)
+            p *= mode / m;
+        for (; k >= 0 && p > 1e-17; k += side ? -1 : 1) {
+            double t = composition_at(c, (k + offset) * clump);
+            mass += p;
+            t1 += p * t;
+            t2 += p * t * t;
+            if (next_s)
+                t3 += p * composition_at(c, (k + 1 + offset) * clump);
+            p *= side ? k / m : m / (k + 1);
+            if (!side && k > c->full && k > m)
+                break; /* every larger count costs the full budget's step */
+        }
+    }
+    if (mass < 1 - 1e-12 && c->count > 0) { /* beyond the loop: the full budget's step */
+        double t = composition_step(c, c->count - 1);
+        t1 += (1 - mass) * t;
+        t2 += (1 - mass) * t * t;
+        t3 += (1 - mass) * t;
+    }
+    *t1_out = t1;
+    *t2_out = t2;
+    if (next_s)
+        *next_s = t3;
+}
+
+/* Prompts that arrive at random in time join the next step, so a long step (one that carries many)
+ * brings more to the next: units U' ~ Poisson(lambda T) of the step before, T ~ a + b U, a
+ * branching process whose counts correlate from step to step by rho = lambda b (lambda in units a
+ * second, b what a unit adds to the mean step) and vary 1 / (1 - rho^2) times what one step's
+ * Poisson count does: its clumps grow by that much (settle_once). rho is capped at
+ * COMPOSITION_MOST_CORRELATED (a prefill that leaves decode no time). */
+#define COMPOSITION_MOST_CORRELATED 0.95
+
 static void composed_with(struct composition *c, const struct serve_workload *w, double m, double offset,
-                          double *mean_s, double *variance_s2)
+                          double clump, double *mean_s, double *variance_s2)
 {
     double t1 = 0, t2 = 0;
     if (m <= 0) {
@@ -452,39 +521,14 @@ static void composed_with(struct composition *c, const struct serve_workload *w,
         t1 = (1 - f) * a + f * b;
         t2 = (1 - f) * a * a + f * b * b;
     } else {
-        /* Poisson(m) from its mode outward, until what is left is below a part in 10^15; prompts of
-         * lengths that vary come as clumps: m / s counts of s units each, s = E[c^2] / E[c]^2, so
-         * that the units' variance is the compound Poisson sum's, m E[c^2] / E[c]^2 */
-        double clump = prompt_clump(w);
-        if (clump > 1) {
-            m /= clump;
-            offset /= clump;
-        }
-        double mode = floor(m), log_mode = mode * log(m) - m - lgamma(mode + 1), mass = 0;
-        for (int side = 0; side < 2; side++) {
-            double p = exp(log_mode), k = side ? mode - 1 : mode;
-            if (side)
-                p *= mode / m;
-            for (; k >= 0 && p > 1e-17; k += side ? -1 : 1) {
-                double t = composition_at(c, (k + offset) * clump);
-                mass += p;
-                t1 += p * t;
-                t2 += p * t * t;
-                p *= side ? k / m : m / (k + 1);
-                if (!side && k > c->full && k > m)
-                    break; /* every larger count costs the full budget's step */
-            }
-        }
-        if (mass < 1 - 1e-12 && c->count > 0) { /* beyond the loop: the full budget's step */
-            double t = composition_step(c, c->count - 1);
-            t1 += (1 - mass) * t;
-            t2 += (1 - mass) * t * t;
-        }
+        /* prompts of lengths that vary come as clumps: m / s counts of s units each, s = E[c^2] /
+         * E[c]^2 (or as the caller grew it), so that the units' variance is the compound Poisson
+         * sum's, m E[c^2] / E[c]^2 */
+        poisson_composed(c, m, offset, clump > 0 ? clump : prompt_clump(w), &t1, &t2, NULL);
     }
     *mean_s = t1;
     *variance_s2 = fmax(t2 - t1 * t1, 0);
 }
-
 
 /* The prompts a step sees on average at the mean c tokens each, most for a composition. */
 static double prompts_most(double m)
@@ -494,9 +538,21 @@ static double prompts_most(double m)
 
 /* ---- the occupancy of an instance (serve.h, "Arrivals") ---- */
 
-/* An instance's steps at OCCUPANCY_GRID numbers of sequences in flight, from 1 to its cap,
- * geometrically; linear between them. */
+/* An instance's steps at numbers of sequences in flight from 1 to its cap, geometrically, a part in
+ * OCCUPANCY_DENSE_STEP apart (at most OCCUPANCY_DENSE of them); linear between them. The
+ * occupancy's law is found first from OCCUPANCY_GRID of them spread over the whole range, then
+ * again from those where its mass lies (OCCUPANCY_FINE_SD standard deviations either side of its
+ * mean, at most OCCUPANCY_FINE of them), twice: the step settles convexly in n (each count of
+ * prompts costs the larger of a compute and a memory time, and prompts that join a longer step
+ * lengthen it more), which a chord over a factor of 2 overprices by several percent, and the
+ * birth-death law turns that into a batch larger by several times as much where the throughput
+ * flattens with n. Each point's steps are priced once a layout (the table below). */
 #define OCCUPANCY_GRID 12
+#define OCCUPANCY_DENSE 512
+#define OCCUPANCY_DENSE_STEP 0.03
+#define OCCUPANCY_FINE 12
+#define OCCUPANCY_FINE_SD 6
+#define OCCUPANCY_FINE_ROUNDS 2
 /* Sequences summed one by one; above, in runs of n / OCCUPANCY_EXACT (a relative step of
  * 1 / OCCUPANCY_EXACT, over which the ratio below is constant to that part). */
 #define OCCUPANCY_EXACT 128
@@ -512,9 +568,10 @@ struct occupancy_table {
     struct serve_workload workload;
     int64_t cap;
     bool valid, prefilling;
+    double most; /* prompts the compositions are priced to */
     int count;
-    double sequences[OCCUPANCY_GRID];
-    struct composition steps[OCCUPANCY_GRID];
+    double sequences[OCCUPANCY_DENSE];
+    struct composition steps[OCCUPANCY_DENSE]; /* count 0 until first used */
 };
 
 static _Thread_local struct occupancy_table last_table;
@@ -540,35 +597,76 @@ static struct occupancy_table *occupancy_table_of(const struct roof_setup *s, co
     t->prefilling = prefilling;
     /* prompts a step may carry at the cap: y N / osl join it on average */
     double most = prefilling ? prompts_most(units_of(s, w, serve_tokens_per_step(w) * (double)cap / (double)w->osl)) : 0;
-    for (int i = 0; i < OCCUPANCY_GRID; i++) {
-        double n = round(exp(log((double)cap) * i / (OCCUPANCY_GRID - 1)));
+    t->most = most;
+    int points = cap > 1 ? (int)fmin(ceil(log((double)cap) / log1p(OCCUPANCY_DENSE_STEP)) + 1, OCCUPANCY_DENSE) : 1;
+    for (int i = 0; i < points; i++) {
+        double n = points > 1 ? round(exp(log((double)cap) * i / (points - 1))) : 1;
         if (t->count > 0 && n <= t->sequences[t->count - 1])
             continue;
-        t->sequences[t->count] = n;
-        composition_init(&t->steps[t->count++], &t->setup, &t->workload, (int64_t)n, most);
+        t->sequences[t->count++] = n;
     }
     t->valid = true;
     return t;
+}
+
+static struct composition *table_step(struct occupancy_table *t, int i)
+{
+    if (t->steps[i].count == 0)
+        composition_init(&t->steps[i], &t->setup, &t->workload, (int64_t)t->sequences[i], t->most);
+    return &t->steps[i];
+}
+
+/* One evaluation of F(T) for settled_step: the mean step and its variance when lambda T prompts
+ * join, in clumps *clump; then, when `correlated`, the clumps that step's correlation grows. */
+static void settle_once(struct composition *c, const struct serve_workload *w, double arrivals_per_s, double t,
+                        double plain, bool correlated, double *clump, double *rho, double *mean_s,
+                        double *variance_s2)
+{
+    double m = units_of(c->setup, w, arrivals_per_s * t);
+    if (!correlated || m <= 0) {
+        composed_with(c, w, m, 0, *clump, mean_s, variance_s2);
+        return;
+    }
+    double t1, t2, next;
+    poisson_composed(c, m, 0, *clump, &t1, &t2, &next);
+    *mean_s = t1;
+    *variance_s2 = fmax(t2 - t1 * t1, 0);
+    double slope = (next - t1) / *clump; /* a unit's share of the mean step */
+    *rho = t1 > 0 ? fmin(fmax(m * slope / t1, 0), COMPOSITION_MOST_CORRELATED) : 0;
+    *clump = plain / (1 - *rho * *rho);
 }
 
 /* A grid point's mean step and its variance when requests arrive at lambda: m = lambda T prompts
  * join a step of mean T, solved by substitution (a contraction while prefill leaves decode time);
  * infinite when it does not settle. */
 static void settled_step(struct composition *c, const struct serve_workload *w, double arrivals_per_s,
-                         double *mean_s, double *variance_s2)
+                         const double *near, double *mean_s, double *variance_s2, double *correlation,
+                         double *delay_s)
 {
     /* T = F(T) = E[step | m = lambda T]: substitution, sped up by Steffensen's step (Aitken's delta
      * squared), which converges in a few rounds where plain substitution crawls (lambda c tau near
-     * 1) */
-    double alone = composition_step(c, 0), t = alone, v = 0;
-    for (int i = 0; i < 60; i++) {
-        double f1, f2, v2;
-        composed(c, w, units_of(c->setup, w, arrivals_per_s * t), &f1, &v);
-        if (fabs(f1 - t) <= 1e-10 * f1 || f1 > 1e6 * alone) {
+     * 1). Prompts at random: each evaluation also gives the slope, so the correlation, that grows
+     * the clumps of the next, and the two settle together. */
+    double alone = composition_step(c, 0), t = alone, v = 0, rho = 0;
+    if (c->count <= 1) { /* steps that carry no prompts (a decode pool's) */
+        *mean_s = alone;
+        *variance_s2 = *correlation = *delay_s = 0;
+        return;
+    }
+    double plain = prompt_clump(w), clump = plain;
+    bool correlated = w->arrivals == SERVE_POISSON && prompts_poisson(w);
+    if (near && isfinite(near[0]) && near[0] > alone) { /* a neighbour's answer: the iteration starts there */
+        t = near[0];
+        clump = correlated ? plain / (1 - near[1] * near[1]) : plain;
+    }
+    for (int i = 0; i < 80; i++) {
+        double f1, f2, v2, before = clump;
+        settle_once(c, w, arrivals_per_s, t, plain, correlated, &clump, &rho, &f1, &v);
+        if ((fabs(f1 - t) <= 1e-9 * f1 && fabs(clump - before) <= 1e-6 * clump) || f1 > 1e6 * alone) {
             t = f1;
             break;
         }
-        composed(c, w, units_of(c->setup, w, arrivals_per_s * f1), &f2, &v2);
+        settle_once(c, w, arrivals_per_s, f1, plain, correlated, &clump, &rho, &f2, &v2);
         double bend = f2 - 2 * f1 + t;
         double next = fabs(bend) > 1e-300 ? t - (f1 - t) * (f1 - t) / bend : f2;
         t = next > alone && isfinite(next) ? next : f2;
@@ -579,28 +677,44 @@ static void settled_step(struct composition *c, const struct serve_workload *w, 
         t = INFINITY;
     *mean_s = t;
     *variance_s2 = v;
+    *correlation = rho;
+    /* what one more prompt adds to the step, over the prompts it finds there */
+    double with_one, unused;
+    double m = units_of(c->setup, w, arrivals_per_s * fmin(t, 1e6 * alone));
+    composed_with(c, w, m, units_of(c->setup, w, 1), clump, &with_one, &unused);
+    composed_with(c, w, m, 0, clump, &t, &unused);
+    *delay_s = fmax(with_one - t, 0);
 }
+
+#define SETTLED_POINTS (OCCUPANCY_GRID + OCCUPANCY_FINE + 2)
 
 struct settled {
     int count;
-    double sequences[OCCUPANCY_GRID], step_s[OCCUPANCY_GRID], variance_s2[OCCUPANCY_GRID];
-    double delay_s[OCCUPANCY_GRID]; /* what one more prompt adds to a step */
+    double sequences[SETTLED_POINTS], step_s[SETTLED_POINTS], variance_s2[SETTLED_POINTS];
+    double correlation[SETTLED_POINTS]; /* of one step's prompts with the next's */
+    double delay_s[SETTLED_POINTS];     /* what one more prompt adds to a step */
 };
 
-static void settled_at(const struct settled *g, double n, double *step_s, double *variance_s2, double *delay_s)
+/* The settled step at n sequences, linear between the points; *from: the point to look from (n
+ * grows from call to call), moved on. */
+static void settled_at(const struct settled *g, double n, int *from, double *step_s, double *variance_s2,
+                       double *correlation, double *delay_s)
 {
-    int i = 1;
+    int i = *from > 1 ? *from : 1;
     if (g->count == 1) {
         *step_s = g->step_s[0];
         *variance_s2 = g->variance_s2[0];
+        *correlation = g->correlation[0];
         *delay_s = g->delay_s[0];
         return;
     }
     while (i < g->count - 1 && g->sequences[i] < n)
         i++;
+    *from = i;
     double f = (n - g->sequences[i - 1]) / (g->sequences[i] - g->sequences[i - 1]);
     *step_s = g->step_s[i - 1] + f * (g->step_s[i] - g->step_s[i - 1]);
     *variance_s2 = g->variance_s2[i - 1] + f * (g->variance_s2[i] - g->variance_s2[i - 1]);
+    *correlation = g->correlation[i - 1] + f * (g->correlation[i] - g->correlation[i - 1]);
     *delay_s = g->delay_s[i - 1] + f * (g->delay_s[i] - g->delay_s[i - 1]);
 }
 
@@ -616,14 +730,16 @@ static void settled_at(const struct settled *g, double n, double *step_s, double
 /* A run of sequence counts summed as one: its middle count, step, step variance, length, the
  * increment of log pi a count over it, and its mass. */
 struct occupancy_run {
-    double middle, step_s, variance_s2, length, increment, mass;
+    double middle, step_s, variance_s2, correlation, delay_s, length, increment, mass;
 };
 
 static void occupancy_of(const struct settled *g, int64_t cap, double arrivals_per_s, double osl, double y,
                          const double *levels, struct serve_occupancy *out)
 {
-    double last, last_variance, last_delay;
-    settled_at(g, (double)cap, &last, &last_variance, &last_delay);
+    double last, last_variance, last_correlation, last_delay;
+    int from = 1;
+    settled_at(g, (double)cap, &from, &last, &last_variance, &last_correlation, &last_delay);
+    from = 1;
     *out = (struct serve_occupancy){.step_max_s = last};
     double log_rate = log(arrivals_per_s * osl / y);
     double r = exp(log_rate - log((double)cap / last)); /* lambda / X(N) */
@@ -638,8 +754,8 @@ static void occupancy_of(const struct settled *g, int64_t cap, double arrivals_p
         int64_t length = n <= OCCUPANCY_EXACT ? 1 : n / OCCUPANCY_EXACT;
         if (n + length - 1 > cap)
             length = cap - n + 1;
-        double middle = (double)n + (double)(length - 1) / 2, t, v, delay;
-        settled_at(g, middle, &t, &v, &delay);
+        double middle = (double)n + (double)(length - 1) / 2, t, v, rho, delay;
+        settled_at(g, middle, &from, &t, &v, &rho, &delay);
         /* log (lambda / X(n)), flattened where an arrival also holds every sequence back (it
          * delays the departures of delay seconds: a jump of 1 + X delay, diffusion (lambda J^2 +
          * X) / 2 in place of (lambda + X) / 2) */
@@ -655,12 +771,12 @@ static void occupancy_of(const struct settled *g, int64_t cap, double arrivals_p
             room = room ? 2 * room : 1024;
             runs = xrealloc(runs, (size_t)room * sizeof *runs);
         }
-        runs[count++] = (struct occupancy_run){middle, t, v, (double)length, increment, 0};
+        runs[count++] = (struct occupancy_run){middle, t, v, rho, delay, (double)length, increment, 0};
         log_pi += increment * (double)length;
         top = fmax(top, log_pi);
         n += length;
     }
-    double mass = 0, n1 = 0, n2 = 0, t1 = 0, t2 = 0, v1 = 0;
+    double mass = 0, n1 = 0, n2 = 0, t1 = 0, t2 = 0, v1 = 0, vr = 0, d1 = 0;
     log_pi = 0;
     for (int64_t i = 0; i < count; i++) {
         struct occupancy_run *x = &runs[i];
@@ -675,6 +791,8 @@ static void occupancy_of(const struct settled *g, int64_t cap, double arrivals_p
         t1 += x->mass * x->step_s;
         t2 += x->mass * x->step_s * x->step_s;
         v1 += x->mass * x->variance_s2;
+        vr += x->mass * x->variance_s2 * x->correlation;
+        d1 += x->mass * x->delay_s;
     }
     double at_cap = reached_cap ? exp(log_pi - top) : 0; /* pi(N), unnormalised */
     double pi0 = exp(-top);                                /* pi(0): no step runs */
@@ -685,6 +803,8 @@ static void occupancy_of(const struct settled *g, int64_t cap, double arrivals_p
     t1 += beyond * last;
     t2 += beyond * last * last;
     v1 += beyond * last_variance;
+    vr += beyond * last_variance * last_correlation;
+    d1 += beyond * last_delay;
     double busy = mass + beyond, all = busy + pi0;
     out->stable = true;
     out->sequences_mean = n1 / all;
@@ -693,6 +813,8 @@ static void occupancy_of(const struct settled *g, int64_t cap, double arrivals_p
     out->step_mean_s = t1 / busy; /* a step runs only while some sequence is in flight */
     out->step_variance_s2 = fmax(t2 / busy - out->step_mean_s * out->step_mean_s, 0);
     out->composition_variance_s2 = v1 / busy;
+    out->composition_correlation = v1 > 0 ? vr / v1 : 0;
+    out->prompt_delay_s = d1 / busy;
     out->wait_probability = (at_cap + beyond) / all;
     out->mean_wait_s = queued / all / arrivals_per_s;
     for (int l = 0; l < TAIL_LEVELS; l++) {
@@ -709,6 +831,51 @@ static void occupancy_of(const struct settled *g, int64_t cap, double arrivals_p
     free(runs);
 }
 
+/* A dense point's settled step, found once a call (it depends on lambda), from the nearest point
+ * below already found. */
+struct settled_point {
+    bool done;
+    double step_s, variance_s2, correlation, delay_s;
+};
+
+static void settle_point(struct occupancy_table *table, struct settled_point *at, const struct serve_workload *w,
+                         double arrivals_per_s, int i)
+{
+    if (at[i].done)
+        return;
+    int below = i - 1;
+    while (below >= 0 && !at[below].done)
+        below--;
+    double near[2] = {below >= 0 ? at[below].step_s : NAN, below >= 0 ? at[below].correlation : 0};
+    settled_step(table_step(table, i), w, arrivals_per_s, near, &at[i].step_s, &at[i].variance_s2,
+                 &at[i].correlation, &at[i].delay_s);
+    at[i].done = true;
+}
+
+/* Whether the chord between the settled points about n is within OCCUPANCY_CHORD of the step
+ * settled at the dense point nearest n: then the finer points would move nothing that matters. */
+#define OCCUPANCY_CHORD 1e-3
+
+static bool chord_holds(struct occupancy_table *table, struct settled_point *at, const struct serve_workload *w,
+                        double arrivals_per_s, double n)
+{
+    int nearest = 0;
+    for (int i = 1; i < table->count; i++)
+        if (fabs(table->sequences[i] - n) < fabs(table->sequences[nearest] - n))
+            nearest = i;
+    int below = nearest - 1, above = nearest + 1;
+    while (below >= 0 && !at[below].done)
+        below--;
+    while (above < table->count && !at[above].done)
+        above++;
+    if (at[nearest].done || below < 0 || above >= table->count)
+        return true; /* a settled point itself, or beyond them: no chord to check */
+    settle_point(table, at, w, arrivals_per_s, nearest);
+    double x0 = table->sequences[below], x1 = table->sequences[above], x = table->sequences[nearest];
+    double chord = at[below].step_s + (x - x0) / (x1 - x0) * (at[above].step_s - at[below].step_s);
+    return isfinite(chord) && fabs(chord - at[nearest].step_s) <= OCCUPANCY_CHORD * at[nearest].step_s;
+}
+
 /* The occupancy an instance of layout `l` (setup `s`) holds when requests arrive at
  * `arrivals_per_s` and it runs `batch` sequences on average: under Poisson arrivals the
  * birth-death process above, otherwise exactly `batch`, its steps those of `at_batch` (the
@@ -722,9 +889,12 @@ static bool instance_occupancy(const struct serve_pool *pool, const struct roof_
     double y = serve_tokens_per_step(w);
     if (w->arrivals != SERVE_POISSON) {
         double mean, variance;
-        composed(at_batch, w, prefilling ? units_of(s, w, y * (double)batch / (double)w->osl) : 0, &mean, &variance);
+        double units = prefilling ? units_of(s, w, y * (double)batch / (double)w->osl) : 0;
+        composed(at_batch, w, units, &mean, &variance);
         *out = (struct serve_occupancy){.stable = isfinite(mean), .sequences_mean = (double)batch, .step_mean_s = mean,
-                                        .step_max_s = mean, .composition_variance_s2 = variance};
+                                        .step_max_s = mean, .composition_variance_s2 = variance,
+                                        .composition_units = units,
+                                        .composition_clump = prompts_poisson(w) ? prompt_clump(w) : 0};
         for (int i = 0; i < TAIL_LEVELS; i++)
             out->step_quantile_s[i] = mean;
         return out->stable;
@@ -733,14 +903,55 @@ static bool instance_occupancy(const struct serve_pool *pool, const struct roof_
     if (cap < batch)
         cap = batch;
     struct occupancy_table *table = occupancy_table_of(s, w, cap, prefilling);
-    struct settled g = {.count = table->count};
-    for (int i = 0; i < table->count; i++) {
-        g.sequences[i] = table->sequences[i];
-        settled_step(&table->steps[i], w, arrivals_per_s, &g.step_s[i], &g.variance_s2[i]);
-        struct composition *c = &table->steps[i];
-        g.delay_s[i] = c->count > 1 ? composition_step(c, 1) - composition_step(c, 0) : 0;
+    /* each point settled once a call (the law depends on lambda), at the coarse points first */
+    struct settled_point *at = xcalloc((size_t)table->count, sizeof *at);
+    bool coarse[OCCUPANCY_DENSE] = {false};
+    for (int g = 0; g < OCCUPANCY_GRID; g++)
+        coarse[table->count > 1 ? (int)round((double)(table->count - 1) * g / (OCCUPANCY_GRID - 1)) : 0] = true;
+    double last_mean = NAN;
+    for (int pass = 0; pass <= OCCUPANCY_FINE_ROUNDS; pass++) {
+        bool use[OCCUPANCY_DENSE];
+        memcpy(use, coarse, sizeof use);
+        if (pass > 0) {
+            if (pass > 1 && fabs(out->sequences_mean - last_mean) <= sqrt(out->sequences_variance))
+                break; /* the mass lies where the last pass looked already */
+            last_mean = out->sequences_mean;
+            /* the points where the last law's mass lies, and the coarse points beyond them */
+            double sd = sqrt(out->sequences_variance), lo = out->sequences_mean - OCCUPANCY_FINE_SD * sd,
+                   hi = out->sequences_mean + OCCUPANCY_FINE_SD * sd;
+            int first = 0, last = table->count - 1;
+            while (first < last && table->sequences[first + 1] <= lo)
+                first++;
+            while (last > first && table->sequences[last - 1] >= hi)
+                last--;
+            if (pass == 1 && chord_holds(table, at, w, arrivals_per_s, out->sequences_mean))
+                break; /* the steps are linear enough where the mass lies */
+            int stride = (last - first) / OCCUPANCY_FINE + 1;
+            for (int i = first; i <= last; i += stride)
+                use[i] = true;
+            use[last] = true;
+        }
+        struct settled g = {0};
+        for (int i = 0; i < table->count && g.count < SETTLED_POINTS; i++) {
+            if (!use[i])
+                continue;
+            settle_point(table, at, w, arrivals_per_s, i);
+            g.sequences[g.count] = table->sequences[i];
+            g.step_s[g.count] = at[i].step_s;
+            g.variance_s2[g.count] = at[i].variance_s2;
+            g.correlation[g.count] = at[i].correlation;
+            g.delay_s[g.count++] = at[i].delay_s;
+        }
+        occupancy_of(&g, cap, arrivals_per_s, (double)w->osl, y, levels, out);
+        if (!out->stable)
+            break;
     }
-    occupancy_of(&g, cap, arrivals_per_s, (double)w->osl, y, levels, out);
+    free(at);
+    if (out->stable && prefilling) {
+        out->composition_units = units_of(s, w, arrivals_per_s * out->step_mean_s);
+        double rho = out->composition_correlation;
+        out->composition_clump = prompts_poisson(w) ? prompt_clump(w) / (1 - rho * rho) : 0;
+    }
     return out->stable;
 }
 
@@ -755,6 +966,16 @@ static double window_share(double x)
     return 2 * (1 - -expm1(-x) / x) / x;
 }
 
+/* The variance of the mean of n steps whose prompts correlate by rho from one step to the next
+ * (an AR(1) sequence), over that of n independent ones: (1 + rho) / (1 - rho) less the ends'
+ * share, 2 rho (1 - rho^n) / (n (1 - rho)^2); 1 at n = 1 or rho = 0. */
+static double correlated_share(double rho, double n)
+{
+    if (rho <= 0 || n <= 1)
+        return 1;
+    return (1 + rho) / (1 - rho) - 2 * rho * -expm1(n * log(rho)) / (n * (1 - rho) * (1 - rho));
+}
+
 /* TPOT at the levels (see the header). A request's TPOT is the mean of the steps of its life,
  * n = (osl - 1) / y of them: about the mean step over the occupancy / y, it deviates by the
  * occupancy's quantile shrunk to the share of its variance a life of that length keeps
@@ -762,32 +983,67 @@ static double window_share(double x)
  * carry), independent from step to step, a normal law of variance V / n; the two added in
  * quadrature past the median. Per output-length bin, the quantiles averaged by weight (exact for
  * one length). */
-/* Normal laws of one mean, one an output-length bin, mixed by weight. */
-struct normal_mix {
+/* Laws of TPOT, one an output-length bin, mixed by weight: each the occupancy's normal part and
+ * the sum of the prompts its steps carry, a compound Poisson law, skewed (a few long prompts make
+ * a short life slow): together a lognormal shifted to their mean, variance and skewness (normal
+ * where they are not skewed). */
+struct skewed_mix {
     int64_t count;
-    double mean;
-    double weight[SERVE_LENGTH_BINS], sd[SERVE_LENGTH_BINS];
+    double weight[SERVE_LENGTH_BINS];
+    double shift[SERVE_LENGTH_BINS], mu[SERVE_LENGTH_BINS], sigma[SERVE_LENGTH_BINS]; /* x = shift + e^(mu + sigma Z) */
+    double mean[SERVE_LENGTH_BINS], sd[SERVE_LENGTH_BINS];                            /* sigma 0: normal */
 };
 
-/* The mixture's p-quantile by Newton's method on its CDF (its density in closed form), kept within
- * a shrinking bracket [lo, hi] that bisection takes over from when a step would leave it; to a
- * part in 10^12 of the spread. */
-static double normal_mix_quantile(const struct normal_mix *m, double p, double lo, double hi)
+/* A shifted lognormal of mean `mean`, standard deviation `sd` and skewness `skew` >= 0: e^sigma^2 =
+ * 1 + u^2 with u^3 + 3 u = skew (Cardano), e^mu from the variance, the shift from the mean. */
+static void skewed_add(struct skewed_mix *m, double weight, double mean, double sd, double skew)
 {
-    double x = m->mean, total = 0;
-    for (int64_t i = 0; i < m->count; i++)
+    int64_t i = m->count++;
+    m->weight[i] = weight;
+    m->mean[i] = mean;
+    m->sd[i] = sd;
+    m->sigma[i] = 0;
+    if (!(skew > 1e-3) || !(sd > 0))
+        return;
+    double root = sqrt(skew * skew / 4 + 1), u = cbrt(skew / 2 + root) + cbrt(skew / 2 - root);
+    double s2 = log1p(u * u), scale = sd / (u * sqrt(1 + u * u)); /* sd = e^mu sqrt((w - 1) w) */
+    m->sigma[i] = sqrt(s2);
+    m->mu[i] = log(scale);
+    m->shift[i] = mean - scale * exp(s2 / 2);
+}
+
+static void skewed_at(const struct skewed_mix *m, double x, double *cdf, double *density)
+{
+    double below = 0, dens = 0, total = 0;
+    for (int64_t i = 0; i < m->count; i++) {
+        if (m->weight[i] <= 0)
+            continue;
         total += m->weight[i];
-    for (int step = 0; step < 100 && hi - lo > 1e-12 * (hi - lo + fabs(x)); step++) {
-        double below = 0, density = 0;
-        for (int64_t i = 0; i < m->count; i++) {
-            if (m->weight[i] <= 0 || m->sd[i] <= 0)
+        if (m->sigma[i] > 0) {
+            if (x <= m->shift[i])
                 continue;
-            double z = (x - m->mean) / m->sd[i];
+            double z = (log(x - m->shift[i]) - m->mu[i]) / m->sigma[i];
             below += m->weight[i] * queue_normal_cdf(z);
-            density += m->weight[i] * exp(-z * z / 2) / (m->sd[i] * 2.5066282746310002);
+            dens += m->weight[i] * exp(-z * z / 2) / (m->sigma[i] * (x - m->shift[i]) * 2.5066282746310002);
+        } else if (m->sd[i] > 0) {
+            double z = (x - m->mean[i]) / m->sd[i];
+            below += m->weight[i] * queue_normal_cdf(z);
+            dens += m->weight[i] * exp(-z * z / 2) / (m->sd[i] * 2.5066282746310002);
+        } else if (x >= m->mean[i]) {
+            below += m->weight[i];
         }
-        below /= total;
-        density /= total;
+    }
+    *cdf = total > 0 ? below / total : 1;
+    *density = total > 0 ? dens / total : 0;
+}
+
+/* The mixture's p-quantile by Newton's method on its CDF, kept within a shrinking bracket [lo, hi]
+ * that bisection takes over from when a step would leave it; to a part in 10^12 of the spread. */
+static double skewed_quantile(const struct skewed_mix *m, double p, double x, double lo, double hi)
+{
+    for (int step = 0; step < 200 && hi - lo > 1e-12 * (hi - lo + fabs(x)); step++) {
+        double below, density;
+        skewed_at(m, x, &below, &density);
         if (below < p)
             lo = x;
         else
@@ -809,25 +1065,47 @@ static void tpot_tail(const struct serve_workload *w, const struct serve_occupan
     double osl[SERVE_LENGTH_BINS], weight[SERVE_LENGTH_BINS];
     int64_t bins = output_bins(w, osl, weight);
     double mean = o->step_mean_s / y;
-    *mean_s = mean;
-    struct normal_mix mix = {.mean = mean};
-    double keep[SERVE_LENGTH_BINS], spread[SERVE_LENGTH_BINS], widest = 0;
+    struct skewed_mix mix = {0};
+    double keep[SERVE_LENGTH_BINS], spread[SERVE_LENGTH_BINS], widest = 0, shifted = 0, counted = 0;
+    /* the prompts' units a step, as a compound Poisson law: Poisson(m / s) clumps of s units, each
+     * unit adding b to the step, b^2 m s = the composition's variance V */
+    double m = o->composition_units, clump = o->composition_clump;
+    bool compound = m > 0 && clump > 0 && o->composition_variance_s2 > 0;
     for (int64_t b = 0; b < bins; b++) {
         double n = fmax(osl[b] - 1, 1) / y, life = n * o->step_mean_s;
+        double correlated = correlated_share(o->composition_correlation, n);
         keep[b] = o->relaxation_s > 0 ? sqrt(window_share(life / o->relaxation_s)) : 0;
-        spread[b] = sqrt(o->composition_variance_s2 / n) / y;
+        spread[b] = sqrt(o->composition_variance_s2 / n * correlated) / y;
+        double sd = sqrt(keep[b] * keep[b] * o->step_variance_s2 / (y * y) + spread[b] * spread[b]);
+        /* the units of n steps, Poisson(n m / s_n) clumps of s_n = s g(rho, n) (their variance the
+         * correlated sum's): third central moment n m s_n^2 units^3, at (b / (n y))^3 */
+        double skew = 0;
+        if (compound && sd > 0) {
+            double per_unit = sqrt(o->composition_variance_s2 / (m * clump)), s_n = clump * correlated;
+            double third = n * m * s_n * s_n * pow(per_unit / (n * y), 3);
+            skew = third / (sd * sd * sd);
+        }
+        /* its own prompt lengthened the step before its first token by delta, and a step's prompts
+         * come in proportion to the step before (rho): its j-th step is longer by delta rho^j on
+         * average, its TPOT by delta rho (1 - rho^n) / ((1 - rho) n y) */
+        double rho = o->composition_correlation, own = 0;
+        if (rho > 0 && o->prompt_delay_s > 0)
+            own = o->prompt_delay_s * rho * -expm1(n * log(rho)) / ((1 - rho) * n * y);
         /* a request of one token has no TPOT */
-        mix.weight[mix.count] = osl[b] > 1 ? weight[b] : 0;
-        mix.sd[mix.count++] = sqrt(keep[b] * keep[b] * o->step_variance_s2 / (y * y) + spread[b] * spread[b]);
-        widest = fmax(widest, mix.sd[mix.count - 1]);
+        skewed_add(&mix, osl[b] > 1 ? weight[b] : 0, mean + own, sd, skew);
+        shifted += (osl[b] > 1 ? weight[b] : 0) * own;
+        counted += osl[b] > 1 ? weight[b] : 0;
+        widest = fmax(widest, sd);
     }
+    /* a request's mean TPOT, over requests: the steps' mean and what its own prompt adds */
+    mean += counted > 0 ? shifted / counted : 0;
+    *mean_s = mean;
     if (bins > 1) {
         /* lengths that vary: the mixture's own quantiles (a quantile of a mixture is no mix of its
-         * parts' quantiles), each part a normal law of the occupancy's variance and the steps' */
+         * parts' quantiles) */
         for (int i = 0; i < TAIL_LEVELS; i++)
-            at[i] = widest > 0 && levels[i] != 0.5
-                        ? fmax(normal_mix_quantile(&mix, levels[i], mean - 12 * widest, mean + 12 * widest), 0)
-                        : mean;
+            at[i] = widest > 0 ? fmax(skewed_quantile(&mix, levels[i], mean, mean - 12 * widest, mean + 40 * widest), 0)
+                               : mean;
         return;
     }
     /* one length: the occupancy's own quantile (skewed where the batch nears its cap), and the steps'
@@ -946,8 +1224,12 @@ static void ttft_tail(const struct serve_workload *w, const struct ttft_mix *m, 
 /* Above this many prompts a step, K's Poisson law is taken at TTFT_COUNT_POINTS normal points. */
 #define TTFT_NORMAL_COUNT 24
 #define TTFT_COUNT_POINTS 12
-#define TTFT_STEP_POINTS 6
 #define TTFT_SHARE_POINTS 3
+/* The length-biased step's law cut at these shares (a mix of prompt lengths, which spreads the
+ * own times already: the coarser cut), each part at its middle share: finer toward the tail, which
+ * sets TTFT's p99 (even sixths put the longest step at its 92nd percentile). */
+static const double ttft_step_cuts[] = {0, 0.3, 0.6, 0.85, 0.95, 0.985, 0.995, 0.999, 1};
+static const double ttft_step_cuts_mix[] = {0, 0.5, 0.9, 0.98, 0.998, 1};
 
 /* Adds a prompt's own times, of weight `weight`, to the mix (see aggregated_tails): over L, a
  * lognormal law of mean `biased` and variance `biased_variance` at its quantile midpoints, and
@@ -961,12 +1243,16 @@ static void ttft_own_add(struct ttft_mix *mix, const struct serve_workload *w, s
     double base = own_s - composition_at(at_batch, 1) * slower;
     /* a mix of prompt lengths spreads the own times already: half the points a bin */
     int thin = w->lengths.prompt_bins > 1 ? 2 : 1;
-    int steps = open ? TTFT_STEP_POINTS / thin : 1, shares = open ? (TTFT_SHARE_POINTS + 1) / thin : 1;
+    const double *cuts = thin > 1 ? ttft_step_cuts_mix : ttft_step_cuts;
+    int steps = !open ? 1 : thin > 1 ? (int)(sizeof ttft_step_cuts_mix / sizeof *cuts) - 1
+                                     : (int)(sizeof ttft_step_cuts / sizeof *cuts) - 1;
+    int shares = open ? (TTFT_SHARE_POINTS + 1) / thin : 1;
     double cv2 = biased > 0 ? biased_variance / (biased * biased) : 0;
     double sigma = sqrt(log1p(cv2)), mu = log(fmax(biased, 1e-300)) - sigma * sigma / 2;
     for (int i = 0; i < steps; i++) {
-        double length = open ? exp(mu + sigma * queue_normal_quantile((i + 0.5) / steps)) : 0;
-        double m = open ? units_of(at_batch->setup, w, arrivals_per_s * length) : joining, wi = weight / steps;
+        double length = open ? exp(mu + sigma * queue_normal_quantile((cuts[i] + cuts[i + 1]) / 2)) : 0;
+        double m = open ? units_of(at_batch->setup, w, arrivals_per_s * length) : joining;
+        double wi = open ? weight * (cuts[i + 1] - cuts[i]) : weight;
         /* K ~ Poisson(m), the others beside a given prompt (Palm); alike requests that do not
          * arrive at random come m a step, the two counts about m, a step's count seen from a
          * prompt in it weighted by the count (k P(k)): K = that count less the prompt */

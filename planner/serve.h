@@ -58,14 +58,27 @@
  *   batching as processor sharing, pi(n) ~ prod lambda / X(k), X(n) = y n / (T(n) osl), T(n) the
  *   steps' mean at n with the prompts lambda T(n) brings, widened where an arrival's prefill
  *   holds every sequence back; at the HBM cap requests wait for a slot (a geometric tail);
- *   TPOT: the mean of a request's (osl - 1) / y steps: the batch's quantile shrunk to what a life
- *   of that length keeps (relaxation Var(n) / lambda) and the steps' own variance over n, in
- *   quadrature; a length mix's quantiles those of the mixture over output-length bins;
+ *   T(n) settled at 12 counts from 1 to the cap, then at up to 24 of a grid 3% apart where pi's
+ *   mass lies (its mean +- 6 sd, twice), unless the chord there is within 0.1% of T;
+ *   the steps' prompts under Poisson arrivals: those that arrive during a step join the next, so
+ *   the units a step carries are U' ~ Poisson(lambda T(U)) of the step before, a branching
+ *   process: consecutive steps correlate by rho = lambda b (b the mean step's growth a unit) and
+ *   the counts vary 1 / (1 - rho^2) times a Poisson count's: their clumps grow by that factor,
+ *   settled with T (rho <= 0.95);
+ *   TPOT: the mean of a request's n = (osl - 1) / y steps: the batch's quantile shrunk to what a
+ *   life of that length keeps (relaxation Var(n) / lambda) and the steps' own variance V / n
+ *   times the correlated sum's (1 + rho) / (1 - rho) - 2 rho (1 - rho^n) / (n (1 - rho)^2), in
+ *   quadrature, after the request's own prompt's delay delta carried into its steps, delta rho^j
+ *   at the j-th (its TPOT + delta rho (1 - rho^n) / ((1 - rho) n y)); a length mix's quantiles
+ *   those of the mixture over output-length bins, each a lognormal shifted to the mean, variance
+ *   and skewness of the bin's TPOT (the steps' units a compound Poisson sum, Poisson(n m / s_n)
+ *   clumps of s_n = s g units, g the correlated factor above);
  *   waits: for a slot, and for a chunk budget (floor(dp C / c) prompts a step, an M/G/c queue)
  *   or a prefill instance (M/G/x), Erlang C with Allen-Cunneen's (c_a^2 + c_s^2) / 2 (exact
  *   P-K at one server), its law an atom at 0 and an exponential tail (queueing.h);
  *   TTFT's quantiles those of the wait after the own times, weighted atoms over the length-biased
- *   step, the share waited and K.
+ *   step (its lognormal law cut at 0.3, 0.6, 0.85, 0.95, 0.985, 0.995, 0.999, finer toward the
+ *   tail that p99 reads), the share waited and K.
  * Not modelled: retries, priorities, preemption, a decode slot's wait in disaggregated TTFT,
  * the variation of accepted drafts, a rate-sized decode instance below its planned batch.
  *
@@ -195,6 +208,11 @@ struct serve_occupancy {
     double sequences_mean, sequences_variance, relaxation_s;
     double step_mean_s, step_variance_s2, step_max_s;
     double composition_variance_s2;             /* of a step about its occupancy's mean: its prompts */
+    double composition_correlation;             /* of one step's prompts with the next's (Poisson
+                                                 * arrivals: a long step gathers more) */
+    double prompt_delay_s;                      /* what one prompt more adds to a step */
+    double composition_units, composition_clump; /* units of prompts a step carries on average, and
+                                                  * the clumps they come in (0: not at random) */
     double step_quantile_s[SERVE_PERCENTILES + 1]; /* the occupancy's at p50, p90, p99, the workload's */
     double wait_probability, mean_wait_s;
 };

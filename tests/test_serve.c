@@ -1092,6 +1092,44 @@ static void md1(void)
           x.tpot_s.mean * 1e3, p.tail.tpot_mean_s * 1e3);
 }
 
+/* ---- 11. an aggregated instance under Poisson arrivals, against its simulation ---- */
+
+/* Llama 3.1 70B on an H200 node, TP 8, 1,024/1,024 at 400 sequences, requests at random at the
+ * rate that batch serves: the analysis' p50 and p99 TTFT and TPOT within 10% of a simulation of
+ * 100,000 requests (issue 26's tolerance; README, "Tail latency": the analysis of this case is
+ * within 2-11% of the simulation). Steps carry Poisson counts of prompts whose steps correlate
+ * (a long step gathers more for the next: serve.c, settle_once); without that correlation the
+ * analysis' batch came out 13% above the simulation's on Qwen3-30B-A3B and its TPOT p99 -67%
+ * below on the Azure mix (the README's table before it). */
+static void poisson_against_simulation(void)
+{
+    struct model m = fixture_model("models/llama-3.1-70b.yaml");
+    struct topology t = fixture_topology("topologies/hgx-h200.xml");
+    struct graph_summary g;
+    analyse(&t, 1, &g);
+    struct serve_pool pool = pool_of(&m, &t);
+    struct layout tp8 = {.racks = 1, .devices = 8, .tp = 8, .pp = 1, .dp = 1, .ep = 1};
+    struct serve_workload w = workload(1024, 1024);
+    w.arrivals = SERVE_POISSON;
+    w.percentile = 99;
+    struct serve_point p;
+    CHECK(serve_aggregated(&pool, &g, &tp8, &w, 400, &p), "400 sequences, Poisson arrivals: a point");
+    struct sim_result x;
+    CHECK(serve_simulate(&pool, NULL, &w, NULL, &p, 100000, 1, &x) == SERVE_SIM_OK, "the point simulated");
+    const double within = 0.10;
+    CHECK(fabs(p.tail.ttft_s[0] / x.ttft_s.p50 - 1) <= within, "TTFT p50: analysis %.2f ms, simulation %.2f ms",
+          p.tail.ttft_s[0] * 1e3, x.ttft_s.p50 * 1e3);
+    CHECK(fabs(p.tail.ttft_s[2] / x.ttft_s.p99 - 1) <= within, "TTFT p99: analysis %.2f ms, simulation %.2f ms",
+          p.tail.ttft_s[2] * 1e3, x.ttft_s.p99 * 1e3);
+    CHECK(fabs(p.tail.tpot_s[0] / x.tpot_s.p50 - 1) <= within, "TPOT p50: analysis %.3f ms, simulation %.3f ms",
+          p.tail.tpot_s[0] * 1e3, x.tpot_s.p50 * 1e3);
+    CHECK(fabs(p.tail.tpot_s[2] / x.tpot_s.p99 - 1) <= within, "TPOT p99: analysis %.3f ms, simulation %.3f ms",
+          p.tail.tpot_s[2] * 1e3, x.tpot_s.p99 * 1e3);
+    CHECK(fabs(p.tail.sequences_mean / (x.mean_decoding_sequences / (double)p.decode_instances) - 1) <= within,
+          "sequences in flight: analysis %.1f, simulation %.1f", p.tail.sequences_mean,
+          x.mean_decoding_sequences / (double)p.decode_instances);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && chdir(argv[1]) != 0)
@@ -1108,6 +1146,7 @@ int main(int argc, char **argv)
     no_fit();
     binding_target();
     one_row_per_point();
+    poisson_against_simulation();
     tails();
     md1();
     return tap_done();
