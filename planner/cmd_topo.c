@@ -100,7 +100,7 @@ static void write_tiers_text(FILE *out, const struct topology *t, double devices
                 read, write, drain, price);
     }
     if (t->tier_count == 0)
-        fprintf(out, "  (the topology lists no tier below HBM)\n");
+        fprintf(out, "  (no tier below HBM: the topology lists none; its file says why)\n");
 }
 
 static void write_tree(FILE *out, enum json_syntax syntax, const struct topology *t, int64_t racks,
