@@ -24,6 +24,85 @@ static void latency_floors(const struct topology *t, struct latency_floor out[LA
     out[3] = (struct latency_floor){"combine_s", "combine", f->combine_s};
 }
 
+/* A quantity with at most 4 significant digits, thousands separated from 1,000 up ("8,000",
+ * "225", "3.84"). */
+static void format_figure(double value, char *buffer, size_t size)
+{
+    if (value >= 1000)
+        format_count(value, buffer, size);
+    else
+        snprintf(buffer, size, "%.4g", value);
+}
+
+/* A time in the unit that reads best: ms under a second, s under two minutes, min under two
+ * hours, h beyond. */
+static void format_duration(double seconds, char *buffer, size_t size)
+{
+    if (seconds < 1)
+        snprintf(buffer, size, "%.4g ms", seconds * 1e3);
+    else if (seconds < 120)
+        snprintf(buffer, size, "%.4g s", seconds);
+    else if (seconds < 7200)
+        snprintf(buffer, size, "%.4g min", seconds / 60);
+    else
+        snprintf(buffer, size, "%.4g h", seconds / 3600);
+}
+
+static void write_tiers_tree(struct json *j, const struct topology *t, double devices)
+{
+    json_key(j, "memory_tiers");
+    json_begin_array(j);
+    for (int i = 0; i < topology_tier_count(t); i++) {
+        struct memory_tier m;
+        topology_tier(t, i, &m);
+        json_begin_object(j);
+        json_key(j, "tier");
+        json_string(j, topology_tier_kind_name(m.kind));
+        json_key(j, "name");
+        json_string(j, m.name);
+        json_key(j, "capacity_bytes_per_device");
+        json_number(j, m.bytes_per_device);
+        json_key(j, "capacity_bytes_total");
+        json_number(j, m.bytes_per_device * devices);
+        json_key(j, "read_bytes_per_s_per_device");
+        json_number(j, m.read_bytes_per_s_per_device);
+        json_key(j, "write_bytes_per_s_per_device");
+        json_positive_or_null(j, m.write_bytes_per_s_per_device);
+        json_key(j, "link_bytes_per_s_per_device");
+        json_positive_or_null(j, m.link_bytes_per_s_per_device);
+        json_key(j, "drain_s");
+        json_number(j, topology_tier_drain_s(t, i));
+        json_key(j, "usd_per_gb_hour");
+        json_positive_or_null(j, m.usd_per_gb_hour);
+        json_end_object(j);
+    }
+    json_end_array(j);
+}
+
+static void write_tiers_text(FILE *out, const struct topology *t, double devices)
+{
+    fprintf(out, "\nmemory tiers, per device (drain: capacity / read bandwidth)\n");
+    fprintf(out, "  %-7s %-26s %10s %12s %11s %11s %10s %8s\n", "tier", "name", "GB", "cluster GB", "read GB/s",
+            "write GB/s", "drain", "$/GB-h");
+    for (int i = 0; i < topology_tier_count(t); i++) {
+        struct memory_tier m;
+        topology_tier(t, i, &m);
+        char gb[32], total[32], read[32], write[32] = "-", drain[32], price[32] = "-";
+        format_figure(m.bytes_per_device / 1e9, gb, sizeof gb);
+        format_figure(m.bytes_per_device * devices / 1e9, total, sizeof total);
+        format_figure(m.read_bytes_per_s_per_device / 1e9, read, sizeof read);
+        if (m.write_bytes_per_s_per_device > 0)
+            format_figure(m.write_bytes_per_s_per_device / 1e9, write, sizeof write);
+        format_duration(topology_tier_drain_s(t, i), drain, sizeof drain);
+        if (m.usd_per_gb_hour > 0)
+            snprintf(price, sizeof price, "%.3g", m.usd_per_gb_hour);
+        fprintf(out, "  %-7s %-26.26s %10s %12s %11s %11s %10s %8s\n", topology_tier_kind_name(m.kind), m.name, gb, total,
+                read, write, drain, price);
+    }
+    if (t->tier_count == 0)
+        fprintf(out, "  (no tier below HBM: the topology lists none; its file says why)\n");
+}
+
 static void write_tree(FILE *out, enum json_syntax syntax, const struct topology *t, int64_t racks,
                        const struct graph_summary *g)
 {
@@ -58,6 +137,7 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct topology
     json_number(&j, t->hbm_bytes * devices);
     json_key(&j, "hbm_bytes_per_s_per_device");
     json_number(&j, t->hbm_bytes_per_s);
+    write_tiers_tree(&j, t, devices);
     json_key(&j, "peak_flops_per_s_per_device");
     json_begin_object(&j);
     for (int p = 0; p < PREC_COUNT; p++) {
@@ -184,6 +264,7 @@ static void write_text(FILE *out, const struct topology *t, int64_t racks,
         }
     }
     fprintf(out, "%s\n", any ? "" : " none published (a step's kernels and collectives add no floor)");
+    write_tiers_text(out, t, devices);
     format_count(t->hbm_bytes * devices / 1e9, a, sizeof a);
     fprintf(out, "\ncluster\n  HBM            %s GB\n", a);
     format_count((double)g->domains, a, sizeof a);

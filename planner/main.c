@@ -29,10 +29,13 @@ const struct command command_topo = {
     .usage = "rackplan topo FILE [--racks N] [--format text|json|dot] [-o FILE]",
     .help = "Reads a topology (XML, validated against schemas/topology.xsd) and prints its\n"
             "inventory: devices, scale-up domains, HBM, peak FLOP/s, scale-up and scale-out\n"
-            "bandwidth per device (bytes/s per direction); then the interconnect graph: the\n"
-            "domains it finds, bandwidth and hops per class of device pair, what a device can\n"
-            "push in an all-to-all inside its domain and across the cluster, bisection and\n"
-            "diameter. --format dot writes Graphviz (large systems one node per domain).\n",
+            "bandwidth per device (bytes/s per direction); the memory tiers, HBM then the\n"
+            "<memory-tier> elements below it (host memory, local NVMe, remote storage), each\n"
+            "with its capacity per device and in the cluster, read and write bandwidth per\n"
+            "device and drain time (capacity / read bandwidth); then the interconnect graph:\n"
+            "the domains it finds, bandwidth and hops per class of device pair, what a device\n"
+            "can push in an all-to-all inside its domain and across the cluster, bisection\n"
+            "and diameter. --format dot writes Graphviz (large systems one node per domain).\n",
     .options = OPTS_FORMAT | OPTS_RACKS | OPTS_DOT,
     .positionals = 1,
 };

@@ -173,6 +173,76 @@ static int64_t count(struct collector *c, const xmlNode *node, const char *name)
     return (int64_t)v; /* the schema limits counts to 1..1000000 */
 }
 
+static const char *const tier_kind_names[] = {"hbm", "host", "nvme", "remote"};
+
+/* A <memory-tier>'s quantity `what` ("bytes", "read_bytes_per_s", "write_bytes_per_s") per
+ * device: as given per device, or per node over `devices_per_node` (0: not given). 0 when
+ * absent (an error when `required`) or wrong. */
+static double tier_quantity(struct collector *c, const xmlNode *n, const char *what, int64_t devices_per_node,
+                            bool required)
+{
+    char device[64], node[64], text[64];
+    snprintf(device, sizeof device, "%s_per_device", what);
+    snprintf(node, sizeof node, "%s_per_node", what);
+    bool has_device = attribute(n, device, text, sizeof text), has_node = attribute(n, node, text, sizeof text);
+    if (has_device && has_node) {
+        node_error(c, n, node, "<memory-tier> gives both '%s' and '%s'; give one", device, node);
+        return 0;
+    }
+    if (has_node) {
+        if (devices_per_node < 1) {
+            node_error(c, n, node, "'%s' needs 'devices_per_node', the devices that share the node's tier", node);
+            return 0;
+        }
+        return number(c, n, node, true) / (double)devices_per_node;
+    }
+    if (has_device)
+        return number(c, n, device, true);
+    if (required)
+        node_error(c, n, NULL, "<memory-tier> needs '%s' or '%s'", device, node);
+    return 0;
+}
+
+/* The <memory-tier> elements, in order: one of each kind at most, fastest kind first. */
+static void read_tiers(struct collector *c, const xmlNode *root, struct topology *t)
+{
+    char text[64];
+    for (const xmlNode *n = root->children; n; n = n->next) {
+        if (n->type != XML_ELEMENT_NODE || strcmp((const char *)n->name, "memory-tier") != 0)
+            continue;
+        enum tier_kind kind = TIER_HOST;
+        attribute(n, "kind", text, sizeof text);
+        for (int k = TIER_HOST; k <= TIER_REMOTE; k++)
+            if (strcmp(text, tier_kind_names[k]) == 0)
+                kind = (enum tier_kind)k;
+        if (t->tier_count > 0 && kind <= t->tiers[t->tier_count - 1].kind) {
+            enum tier_kind before = t->tiers[t->tier_count - 1].kind;
+            if (kind == before)
+                node_error(c, n, "kind", "a second <memory-tier kind='%s'>", tier_kind_names[kind]);
+            else
+                node_error(c, n, "kind", "<memory-tier kind='%s'> after kind='%s': tiers are listed fastest first (host, nvme, remote)",
+                           tier_kind_names[kind], tier_kind_names[before]);
+            continue;
+        }
+        if (t->tier_count >= TOPOLOGY_MAX_TIERS - 1) /* the order above admits 3 */
+            continue;
+        struct memory_tier m = {.kind = kind};
+        attribute(n, "name", m.name, sizeof m.name);
+        int64_t devices_per_node = attribute(n, "devices_per_node", text, sizeof text) ? count(c, n, "devices_per_node") : 0;
+        m.bytes_per_device = tier_quantity(c, n, "bytes", devices_per_node, true);
+        m.read_bytes_per_s_per_device = tier_quantity(c, n, "read_bytes_per_s", devices_per_node, true);
+        m.write_bytes_per_s_per_device = tier_quantity(c, n, "write_bytes_per_s", devices_per_node, false);
+        m.link_bytes_per_s_per_device = number(c, n, "link_bytes_per_s_per_device", false);
+        if (m.link_bytes_per_s_per_device > 0) {
+            m.read_bytes_per_s_per_device = fmin(m.read_bytes_per_s_per_device, m.link_bytes_per_s_per_device);
+            if (m.write_bytes_per_s_per_device > 0)
+                m.write_bytes_per_s_per_device = fmin(m.write_bytes_per_s_per_device, m.link_bytes_per_s_per_device);
+        }
+        m.usd_per_gb_hour = number(c, n, "usd_per_gb_hour", false);
+        t->tiers[t->tier_count++] = m;
+    }
+}
+
 static void read_tree(struct collector *c, const xmlNode *root, struct topology *t)
 {
     char text[256];
@@ -235,6 +305,7 @@ static void read_tree(struct collector *c, const xmlNode *root, struct topology 
     t->nic_bytes_per_s = number(c, out, "nic_bytes_per_s", true);
     t->scale_out_latency_s = number(c, out, "latency_s", false);
     t->default_domains = count(c, child(root, "cluster"), "domains");
+    read_tiers(c, root, t);
     const xmlNode *latency = child(root, "latency");
     if (latency)
         t->latency = (struct step_latency){number(c, latency, "kernel_s", false), number(c, latency, "all_reduce_s", false),
@@ -387,6 +458,40 @@ double topology_scale_up_bytes_per_s(const struct topology *t)
 double topology_scale_out_bytes_per_s(const struct topology *t)
 {
     return t->nics_per_device * t->nic_bytes_per_s;
+}
+
+int topology_tier_count(const struct topology *t)
+{
+    return 1 + t->tier_count;
+}
+
+bool topology_tier(const struct topology *t, int i, struct memory_tier *out)
+{
+    if (i < 0 || i >= topology_tier_count(t))
+        return false;
+    if (i > 0) {
+        *out = t->tiers[i - 1];
+        return true;
+    }
+    *out = (struct memory_tier){.kind = TIER_HBM,
+                                .bytes_per_device = t->hbm_bytes,
+                                .read_bytes_per_s_per_device = t->hbm_bytes_per_s,
+                                .write_bytes_per_s_per_device = t->hbm_bytes_per_s};
+    snprintf(out->name, sizeof out->name, "HBM");
+    return true;
+}
+
+double topology_tier_drain_s(const struct topology *t, int i)
+{
+    struct memory_tier m;
+    if (!topology_tier(t, i, &m) || m.read_bytes_per_s_per_device <= 0)
+        return 0;
+    return m.bytes_per_device / m.read_bytes_per_s_per_device;
+}
+
+const char *topology_tier_kind_name(enum tier_kind kind)
+{
+    return kind >= TIER_HBM && kind <= TIER_REMOTE ? tier_kind_names[kind] : "?";
 }
 
 const char *topology_kind_name(enum domain_kind kind)

@@ -18,6 +18,8 @@
 #define TOPOLOGY_MAX_DIMS 4
 #define TOPOLOGY_MAX_BYTES (16u << 20)
 #define TOPOLOGY_MAX_DOMAIN_DEVICES 1000000
+/* HBM and the tiers below it a topology may list: host memory, local NVMe, remote storage. */
+#define TOPOLOGY_MAX_TIERS 4
 
 enum domain_kind { DOMAIN_SWITCHED, DOMAIN_MESH, DOMAIN_TORUS };
 
@@ -48,6 +50,28 @@ struct step_latency {
 };
 
 bool efficiency_is_bound(const struct efficiency *e);
+
+/* Where a device's data (a KV cache) can live, fastest first. HBM is always there; the others
+ * are the topology's <memory-tier> elements, at most one of each kind. */
+enum tier_kind { TIER_HBM, TIER_HOST, TIER_NVME, TIER_REMOTE };
+
+/* One memory tier as one device sees it. A tier shared by several devices (a Grace CPU's
+ * LPDDR5X for two GPUs, a node's NVMe for eight) counts each device's share: capacity / devices
+ * and bandwidth / devices, read and write each no more than the device's link to the tier.
+ *
+ * The model (a contract for the commands that use it): a device reads its share of the tier at
+ * read_bytes_per_s_per_device and writes it at write_bytes_per_s_per_device, every device at
+ * once; the tier's drain time, capacity / read bandwidth, is how long reading all of it takes,
+ * which bounds how quickly a tier full of KV cache can be turned over (issue 27). */
+struct memory_tier {
+    enum tier_kind kind;
+    char name[64];                       /* "LPDDR5X (Grace)"; "HBM" for tier 0 */
+    double bytes_per_device;             /* > 0 */
+    double read_bytes_per_s_per_device;  /* > 0, after the link's bound */
+    double write_bytes_per_s_per_device; /* 0: not known */
+    double link_bytes_per_s_per_device;  /* per direction; 0: not given (read and write as written) */
+    double usd_per_gb_hour;              /* the tier's price per GB (1e9 bytes) and hour; 0: not known */
+};
 
 /* One <efficiency> row of a topology file, fitted by `rackplan calibrate`. */
 struct calibration {
@@ -91,6 +115,11 @@ struct topology {
     int64_t default_domains;
     struct step_latency latency;
 
+    /* the tiers below HBM, in the file's order, which is the kinds' order (host, nvme, remote);
+     * topology_tier() numbers them from 1, HBM being tier 0 */
+    int tier_count;
+    struct memory_tier tiers[TOPOLOGY_MAX_TIERS - 1];
+
     /* calibrated efficiency by weight precision, and for any other precision */
     struct calibration calibrated[PREC_COUNT];
     struct calibration calibrated_any;
@@ -124,6 +153,22 @@ bool topology_with_domain_size(const struct topology *t, int64_t devices, struct
  * chips with the shortest longest side. False when devices is not in [1, domain size] or no
  * sub-box of a torus has that many chips. */
 bool topology_slice(const struct topology *t, int64_t devices, struct topology *out);
+
+/* How many memory tiers a device has: 1 (HBM) + the topology's <memory-tier> elements. */
+int topology_tier_count(const struct topology *t);
+
+/* Tier `i` of `t` into *out: 0 is HBM (hbm_bytes, read and write at hbm_bytes_per_s, no link,
+ * no price), 1.. the <memory-tier> elements in order. False, *out unchanged, when i is not in
+ * [0, topology_tier_count(t)). */
+bool topology_tier(const struct topology *t, int i, struct memory_tier *out);
+
+/* Tier i's drain time in seconds: bytes_per_device / read_bytes_per_s_per_device, how long a
+ * device takes to read its whole share of the tier (GB200's HBM: 186e9 / 8e12 = 23.25 ms).
+ * 0 when i is out of range. */
+double topology_tier_drain_s(const struct topology *t, int i);
+
+/* "hbm", "host", "nvme", "remote". */
+const char *topology_tier_kind_name(enum tier_kind kind);
 
 /* "switched", "mesh", "torus". */
 const char *topology_kind_name(enum domain_kind kind);

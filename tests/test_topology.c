@@ -3,6 +3,7 @@
 #include "tap.h"
 #include "topology.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -80,6 +81,129 @@ static void shipped(void)
 static const char *valid_tail =
     "<scale-up><switched devices='8' links_per_device='18' link_bytes_per_s='25e9' switches='4'/></scale-up>\n"
     "<scale-out nics_per_device='1' nic_bytes_per_s='50e9'/>\n<cluster domains='1'/>\n</topology>\n";
+
+/* A minimal topology whose <cluster> (line 7) is followed by `tiers`, from line 8 on. */
+static void tiered(const char *tiers, char *xml, size_t size)
+{
+    snprintf(xml, size,
+             "<topology name='x' status='shipping'>\n<accelerator name='a'>\n"
+             "<hbm bytes='186e9' bytes_per_s='8e12'/><peak precision='bf16' flops_per_s='1e15'/>\n"
+             "</accelerator>\n%.*s%s</topology>\n",
+             (int)(strstr(valid_tail, "</topology>") - valid_tail), valid_tail, tiers);
+}
+
+static bool load_tiered(const char *tiers, struct topology *t)
+{
+    char xml[4096];
+    tiered(tiers, xml, sizeof xml);
+    struct diags d;
+    diags_init(&d);
+    bool ok = topology_load_buffer("t.xml", xml, strlen(xml), t, &d) == TOPOLOGY_OK;
+    diags_release(&d);
+    return ok;
+}
+
+/* The first diagnostic of loading `tiers` after <cluster>, formatted. */
+static const char *tier_error(const char *tiers)
+{
+    static char message[1024];
+    char xml[4096];
+    tiered(tiers, xml, sizeof xml);
+    if (load_text(xml, message, sizeof message) != TOPOLOGY_INVALID)
+        snprintf(message, sizeof message, "(loaded)");
+    return message;
+}
+
+static void tiers(void)
+{
+    /* HBM is tier 0: GB200's 186 GB at 8 TB/s drains in 186e9 / 8e12 = 23.25 ms */
+    struct topology gb200 = fixture_topology("topologies/gb200-nvl72.xml");
+    struct memory_tier m;
+    CHECK(topology_tier(&gb200, 0, &m) && m.kind == TIER_HBM && strcmp(m.name, "HBM") == 0 && m.bytes_per_device == 186e9 &&
+              m.read_bytes_per_s_per_device == 8e12,
+          "tier 0 is HBM: 186 GB at 8 TB/s");
+    CHECK_REL(topology_tier_drain_s(&gb200, 0), 0.02325, 1e-12, "GB200 HBM drains in 186e9 / 8e12 = 23.25 ms");
+    /* one Grace (480 GB LPDDR5X, 18.4 TB/s / 36 = 511 GB/s) per two GPUs: 240 GB and 255.5 GB/s a GPU, under the
+     * NVLink-C2C share 900 GB/s bidirectional / 2 directions / 2 GPUs = 225 GB/s; 240e9 / 225e9 = 1.0667 s */
+    CHECK_EQ(topology_tier_count(&gb200), 2, "GB200 NVL72: HBM and Grace LPDDR5X");
+    CHECK(topology_tier(&gb200, 1, &m) && m.kind == TIER_HOST && m.bytes_per_device == 240e9 &&
+              m.read_bytes_per_s_per_device == 225e9 && m.write_bytes_per_s_per_device == 225e9 &&
+              m.link_bytes_per_s_per_device == 225e9,
+          "GB200 host tier: 480 GB / 2 = 240 GB a GPU, min(511 / 2, 225) = 225 GB/s");
+    CHECK_REL(topology_tier_drain_s(&gb200, 1), 240.0 / 225.0, 1e-12, "GB200 host tier drains in 240 / 225 = 1.067 s");
+    CHECK(!topology_tier(&gb200, 2, &m) && !topology_tier(&gb200, -1, &m) && topology_tier_drain_s(&gb200, 2) == 0,
+          "no tier 2 on GB200, none at -1: false, drain 0");
+    CHECK_STR(topology_tier_kind_name(TIER_NVME), "nvme", "kind names: nvme");
+
+    /* DGX H100: 2 TB DDR5 / 8 = 250 GB a GPU; 614.4 GB/s / 8 = 76.8 over a 64 GB/s PCIe link: 64; 250 / 64 = 3.906 s.
+     * 30.72 TB NVMe / 8 = 3.84 TB at 50 / 8 = 6.25 GB/s: 614.4 s */
+    struct topology h100 = fixture_topology("topologies/hgx-h100.xml");
+    CHECK(topology_tier_count(&h100) == 3 && topology_tier(&h100, 2, &m) && m.kind == TIER_NVME &&
+              m.bytes_per_device == 3.84e12 && m.read_bytes_per_s_per_device == 6.25e9 && m.write_bytes_per_s_per_device == 0,
+          "DGX H100: host, then NVMe 3.84 TB a GPU at 6.25 GB/s, write not known");
+    CHECK_REL(topology_tier_drain_s(&h100, 1), 250.0 / 64.0, 1e-12, "DGX H100 host tier drains in 250 / 64 = 3.906 s");
+    CHECK_REL(topology_tier_drain_s(&h100, 2), 614.4, 1e-12, "DGX H100 NVMe drains in 3840 / 6.25 = 614.4 s");
+
+    /* the hand case: 480 GB at 0.5 TB/s is 0.96 s, per Grace or per GPU (240 GB at 250 GB/s) */
+    struct topology t;
+    CHECK(load_tiered("<memory-tier kind='host' name='LPDDR5X' devices_per_node='2' bytes_per_node='480e9' "
+                      "read_bytes_per_s_per_node='500e9'/>\n", &t) &&
+              t.tier_count == 1 && t.tiers[0].bytes_per_device == 240e9 && t.tiers[0].read_bytes_per_s_per_device == 250e9,
+          "per node over devices_per_node: 480 GB and 500 GB/s for 2 devices = 240 GB and 250 GB/s each");
+    CHECK_REL(topology_tier_drain_s(&t, 1), 0.96, 1e-12, "480 GB at 0.5 TB/s drains in 0.96 s");
+    CHECK(load_tiered("<memory-tier kind='host' name='h' bytes_per_device='240e9' read_bytes_per_s_per_device='250e9' "
+                      "write_bytes_per_s_per_device='250e9' link_bytes_per_s_per_device='100e9' usd_per_gb_hour='0.001'/>\n"
+                      "<memory-tier kind='nvme' name='n' bytes_per_device='4e12' read_bytes_per_s_per_device='7e9'/>\n"
+                      "<memory-tier kind='remote' name='r' bytes_per_device='20e12' read_bytes_per_s_per_device='5e9'/>\n",
+                      &t) &&
+              t.tier_count == 3 && t.tiers[0].read_bytes_per_s_per_device == 100e9 &&
+              t.tiers[0].write_bytes_per_s_per_device == 100e9 && t.tiers[0].usd_per_gb_hour == 0.001 &&
+              t.tiers[1].kind == TIER_NVME && t.tiers[2].kind == TIER_REMOTE && t.tiers[1].usd_per_gb_hour == 0,
+          "a 100 GB/s link bounds 250 GB/s of read and write; host, nvme, remote in order; price where given");
+    CHECK_REL(topology_tier_drain_s(&t, 1), 2.4, 1e-12, "240 GB over its 100 GB/s link: 2.4 s");
+    struct topology sliced;
+    CHECK(topology_slice(&t, 4, &sliced) && sliced.tier_count == 3 && sliced.tiers[2].bytes_per_device == 20e12,
+          "a slice keeps the tiers per device");
+
+    /* bad tiers: path:line:col at the attribute; "<memory-tier " is 13 characters, kind in column 14 */
+    CHECK_STR(tier_error("<memory-tier kind='disk' name='x' bytes_per_device='1e9' read_bytes_per_s_per_device='1e9'/>\n"),
+              "t.xml:8:14: error: Element 'memory-tier', attribute 'kind': [facet 'enumeration'] The value 'disk' is not an "
+              "element of the set {'host', 'nvme', 'remote'}.",
+              "an unknown kind is refused at its attribute");
+    /* "<memory-tier kind='host' name='x' " is 34 characters: bytes_per_device in column 35 */
+    CHECK(strncmp(tier_error("<memory-tier kind='host' name='x' bytes_per_device='0' read_bytes_per_s_per_device='1e9'/>\n"),
+                  "t.xml:8:35: error: Element 'memory-tier', attribute 'bytes_per_device': [facet 'minInclusive']", 91) == 0,
+          "zero capacity is refused at its attribute: %s", tier_error("<memory-tier kind='host' name='x' bytes_per_device='0' read_bytes_per_s_per_device='1e9'/>\n"));
+    CHECK(strncmp(tier_error("<memory-tier kind='host' name='x' bytes_per_device='1e9' read_bytes_per_s_per_device='-5'/>\n"),
+                  "t.xml:8:58: error: Element 'memory-tier', attribute 'read_bytes_per_s_per_device': [facet 'minInclusive']",
+                  102) == 0,
+          "a negative bandwidth is refused at its attribute");
+    CHECK_STR(tier_error("<memory-tier kind='host' name='x' bytes_per_device='1e9' read_bytes_per_s_per_device='1e9'/>\n"
+                         "<memory-tier kind='host' name='y' bytes_per_device='1e9' read_bytes_per_s_per_device='1e9'/>\n"),
+              "t.xml:9:14: error: a second <memory-tier kind='host'>", "a second tier of one kind is refused at its kind");
+    CHECK_STR(tier_error("<memory-tier kind='nvme' name='x' bytes_per_device='1e9' read_bytes_per_s_per_device='1e9'/>\n"
+                         "<memory-tier kind='host' name='y' bytes_per_device='1e9' read_bytes_per_s_per_device='1e9'/>\n"),
+              "t.xml:9:14: error: <memory-tier kind='host'> after kind='nvme': tiers are listed fastest first (host, nvme, remote)",
+              "tiers out of order are refused");
+    CHECK_STR(tier_error("<memory-tier kind='host' name='x' bytes_per_device='1e9' bytes_per_node='8e9' devices_per_node='8' "
+                         "read_bytes_per_s_per_device='1e9'/>\n"),
+              "t.xml:8:58: error: <memory-tier> gives both 'bytes_per_device' and 'bytes_per_node'; give one",
+              "a quantity given both per device and per node is refused");
+    CHECK_STR(tier_error("<memory-tier kind='host' name='x' bytes_per_node='8e9' read_bytes_per_s_per_device='1e9'/>\n"),
+              "t.xml:8:35: error: 'bytes_per_node' needs 'devices_per_node', the devices that share the node's tier",
+              "a per-node quantity without devices_per_node is refused");
+    CHECK_STR(tier_error("<memory-tier kind='host' name='x' bytes_per_device='1e9'/>\n"),
+              "t.xml:8:1: error: <memory-tier> needs 'read_bytes_per_s_per_device' or 'read_bytes_per_s_per_node'",
+              "a tier without a read bandwidth is refused");
+    CHECK(strncmp(tier_error("<memory-tier kind='host' name='x' bytes_per_device='NaN' read_bytes_per_s_per_device='1e9'/>\n"),
+                  "t.xml:8:35: ", 12) == 0,
+          "NaN capacity is refused at its attribute");
+    CHECK(strncmp(tier_error("<memory-tier kind='host' name='x' bytes_per_device='1e9' read_bytes_per_s_per_device='1e9'/>\n"
+                             "<latency kernel_s='1e-6'/>\n<memory-tier kind='nvme' name='y' bytes_per_device='1e9' "
+                             "read_bytes_per_s_per_device='1e9'/>\n"),
+                  "t.xml:10:", 9) == 0,
+          "a tier after <latency> is out of the schema's sequence");
+}
 
 static void hostile(void)
 {
@@ -185,6 +309,7 @@ int main(int argc, char **argv)
     if (argc > 1 && chdir(argv[1]) != 0)
         return 1;
     shipped();
+    tiers();
     hostile();
     return tap_done();
 }
