@@ -34,7 +34,7 @@ _rackplan_options() {
         ;;
     serve)
         echo "--racks --devices --weights --kv --reserve --tp --pp --format $shared $workload --ttft-ms --tpot-ms" \
-            "--percentile --mode --rate --prefill-topology --price --plot --report --estimate --simulate --seed"
+            "--percentile --mode --rate --prefill-topology --price --plot --report --estimate --simulate --seed --reuse --reuse-interval"
         ;;
     merge) echo "--format $shared" ;;
     calibrate) echo "--check --format $shared" ;;
@@ -153,7 +153,7 @@ _rackplan() {
         _rackplan_files .xml
         return 0
         ;;
-    -o | --output | --report | --plot | --expert-map)
+    -o | --output | --report | --plot | --expert-map | --reuse-interval)
         _rackplan_files
         return 0
         ;;
@@ -161,7 +161,8 @@ _rackplan() {
     --racks | --context | --batch | --reserve | --tp | --pp | --sweep | --eta-compute | \
         --eta-memory | --eta-network | --ep | --time-limit | --tpot-ms | \
         --domain-sizes | --devices | --shard | --isl | --osl | --ttft-ms | --prefix-hit | --mtp | \
-        --mtp-accept | --chunk | --rate | --percentile | --simulate | --seed | --isl-dist | --osl-dist)
+        --mtp-accept | --chunk | --rate | --percentile | --simulate | --seed | --isl-dist | --osl-dist | \
+        --reuse)
         return 0 # a number: nothing to offer
         ;;
     esac

@@ -133,7 +133,14 @@ static void print_help(const struct command *c)
                "  --simulate N     also simulate the best deployment (with --rate, the one sized\n"
                "                   for it) for N requests after N/5 of warm-up, and print its\n"
                "                   percentiles beside the analysis'\n"
-               "  --seed S         the simulation's seed; default 0\n",
+               "  --seed S         the simulation's seed; default 0\n"
+               "  --reuse F        share of a prompt's tokens that repeat an earlier prompt's\n"
+               "                   prefix (system prompts, history, agent loops): the hit rate\n"
+               "                   the topology's memory tiers then hold replaces --prefix-hit\n"
+               "                   (which, given, overrides it), and each tier is reported\n"
+               "  --reuse-interval exp:MEAN_S | FILE.csv  the time between a prefix's writing\n"
+               "                   and its reuse: exponential of that mean, or quantiles\n"
+               "                   (`quantile,seconds` rows); needed with --reuse\n",
                SERVE_DEFAULT_SPAN_DEVICES);
     else if (c->options & OPTS_RACKS)
         printf("  --racks N        scale-up domains (racks, nodes, pods) in the cluster;\n"
@@ -262,7 +269,7 @@ enum { OPT_RACKS = 256, OPT_WEIGHTS, OPT_KV, OPT_CONTEXT, OPT_BATCH, OPT_FORMAT,
        OPT_OVERLAP, OPT_TPOT_MS, OPT_PRICE, OPT_DOMAIN_SIZES, OPT_DEVICES, OPT_SHARD, OPT_ESTIMATE,
        OPT_ISL, OPT_OSL, OPT_TTFT_MS, OPT_PREFIX_HIT, OPT_MTP, OPT_MTP_ACCEPT, OPT_MODE, OPT_CHUNK, OPT_RATE,
        OPT_PREFILL_TOPOLOGY, OPT_TIMINGS, OPT_CHECK, OPT_LENGTHS, OPT_ISL_DIST, OPT_OSL_DIST, OPT_ARRIVALS,
-       OPT_PERCENTILE, OPT_SIMULATE, OPT_SEED };
+       OPT_PERCENTILE, OPT_SIMULATE, OPT_SEED, OPT_REUSE, OPT_REUSE_INTERVAL };
 
 /* "A:B" or "A:B:N": N batches spaced evenly in log from A to B (default 50). */
 static bool parse_sweep(const char *text, struct options *o)
@@ -382,6 +389,8 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         {{"percentile", required_argument, NULL, OPT_PERCENTILE}, OPTS_TARGETS},
         {{"simulate", required_argument, NULL, OPT_SIMULATE}, OPTS_SERVE},
         {{"seed", required_argument, NULL, OPT_SEED}, OPTS_SERVE},
+        {{"reuse", required_argument, NULL, OPT_REUSE}, OPTS_SERVE},
+        {{"reuse-interval", required_argument, NULL, OPT_REUSE_INTERVAL}, OPTS_SERVE},
         {{"devices", required_argument, NULL, OPT_DEVICES}, OPTS_SERVE},
         {{"prefill-topology", required_argument, NULL, OPT_PREFILL_TOPOLOGY}, OPTS_SERVE},
         {{"price", required_argument, NULL, OPT_PRICE}, OPTS_SERVE},
@@ -553,6 +562,20 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         case OPT_SIMULATE:
             if (!parse_count(arg, 1, 10000000, &o->simulate))
                 return cli_usage_error(c, "--simulate takes a number of requests from 1 to 10000000, not '%s'", arg);
+            break;
+        case OPT_REUSE: {
+            char *end;
+            errno = 0;
+            double share = strtod(arg, &end);
+            if (errno || end == arg || *end || !(share >= 0 && share <= 1))
+                return cli_usage_error(c, "--reuse takes the share of a prompt's tokens that repeat an earlier "
+                                          "prompt's prefix, from 0 to 1, not '%s'", arg);
+            o->reuse = share;
+            o->reuse_set = true;
+            break;
+        }
+        case OPT_REUSE_INTERVAL:
+            o->reuse_interval = arg;
             break;
         case OPT_SEED: {
             int64_t seed;
@@ -756,9 +779,15 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
                                      : o->percentile > 0                             ? "--percentile"
                                      : o->arrivals != SERVE_CLOSED                   ? "--arrivals"
                                      : o->simulate > 0                               ? "--simulate"
+                                     : o->reuse_set                                  ? "--reuse"
                                                                                      : NULL;
         if (!workload && needs_workload)
             return cli_usage_error(c, "%s describes a workload: give --isl N --osl N too", needs_workload);
+        if (o->reuse_interval && !o->reuse_set)
+            return cli_usage_error(c, "--reuse-interval goes with --reuse F, the share of a prompt that repeats a prefix");
+        if (o->reuse_set && o->reuse > 0 && !o->reuse_interval)
+            return cli_usage_error(c, "--reuse %g needs --reuse-interval exp:MEAN_S or FILE.csv: how long after a "
+                                      "prefix is written it is used again", o->reuse);
         if (o->mtp > 0 && o->mtp_accept <= 0)
             return cli_usage_error(c, "--mtp %lld needs --mtp-accept P, the probability a draft token is accepted "
                                       "(DeepSeek reports 0.8 to 0.9 for its one MTP module)",

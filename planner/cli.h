@@ -148,6 +148,9 @@ struct options {
     double percentile; /* OPTS_TARGETS: the percentile the targets bound; 0: 50 */
     int64_t simulate;  /* serve: requests to simulate; 0: none */
     uint64_t seed;     /* serve --simulate */
+    double reuse;      /* serve --reuse: share of a prompt that repeats a prefix */
+    bool reuse_set;
+    const char *reuse_interval; /* serve --reuse-interval: exp:MEAN_S or a CSV; NULL: not given */
 };
 
 /* Parses argv for `command`. Returns -1 to go on, or an exit code to return at once (help

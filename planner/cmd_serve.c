@@ -4,6 +4,7 @@
 #include "commands.h"
 #include "model.h"
 #include "serve.h"
+#include "kvcache.h"
 #include "simulate.h"
 #include "topology.h"
 
@@ -38,6 +39,9 @@ struct answer {
     struct efficiency efficiency;
     const struct calibration *calibration;
     double seconds;
+    const struct kv_reuse *reuse;            /* --reuse: the prompts' reuse; else NULL */
+    const struct kv_cache_result *cache;     /* its tiers at the best point; NULL without --reuse */
+    bool hit_derived;                        /* the workload's prefix hit is the tiers' (no --prefix-hit) */
 };
 
 static void layout_text(const struct layout *l, char *out, size_t size)
@@ -273,6 +277,44 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct answer *
         json_end_object(&j);
     } else {
         json_null(&j);
+    }
+    if (a->reuse) {
+        json_key(&j, "prefix_hit_derived");
+        json_bool(&j, a->hit_derived);
+        json_key(&j, "prefix_load_s");
+        json_number(&j, a->workload->prefix_load_s);
+        json_key(&j, "kv_tiers");
+        if (a->cache) {
+            json_begin_array(&j);
+            for (int i = 0; i < a->cache->tier_count; i++) {
+                const struct kv_tier_result *t = &a->cache->tiers[i];
+                json_begin_object(&j);
+                json_key(&j, "tier");
+                json_string(&j, topology_tier_kind_name(t->kind));
+                json_key(&j, "name");
+                json_string(&j, t->name);
+                json_key(&j, "capacity_bytes");
+                json_number(&j, t->capacity_bytes);
+                json_key(&j, "residency_s");
+                json_positive_or_null(&j, isfinite(t->residency_s) ? t->residency_s : 0);
+                json_key(&j, "hit_share");
+                json_number(&j, t->hit_share);
+                json_key(&j, "load_s");
+                json_number(&j, t->load_s);
+                json_key(&j, "recompute_s");
+                json_number(&j, t->recompute_s);
+                json_key(&j, "read_bytes_per_s");
+                json_number(&j, t->read_bytes_per_s);
+                json_key(&j, "write_bytes_per_s");
+                json_number(&j, t->write_bytes_per_s);
+                json_key(&j, "worth_it");
+                json_bool(&j, t->worth_it);
+                json_end_object(&j);
+            }
+            json_end_array(&j);
+        } else {
+            json_null(&j);
+        }
     }
     json_key(&j, "more_hardware");
     if (a->open && a->open->found) {
@@ -511,6 +553,42 @@ static void text_more_hardware(FILE *out, const struct answer *a)
 }
 
 /* The simulation beside the analysis, percentile by percentile. */
+static void text_kv_tiers(FILE *out, const struct answer *a)
+{
+    const struct kv_reuse *r = a->reuse;
+    const struct kv_cache_result *c = a->cache;
+    char interval[96];
+    if (r->kind == KV_INTERVAL_EXP)
+        snprintf(interval, sizeof interval, "exponential, mean %.4g s", r->mean_s);
+    else
+        snprintf(interval, sizeof interval, "%d quantiles from %s", r->count, a->options->reuse_interval);
+    fprintf(out, "  prefix cache: %.0f%% of a prompt repeats a prefix, reused after a time %s; the tiers hold "
+                 "%.1f%% of the prompt's tokens%s\n",
+            r->share * 100, interval, c->prefix_hit * 100,
+            a->hit_derived ? " (the prefix hit used)" : " (--prefix-hit overrides it)");
+    if (a->hit_derived)
+        fprintf(out, "    loading a request's cached prefix takes %.3f ms on average, in its TTFT\n",
+                a->workload->prefix_load_s * 1e3);
+    fprintf(out, "    %-8s %-20s %10s %11s %8s %10s %12s %10s %10s  %s\n", "tier", "name", "GB/device", "residency",
+            "hit", "load ms", "recompute ms", "read GB/s", "write GB/s", "worth it");
+    for (int i = 0; i < c->tier_count; i++) {
+        const struct kv_tier_result *t = &c->tiers[i];
+        char residency[32];
+        if (!isfinite(t->residency_s))
+            snprintf(residency, sizeof residency, "forever");
+        else if (t->residency_s < 1)
+            snprintf(residency, sizeof residency, "%.1f ms", t->residency_s * 1e3);
+        else if (t->residency_s < 600)
+            snprintf(residency, sizeof residency, "%.1f s", t->residency_s);
+        else
+            snprintf(residency, sizeof residency, "%.1f min", t->residency_s / 60);
+        fprintf(out, "    %-8s %-20.20s %10.1f %11s %7.1f%% %10.3f %12.3f %10.3f %10.3f  %s\n",
+                topology_tier_kind_name(t->kind), t->name, t->capacity_bytes / 1e9, residency, t->hit_share * 100,
+                t->load_s * 1e3, t->recompute_s * 1e3, t->read_bytes_per_s / 1e9, t->write_bytes_per_s / 1e9,
+                t->capacity_bytes <= 0 ? "no room" : t->worth_it ? "yes" : "no: slower than recomputing");
+    }
+}
+
 static void text_simulated(FILE *out, const struct answer *a)
 {
     const struct sim_result *x = a->simulated;
@@ -584,6 +662,8 @@ static void write_text(FILE *out, const struct answer *a)
         }
         if (a->simulated)
             text_simulated(out, a);
+        if (a->cache)
+            text_kv_tiers(out, a);
     } else {
         text_none(out, a);
     }
@@ -822,6 +902,29 @@ int cmd_serve(int argc, char **argv)
     }
     if (o.prefill_topology)
         w.mode = SERVE_DISAGGREGATED;
+    struct kv_reuse reuse = {.share = o.reuse};
+    bool reusing = o.reuse_set && o.reuse > 0;
+    if (reusing) {
+        char error[256];
+        struct diags d;
+        diags_init(&d);
+        bool read = strncmp(o.reuse_interval, "exp:", 4) == 0
+                        ? kv_reuse_parse_interval(o.reuse_interval, &reuse, error, sizeof error)
+                        : kv_reuse_read_csv(o.reuse_interval, &reuse, &d);
+        if (!read) {
+            bool usage = d.count == 0;
+            if (usage)
+                cli_usage_error(o.command, "--reuse-interval: %s", error);
+            else
+                diags_print(&d, stderr);
+            diags_release(&d);
+            length_mix_release(&mix);
+            return usage ? EXIT_USAGE : EXIT_INVALID;
+        }
+        diags_release(&d);
+    }
+    /* the tiers' hit replaces the workload's unless --prefix-hit gave one */
+    bool derive = reusing && o.prefix_hit <= 0;
 
     int64_t budget = o.devices ? o.devices : (racks ? racks : t.default_domains) * t.domain_devices;
     int64_t prefill_budget = o.prefill_topology ? prefill_topology.default_domains * prefill_topology.domain_devices : 0;
@@ -844,7 +947,18 @@ int cmd_serve(int argc, char **argv)
     decode_open.budget_devices = prefill_open.budget_devices = 0;
 
     struct serve_result result = {0}, bound = {0}, open = {0};
-    bool ok = serve_search(&decode, o.prefill_topology ? &prefill : NULL, &w, &result) &&
+    struct kv_cache_result cache = {0};
+    struct serve_workload searched = w;
+    bool ok = (derive ? serve_with_reuse(&decode, o.prefill_topology ? &prefill : NULL, &w, &reuse, &result, &searched,
+                                         &cache)
+                      : serve_search(&decode, o.prefill_topology ? &prefill : NULL, &w, &result));
+    w = searched;
+    if (ok && reusing && !derive && result.found) {
+        struct kv_cache_input in;
+        if (kv_cache_input_of(&decode, o.prefill_topology ? &prefill : NULL, &w, &result.best, &reuse, &in))
+            kv_cache_tiers(&in, &cache);
+    }
+    ok = ok &&
               (!estimate || serve_search(&decode_bound, o.prefill_topology ? &prefill_bound : NULL, &w, &bound)) &&
               (budget_source || serve_search(&decode_open, o.prefill_topology ? &prefill_open : NULL, &w, &open));
     if (!ok) {
@@ -880,7 +994,8 @@ int cmd_serve(int argc, char **argv)
                        .sizing = budget_source ? &result : &open, .budget = budget, .prefill_budget = prefill_budget,
                        .budget_source = budget_source, .efficiency = decode.efficiency, .calibration = row,
                        .mix = &mix, .simulated = simulating ? &simulated : NULL,
-                       .simulated_point = simulated_point};
+                       .simulated_point = simulated_point, .reuse = reusing ? &reuse : NULL,
+                       .cache = reusing && result.found ? &cache : NULL, .hit_derived = derive};
     struct sink_batch outputs;
     sink_batch_init(&outputs);
     bool whole = sink_batch_write(&outputs, o.output, write_output, &a) &&

@@ -1385,7 +1385,7 @@ static bool aggregated_tails(const struct serve_pool *pool, const struct graph_s
     double isl[SERVE_PROMPT_BINS], weight[SERVE_PROMPT_BINS], slower = m / step_s;
     int64_t bins = prompt_bins(w, isl, weight);
     for (int64_t i = 0; i < bins; i++) {
-        double own = aggregated_ttft(pool, g, l, w, batch, isl[i]) * slower;
+        double own = aggregated_ttft(pool, g, l, w, batch, isl[i]) * slower + w->prefix_load_s;
         ttft_own_add(&mix, w, at_batch, weight[i], own, slower, arrivals, biased, biased_variance, open, joining);
     }
     ttft_tail(w, &mix, ttft, &ttft_mean);
@@ -1579,7 +1579,7 @@ static bool disaggregated_ttft(const struct serve_workload *w, const struct serv
     if (!prefill_wait(w, arrivals_per_s, 1 / prefill->requests_per_s, instances, &wait))
         return false;
     struct ttft_mix mix = {.wait = &wait};
-    ttft_mix_add(&mix, 1, prefill->step_s + transfer_s);
+    ttft_mix_add(&mix, 1, prefill->step_s + transfer_s + w->prefix_load_s);
     ttft_tail(w, &mix, at, mean_s);
     ttft_mix_release(&mix);
     *wait_s = wait.mean_wait_s;
@@ -2463,6 +2463,34 @@ static bool instance_shape(const struct topology *t, const struct layout *l, str
         out->topology = *t;
     }
     return graph_analyse(&out->topology, racks, &out->graph) == GRAPH_OK;
+}
+
+double serve_prompt_prefill_s(const struct serve_pool *pool, const struct layout *l, double tokens)
+{
+    struct shape shape;
+    if (tokens <= 0 || !instance_shape(pool->topology, l, &shape))
+        return 0;
+    struct serve_pool on = *pool;
+    on.topology = &shape.topology;
+    struct roof_setup s = setup_of(&on, &shape.graph, l);
+    struct roof_step step = {.sequences = 1, .tokens_per_sequence = tokens, .context = tokens / 2, .prefilling = true};
+    struct roof_point r;
+    roof_step(&s, &step, &r);
+    return r.step_s;
+}
+
+double serve_free_hbm_bytes(const struct serve_pool *pool, const struct layout *l, const struct serve_workload *w,
+                            int64_t batch)
+{
+    struct shape shape;
+    if (!instance_shape(pool->topology, l, &shape))
+        return 0;
+    struct workload at = pool->precisions;
+    at.batch = batch;
+    at.context = serve_held_context(w);
+    struct device_memory memory;
+    plan_memory(pool->model, &shape.topology, l, &at, &memory);
+    return fmax(memory.free_bytes, 0);
 }
 
 enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,

@@ -9,7 +9,8 @@
  * Workload: isl prompt and osl output tokens a request (means; a length mix, serve_lengths,
  * sets them to its means and its classes set the tails below); a share `prefix_hit` of the
  * prompt is found in a prefix cache and not computed, so c = isl_eff = isl (1 - prefix_hit)
- * tokens are prefilled. A sequence's KV grows from isl to isl + osl: decode reads it at the mean,
+ * tokens are prefilled; loading the cached part takes prefix_load_s, added to TTFT (the device's
+ * copy engines load while other requests compute: no step is lengthened). A sequence's KV grows from isl to isl + osl: decode reads it at the mean,
  * S = isl + osl / 2 (a mix: E[osl (isl + osl / 2)] / E[osl]), and HBM must hold it at isl + osl
  * (a mix: E[osl (isl + osl)] / E[osl]). With multi-token prediction (K draft tokens, each accepted
  * with probability P in turn) a decode step verifies K + 1 tokens a sequence and yields
@@ -117,6 +118,10 @@
 #ifndef RACKPLAN_SERVE_H
 #define RACKPLAN_SERVE_H
 
+/* The largest prefix hit a workload takes: a prompt computes at least a part in a thousand (its
+ * last token at least, which the first output token needs). */
+#define SERVE_MOST_PREFIX_HIT 0.999
+
 #include "model.h"
 #include "plan.h"
 #include "roofline.h"
@@ -179,7 +184,9 @@ struct serve_workload {
     enum serve_arrivals arrivals; /* how requests arrive (see the header); 0: Poisson */
     double ttft_s;      /* 0: no target */
     double tpot_s;      /* 0: no target */
-    double prefix_hit;  /* share of prompt tokens found in a prefix cache, [0, 1) */
+    double prefix_hit;  /* share of prompt tokens found in a prefix cache, [0, SERVE_MOST_PREFIX_HIT] */
+    double prefix_load_s; /* a request's mean time to load its cached prefix from the tier that holds
+                           * it (kvcache.h), added to its TTFT; 0: in HBM or none */
     int64_t mtp;        /* draft tokens a step; 0: none */
     double mtp_accept;  /* probability each draft token is accepted, (0, 1] */
     int64_t chunk_tokens; /* aggregated: prefill tokens a DP rank's step may carry */
@@ -367,6 +374,16 @@ bool serve_search(const struct serve_pool *decode_pool, const struct serve_pool 
                   const struct serve_workload *w, struct serve_result *out);
 
 void serve_result_release(struct serve_result *r);
+
+/* One prompt of `tokens` computed tokens prefilled alone on an instance of layout `l` (its slice
+ * of the pool's topology): roof_step of one sequence at half its length of context; 0 for no
+ * tokens or a shape that cannot be built. */
+double serve_prompt_prefill_s(const struct serve_pool *pool, const struct layout *l, double tokens);
+
+/* HBM left on the most loaded device of an instance of layout `l` holding `batch` sequences at
+ * the workload's held context (plan_memory's free bytes, 0 when none). */
+double serve_free_hbm_bytes(const struct serve_pool *pool, const struct layout *l, const struct serve_workload *w,
+                            int64_t batch);
 
 /* The paged KV block the simulation admits requests by: vLLM's default block_size (its engine
  * arguments, docs.vllm.ai) and SGLang's page size of 1 rounded to it. */

@@ -1,0 +1,267 @@
+/* kvcache.c: the prefix cache's tiers and the hit rate they buy (kvcache.h has the model). */
+#include "kvcache.h"
+
+#include "model.h"
+#include "plan.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KV_CSV_MAX_BYTES (1u << 20)
+
+double kv_interval_cdf(const struct kv_reuse *r, double t)
+{
+    if (t <= 0)
+        return 0;
+    if (isinf(t))
+        return r->kind == KV_INTERVAL_QUANTILES && r->count > 0 ? r->p[r->count - 1] : 1;
+    switch (r->kind) {
+    case KV_INTERVAL_EXP:
+        return -expm1(-t / r->mean_s);
+    case KV_INTERVAL_QUANTILES: {
+        double p0 = 0, s0 = 0;
+        for (int i = 0; i < r->count; i++) {
+            if (t < r->s[i])
+                return r->s[i] > s0 ? p0 + (r->p[i] - p0) * (t - s0) / (r->s[i] - s0) : p0;
+            p0 = r->p[i];
+            s0 = r->s[i];
+        }
+        return p0;
+    }
+    case KV_INTERVAL_NONE:
+        break;
+    }
+    return 0;
+}
+
+bool kv_reuse_parse_interval(const char *text, struct kv_reuse *out, char *error, size_t error_size)
+{
+    if (strncmp(text, "exp:", 4) != 0) {
+        snprintf(error, error_size, "a reuse interval is exp:MEAN_S or a CSV of quantiles, not '%s'", text);
+        return false;
+    }
+    char *end;
+    errno = 0;
+    double mean = strtod(text + 4, &end);
+    if (end == text + 4 || *end != '\0' || errno != 0 || !(mean > 0) || !isfinite(mean)) {
+        snprintf(error, error_size, "exp:MEAN_S takes a mean in seconds above 0, not '%s'", text + 4);
+        return false;
+    }
+    out->kind = KV_INTERVAL_EXP;
+    out->mean_s = mean;
+    out->count = 0;
+    return true;
+}
+
+/* One number of a CSV field starting at `at`, ending at a comma, a newline or the end. */
+static bool csv_number(const char *at, const char **next, double *value)
+{
+    char *end;
+    errno = 0;
+    *value = strtod(at, &end);
+    if (end == at || errno != 0 || !isfinite(*value))
+        return false;
+    while (*end == ' ' || *end == '\t' || *end == '\r')
+        end++;
+    *next = end;
+    return true;
+}
+
+bool kv_reuse_read_buffer(const char *path, const char *data, size_t size, struct kv_reuse *out, struct diags *d)
+{
+    struct kv_reuse r = {.kind = KV_INTERVAL_QUANTILES};
+    bool header = false, ok = true;
+    int line = 0;
+    const char *at = data, *stop = data + size;
+    while (at < stop) {
+        line++;
+        const char *eol = memchr(at, '\n', (size_t)(stop - at));
+        if (!eol)
+            eol = stop;
+        const char *p = at;
+        while (p < eol && (*p == ' ' || *p == '\t' || *p == '\r'))
+            p++;
+        if (p == eol || *p == '#') {
+            at = eol + 1;
+            continue;
+        }
+        const char *nul = memchr(p, '\0', (size_t)(eol - p));
+        if (nul) {
+            diags_add(d, path, line, (int)(nul - at) + 1, "a NUL byte in the file");
+            return false;
+        }
+        if (!header) {
+            const char *want = "quantile,seconds";
+            size_t n = strlen(want);
+            const char *q = eol;
+            while (q > p && (q[-1] == ' ' || q[-1] == '\t' || q[-1] == '\r'))
+                q--;
+            if ((size_t)(q - p) != n || strncmp(p, want, n) != 0) {
+                diags_add(d, path, line, (int)(p - at) + 1, "the first row must be the header 'quantile,seconds'");
+                return false;
+            }
+            header = true;
+            at = eol + 1;
+            continue;
+        }
+        double q, s;
+        const char *next;
+        if (!csv_number(p, &next, &q) || *next != ',') {
+            diags_add(d, path, line, (int)(p - at) + 1, "expected a quantile, then a comma");
+            ok = false;
+        } else if (!(q > 0 && q <= 1) || (r.count > 0 && q <= r.p[r.count - 1])) {
+            diags_add(d, path, line, (int)(p - at) + 1,
+                      "quantiles must lie in (0, 1] and increase from row to row, not %g", q);
+            ok = false;
+        } else {
+            const char *field = next + 1;
+            while (*field == ' ' || *field == '\t')
+                field++;
+            if (!csv_number(field, &next, &s) || next != eol) {
+                diags_add(d, path, line, (int)(field - at) + 1, "expected seconds, then the end of the row");
+                ok = false;
+            } else if (!(s >= 0) || (r.count > 0 && s < r.s[r.count - 1])) {
+                diags_add(d, path, line, (int)(field - at) + 1,
+                          "seconds must be at least 0 and never fall from row to row, not %g", s);
+                ok = false;
+            } else if (r.count == KV_MAX_QUANTILES) {
+                diags_add(d, path, line, 1, "more than %d quantiles", KV_MAX_QUANTILES);
+                return false;
+            } else {
+                r.p[r.count] = q;
+                r.s[r.count++] = s;
+            }
+        }
+        at = eol + 1;
+    }
+    if (!header) {
+        diags_add(d, path, 0, 0, "no header 'quantile,seconds'");
+        return false;
+    }
+    if (ok && r.count == 0) {
+        diags_add(d, path, line, 0, "no quantiles after the header");
+        return false;
+    }
+    if (!ok)
+        return false;
+    r.share = out->share;
+    *out = r;
+    return true;
+}
+
+bool kv_reuse_read_csv(const char *path, struct kv_reuse *out, struct diags *d)
+{
+    char *data;
+    size_t size;
+    if (file_read_all(path, KV_CSV_MAX_BYTES, &data, &size, d) < 0)
+        return false;
+    if (size > KV_CSV_MAX_BYTES) {
+        free(data);
+        diags_add(d, path, 0, 0, "larger than %u bytes", KV_CSV_MAX_BYTES);
+        return false;
+    }
+    bool ok = kv_reuse_read_buffer(path, data, size, out, d);
+    free(data);
+    return ok;
+}
+
+void kv_cache_tiers(const struct kv_cache_input *in, struct kv_cache_result *out)
+{
+    *out = (struct kv_cache_result){.tier_count = in->tier_count};
+    double share = in->reuse.share, write = in->written_tokens_per_s * in->bytes_per_token;
+    double prefix_bytes = share * in->prompt_tokens * in->bytes_per_token;
+    double held_by_faster = 0; /* the longest residency of the worth-it tiers above */
+    for (int i = 0; i < in->tier_count; i++) {
+        const struct kv_tier_input *t = &in->tiers[i];
+        struct kv_tier_result *r = &out->tiers[i];
+        r->kind = t->kind;
+        memcpy(r->name, t->name, sizeof r->name);
+        r->capacity_bytes = t->capacity_bytes;
+        r->residency_s = write > 0 ? t->capacity_bytes / write : INFINITY;
+        r->load_s = t->read_bytes_per_s > 0 ? prefix_bytes / t->read_bytes_per_s : INFINITY;
+        r->recompute_s = in->recompute_s;
+        r->worth_it = t->capacity_bytes > 0 && r->load_s < in->recompute_s;
+        r->write_bytes_per_s = t->capacity_bytes > 0 ? write : 0;
+        if (!r->worth_it || share <= 0)
+            continue;
+        double held = kv_interval_cdf(&in->reuse, r->residency_s), before = kv_interval_cdf(&in->reuse, held_by_faster);
+        r->hit_share = share * fmax(held - before, 0);
+        r->read_bytes_per_s = r->hit_share * in->prompt_tokens_per_s * in->bytes_per_token;
+        held_by_faster = fmax(held_by_faster, r->residency_s);
+        out->prefix_hit += r->hit_share;
+        out->load_s += r->hit_share / share * r->load_s;
+    }
+}
+
+/* A token's KV on one device of a layout: the sequence's bytes at the held context, a token's
+ * share, over the devices that split one copy (GQA heads over TP, layers over PP). */
+static double device_bytes_per_token(const struct serve_pool *pool, const struct layout *l, const struct serve_workload *w)
+{
+    int64_t context = serve_held_context(w);
+    double per_token = context > 0 ? model_sequence_bytes(pool->model, pool->precisions.kv, context) / (double)context : 0;
+    return per_token / (model_kv_split(pool->model, l->tp) * (double)l->pp);
+}
+
+bool kv_cache_input_of(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
+                       const struct serve_workload *w, const struct serve_point *p, const struct kv_reuse *reuse,
+                       struct kv_cache_input *out)
+{
+    bool split = p->mode == SERVE_DISAGGREGATED;
+    const struct serve_pool *pool = split && prefill_pool ? prefill_pool : decode_pool;
+    const struct layout *l = split ? &p->prefill.layout : &p->decode.layout;
+    *out = (struct kv_cache_input){.reuse = *reuse, .prompt_tokens = (double)w->isl};
+    out->bytes_per_token = device_bytes_per_token(pool, l, w);
+    /* requests a second on one DP rank's devices, each writing its share */
+    double requests = split ? p->decode.requests_per_s * (double)p->decode_instances / (double)p->prefill_instances
+                            : p->decode.requests_per_s;
+    double per_rank = requests / (double)l->dp;
+    double computed = (double)w->isl * (1 - w->prefix_hit);
+    out->written_tokens_per_s = per_rank * (computed + (split ? 0 : (double)w->osl));
+    out->prompt_tokens_per_s = per_rank * (double)w->isl;
+    out->recompute_s = serve_prompt_prefill_s(pool, l, reuse->share * (double)w->isl);
+    int64_t batch = split ? 0 : p->decode.batch;
+    out->tiers[0] = (struct kv_tier_input){.kind = TIER_HBM};
+    snprintf(out->tiers[0].name, sizeof out->tiers[0].name, "HBM");
+    out->tiers[0].capacity_bytes = split ? serve_free_hbm_bytes(pool, l, w, p->prefill.batch)
+                                         : serve_free_hbm_bytes(pool, l, w, batch);
+    out->tiers[0].read_bytes_per_s = pool->topology->hbm_bytes_per_s;
+    out->tier_count = 1;
+    for (int i = 1; i < topology_tier_count(pool->topology) && out->tier_count < KV_MAX_TIERS; i++) {
+        struct memory_tier t;
+        if (!topology_tier(pool->topology, i, &t))
+            continue;
+        struct kv_tier_input *k = &out->tiers[out->tier_count++];
+        *k = (struct kv_tier_input){.kind = t.kind, .capacity_bytes = t.bytes_per_device,
+                                    .read_bytes_per_s = t.read_bytes_per_s_per_device};
+        memcpy(k->name, t.name, sizeof k->name);
+    }
+    return out->bytes_per_token > 0;
+}
+
+bool serve_with_reuse(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
+                      const struct serve_workload *w, const struct kv_reuse *reuse, struct serve_result *out,
+                      struct serve_workload *w_out, struct kv_cache_result *cache)
+{
+    struct serve_workload at = *w;
+    *cache = (struct kv_cache_result){0};
+    for (int round = 0;; round++) {
+        if (!serve_search(decode_pool, prefill_pool, &at, out))
+            return false;
+        *w_out = at;
+        struct kv_cache_input in;
+        if (!out->found || !kv_cache_input_of(decode_pool, prefill_pool, &at, &out->best, reuse, &in))
+            return true;
+        kv_cache_tiers(&in, cache);
+        /* a share of a prompt's tokens never reaches 1 (serve_workload: [0, 1)) */
+        double hit = fmin(cache->prefix_hit, SERVE_MOST_PREFIX_HIT);
+        if ((fabs(hit - at.prefix_hit) < 1e-4 && fabs(cache->load_s - at.prefix_load_s) <= 1e-4 * cache->load_s) ||
+            round + 1 == KV_SETTLE_ROUNDS)
+            return true;
+        serve_result_release(out);
+        at.prefix_hit = hit;
+        at.prefix_load_s = cache->load_s;
+    }
+}

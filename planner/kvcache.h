@@ -1,0 +1,127 @@
+/* kvcache.h: where a prompt's cached prefix lives, and the hit rate a rack's memory tiers buy
+ * (issue 27, item 2).
+ *
+ * Reuse. A share F (`reuse`) of a prompt's tokens repeats an earlier prompt's prefix (a system
+ * prompt, a conversation's history, an agent's loop); the time since that prefix was last
+ * written, the reuse interval I, has a law: exponential of mean mu (`exp:MEAN_S`), or given by
+ * quantiles (a CSV of `quantile,seconds` rows, linear between them, the last taken as the most).
+ *
+ * Tiers. HBM (what is left of it beside the weights, the batch's KV, activations and reserve),
+ * host memory, local NVMe and remote storage, each with a capacity C_i and read (and write)
+ * bandwidth per device (topology.h). Every new token's KV is written into every tier (write
+ * through, as SGLang HiCache, LMCache and Dynamo's KV block manager do by default) at W bytes/s a
+ * device, and each tier keeps the most recent (least recently used out): tier i holds a prefix
+ * while its age is under its residency time R_i = C_i / W. So a prefix of interval I is held by
+ * every tier with R_i > I, and served by the fastest of them. A hit in tier i loads the prefix's
+ * KV, F isl tokens of b bytes a device, in L_i = F isl b / read_i; recomputing it takes P (the
+ * prefix's prefill on the instance). A tier is worth it when L_i < P; a hit found only in tiers
+ * that are not is recomputed. The hit share of tier i (worth it) is
+ *   h_i = F (Pr[I < R_i] - Pr[I < max R_j over the worth-it tiers j faster than i])^+,
+ * and the workload's derived prefix hit is the sum of the h_i. A tier is read at
+ * h_i x (prompt tokens a second a device) x b bytes/s and written at W.
+ *
+ * W counts what the cache must keep: the prompt tokens computed (misses) and the output tokens
+ * (a conversation's next turn repeats them), at the point's request rate. The hit rate changes
+ * what is computed, so the rate, so W: serve_with_reuse settles the two by substitution.
+ *
+ * Not modelled: a hit's promotion back into HBM (its write is not counted), tiers' latency per
+ * request (only bandwidth), sharing of one prefix by several DP ranks, partial hits within a tier
+ * (a prefix is held whole or not), eviction by anything but age.
+ */
+#ifndef RACKPLAN_KVCACHE_H
+#define RACKPLAN_KVCACHE_H
+
+#include "diag.h"
+#include "serve.h"
+#include "topology.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define KV_MAX_TIERS 4
+#define KV_MAX_QUANTILES 64
+
+enum kv_interval_kind { KV_INTERVAL_NONE, KV_INTERVAL_EXP, KV_INTERVAL_QUANTILES };
+
+struct kv_reuse {
+    double share; /* F in [0, 1] */
+    enum kv_interval_kind kind;
+    double mean_s;          /* exp */
+    int count;              /* quantiles: count points (p, s), p increasing in [0, 1], s non-decreasing */
+    double p[KV_MAX_QUANTILES], s[KV_MAX_QUANTILES];
+};
+
+/* Pr[I < t]: 0 for t <= 0; exp: 1 - e^(-t / mu); quantiles: linear between the points, 0 below
+ * the first (from p = 0 at 0 s when the first point's p > 0), the last point's p beyond it. */
+double kv_interval_cdf(const struct kv_reuse *r, double t);
+
+/* Parses `exp:MEAN_S` (MEAN_S > 0, seconds). False with a message in `error` otherwise. */
+bool kv_reuse_parse_interval(const char *text, struct kv_reuse *out, char *error, size_t error_size);
+
+/* Reads a CSV of `quantile,seconds` rows (a header `quantile,seconds` first; `#` comments and
+ * blank lines skipped): quantiles in (0, 1], increasing; seconds >= 0, non-decreasing. Errors as
+ * `path:line:col: error: message` diagnostics; false then, *out untouched. */
+bool kv_reuse_read_csv(const char *path, struct kv_reuse *out, struct diags *d);
+
+/* The same from `size` bytes of `data`; `path` names it in messages. out->share is kept. */
+bool kv_reuse_read_buffer(const char *path, const char *data, size_t size, struct kv_reuse *out, struct diags *d);
+
+struct kv_tier_input {
+    enum tier_kind kind; /* TIER_HBM for the first */
+    char name[64];
+    double capacity_bytes;   /* per device, for the prefix cache */
+    double read_bytes_per_s; /* per device */
+};
+
+struct kv_cache_input {
+    int tier_count; /* fastest first */
+    struct kv_tier_input tiers[KV_MAX_TIERS];
+    struct kv_reuse reuse;
+    double prompt_tokens;       /* isl */
+    double bytes_per_token;     /* b: a token's KV on one device */
+    double written_tokens_per_s; /* per device, whose KV enters the cache */
+    double prompt_tokens_per_s; /* per device, prompts' tokens arriving */
+    double recompute_s;         /* P: the reused prefix's prefill on the instance */
+};
+
+struct kv_tier_result {
+    enum tier_kind kind;
+    char name[64];
+    double capacity_bytes; /* per device */
+    double residency_s;    /* R_i = C_i / W; infinite with no writes */
+    double hit_share;      /* h_i: of a prompt's tokens */
+    double load_s;         /* L_i: a hit's prefix loaded */
+    double recompute_s;    /* P */
+    double read_bytes_per_s, write_bytes_per_s; /* per device */
+    bool worth_it;         /* L_i < P */
+};
+
+struct kv_cache_result {
+    int tier_count;
+    struct kv_tier_result tiers[KV_MAX_TIERS];
+    double prefix_hit;  /* sum of the hit shares */
+    double load_s;      /* a request's mean load time, sum h_i / F x L_i (0 when F = 0) */
+};
+
+/* The model above. in->tier_count in [1, KV_MAX_TIERS]; every number finite and >= 0. */
+void kv_cache_tiers(const struct kv_cache_input *in, struct kv_cache_result *out);
+
+/* The input for a serve point: its instance's tiers from the topology (HBM: the free bytes at the
+ * point's batch), b and W from the model and the point's rate (aggregated: the instance;
+ * disaggregated: the prefill instances, which compute and so cache the prompts, writing the
+ * prompts' tokens only), P the prefix's prefill on that instance. */
+bool kv_cache_input_of(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
+                       const struct serve_workload *w, const struct serve_point *p, const struct kv_reuse *reuse,
+                       struct kv_cache_input *out);
+
+/* serve_search with the prefix hit the tiers give (at most SERVE_MOST_PREFIX_HIT): from w's
+ * prefix_hit, the search, the tiers' hit at its best point, the search again at that hit, until it
+ * moves by less than 1e-4 (at most KV_SETTLE_ROUNDS searches). *w_out is the workload searched
+ * last and *out its result (to be released), *cache the tiers at its best point (zero when none
+ * was found). False only when serve_search fails (out of memory). */
+#define KV_SETTLE_ROUNDS 8
+bool serve_with_reuse(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
+                      const struct serve_workload *w, const struct kv_reuse *reuse, struct serve_result *out,
+                      struct serve_workload *w_out, struct kv_cache_result *cache);
+
+#endif
