@@ -34,7 +34,7 @@ _rackplan_options() {
         ;;
     serve)
         echo "--racks --devices --weights --kv --reserve --tp --pp --format $shared $workload --ttft-ms --tpot-ms" \
-            "--percentile --mode --rate --prefill-topology --price --plot --report --estimate --simulate --seed --reuse --reuse-interval"
+            "--percentile --mode --rate --prefill-topology --price --plot --report --estimate --simulate --seed --reuse --reuse-interval --size-tiers --tier-price"
         ;;
     merge) echo "--format $shared" ;;
     calibrate) echo "--check --format $shared" ;;
@@ -162,7 +162,7 @@ _rackplan() {
         --eta-memory | --eta-network | --ep | --time-limit | --tpot-ms | \
         --domain-sizes | --devices | --shard | --isl | --osl | --ttft-ms | --prefix-hit | --mtp | \
         --mtp-accept | --chunk | --rate | --percentile | --simulate | --seed | --isl-dist | --osl-dist | \
-        --reuse)
+        --reuse | --tier-price)
         return 0 # a number: nothing to offer
         ;;
     esac

@@ -140,7 +140,12 @@ static void print_help(const struct command *c)
                "                   (which, given, overrides it), and each tier is reported\n"
                "  --reuse-interval exp:MEAN_S | FILE.csv  the time between a prefix's writing\n"
                "                   and its reuse: exponential of that mean, or quantiles\n"
-               "                   (`quantile,seconds` rows); needed with --reuse\n",
+               "                   (`quantile,seconds` rows); needed with --reuse\n"
+               "  --size-tiers     with --reuse: each memory tier's capacity a device at 0 to 16\n"
+               "                   times the topology's, the hit rate, tokens/s and $/Mtok of\n"
+               "                   each, and the capacity that serves a token cheapest\n"
+               "  --tier-price KIND=USD[,...]  a tier's price per GB and hour (KIND host, nvme,\n"
+               "                   remote); default: the topology's usd_per_gb_hour\n",
                SERVE_DEFAULT_SPAN_DEVICES);
     else if (c->options & OPTS_RACKS)
         printf("  --racks N        scale-up domains (racks, nodes, pods) in the cluster;\n"
@@ -269,7 +274,8 @@ enum { OPT_RACKS = 256, OPT_WEIGHTS, OPT_KV, OPT_CONTEXT, OPT_BATCH, OPT_FORMAT,
        OPT_OVERLAP, OPT_TPOT_MS, OPT_PRICE, OPT_DOMAIN_SIZES, OPT_DEVICES, OPT_SHARD, OPT_ESTIMATE,
        OPT_ISL, OPT_OSL, OPT_TTFT_MS, OPT_PREFIX_HIT, OPT_MTP, OPT_MTP_ACCEPT, OPT_MODE, OPT_CHUNK, OPT_RATE,
        OPT_PREFILL_TOPOLOGY, OPT_TIMINGS, OPT_CHECK, OPT_LENGTHS, OPT_ISL_DIST, OPT_OSL_DIST, OPT_ARRIVALS,
-       OPT_PERCENTILE, OPT_SIMULATE, OPT_SEED, OPT_REUSE, OPT_REUSE_INTERVAL };
+       OPT_PERCENTILE, OPT_SIMULATE, OPT_SEED, OPT_REUSE, OPT_REUSE_INTERVAL, OPT_SIZE_TIERS,
+       OPT_TIER_PRICE };
 
 /* "A:B" or "A:B:N": N batches spaced evenly in log from A to B (default 50). */
 static bool parse_sweep(const char *text, struct options *o)
@@ -391,6 +397,8 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         {{"seed", required_argument, NULL, OPT_SEED}, OPTS_SERVE},
         {{"reuse", required_argument, NULL, OPT_REUSE}, OPTS_SERVE},
         {{"reuse-interval", required_argument, NULL, OPT_REUSE_INTERVAL}, OPTS_SERVE},
+        {{"size-tiers", no_argument, NULL, OPT_SIZE_TIERS}, OPTS_SERVE},
+        {{"tier-price", required_argument, NULL, OPT_TIER_PRICE}, OPTS_SERVE},
         {{"devices", required_argument, NULL, OPT_DEVICES}, OPTS_SERVE},
         {{"prefill-topology", required_argument, NULL, OPT_PREFILL_TOPOLOGY}, OPTS_SERVE},
         {{"price", required_argument, NULL, OPT_PRICE}, OPTS_SERVE},
@@ -577,6 +585,45 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         case OPT_REUSE_INTERVAL:
             o->reuse_interval = arg;
             break;
+        case OPT_SIZE_TIERS:
+            o->size_tiers = true;
+            break;
+        case OPT_TIER_PRICE: {
+            /* KIND=USD[,KIND=USD...], USD per GB (1e9 bytes) and hour */
+            const char *at = arg;
+            while (*at) {
+                const char *equals = strchr(at, '='), *comma = strchr(at, ',');
+                if (!comma)
+                    comma = at + strlen(at);
+                if (!equals || equals > comma)
+                    return cli_usage_error(c, "--tier-price takes KIND=USD_PER_GB_HOUR (KIND host, nvme or remote), "
+                                              "comma-separated, not '%s'", arg);
+                size_t name = (size_t)(equals - at);
+                int kind = name == 4 && strncmp(at, "host", 4) == 0     ? TIER_HOST
+                           : name == 4 && strncmp(at, "nvme", 4) == 0   ? TIER_NVME
+                           : name == 6 && strncmp(at, "remote", 6) == 0 ? TIER_REMOTE
+                                                                        : TIER_HBM;
+                char number[64];
+                size_t digits = (size_t)(comma - equals - 1);
+                char *end;
+                double usd = -1;
+                if (digits > 0 && digits < sizeof number) {
+                    memcpy(number, equals + 1, digits);
+                    number[digits] = '\0';
+                    errno = 0;
+                    usd = strtod(number, &end);
+                    if (errno || end == number || *end)
+                        usd = -1;
+                }
+                if (kind == TIER_HBM || !(usd >= 0) || !isfinite(usd))
+                    return cli_usage_error(c, "--tier-price takes KIND=USD_PER_GB_HOUR (KIND host, nvme or remote; a "
+                                              "price from 0), not '%s'", arg);
+                o->tier_price[kind] = usd;
+                o->tier_price_set[kind] = true;
+                at = *comma ? comma + 1 : comma;
+            }
+            break;
+        }
         case OPT_SEED: {
             int64_t seed;
             if (!parse_count(arg, 0, INT64_MAX, &seed))
@@ -783,6 +830,10 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
                                                                                      : NULL;
         if (!workload && needs_workload)
             return cli_usage_error(c, "%s describes a workload: give --isl N --osl N too", needs_workload);
+        if ((o->size_tiers || o->tier_price_set[1] || o->tier_price_set[2] || o->tier_price_set[3]) &&
+            !(o->reuse_set && o->reuse > 0))
+            return cli_usage_error(c, "%s sizes the prefix cache's tiers: give --reuse F and --reuse-interval too",
+                                   o->size_tiers ? "--size-tiers" : "--tier-price");
         if (o->reuse_interval && !o->reuse_set)
             return cli_usage_error(c, "--reuse-interval goes with --reuse F, the share of a prompt that repeats a prefix");
         if (o->reuse_set && o->reuse > 0 && !o->reuse_interval)

@@ -151,6 +151,9 @@ struct options {
     double reuse;      /* serve --reuse: share of a prompt that repeats a prefix */
     bool reuse_set;
     const char *reuse_interval; /* serve --reuse-interval: exp:MEAN_S or a CSV; NULL: not given */
+    bool size_tiers;            /* serve --size-tiers */
+    double tier_price[4];       /* serve --tier-price, by enum tier_kind: $ per GB-hour */
+    bool tier_price_set[4];
 };
 
 /* Parses argv for `command`. Returns -1 to go on, or an exit code to return at once (help

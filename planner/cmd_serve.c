@@ -42,6 +42,8 @@ struct answer {
     const struct kv_reuse *reuse;            /* --reuse: the prompts' reuse; else NULL */
     const struct kv_cache_result *cache;     /* its tiers at the best point; NULL without --reuse */
     bool hit_derived;                        /* the workload's prefix hit is the tiers' (no --prefix-hit) */
+    const struct kv_sizing *sizings;         /* --size-tiers: one a tier below HBM */
+    int sizing_count;
 };
 
 static void layout_text(const struct layout *l, char *out, size_t size)
@@ -316,6 +318,47 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct answer *
             json_null(&j);
         }
     }
+    if (a->options->size_tiers) {
+        json_key(&j, "tier_sizing");
+        json_begin_array(&j);
+        for (int i = 0; i < a->sizing_count; i++) {
+            const struct kv_sizing *z = &a->sizings[i];
+            json_begin_object(&j);
+            json_key(&j, "tier");
+            json_string(&j, topology_tier_kind_name(z->kind));
+            json_key(&j, "name");
+            json_string(&j, z->name);
+            json_key(&j, "usd_per_gb_hour");
+            json_number(&j, z->usd_per_gb_hour);
+            json_key(&j, "best_capacity_bytes");
+            if (z->best >= 0)
+                json_number(&j, z->points[z->best].capacity_bytes);
+            else
+                json_null(&j);
+            json_key(&j, "curve");
+            json_begin_array(&j);
+            for (int k = 0; k < z->count; k++) {
+                const struct kv_sizing_point *x = &z->points[k];
+                json_begin_object(&j);
+                json_key(&j, "capacity_bytes");
+                json_number(&j, x->capacity_bytes);
+                json_key(&j, "found");
+                json_bool(&j, x->found);
+                json_key(&j, "prefix_hit");
+                json_number(&j, x->prefix_hit);
+                json_key(&j, "tokens_per_s_per_device");
+                json_number(&j, x->tokens_per_s_per_device);
+                json_key(&j, "usd_per_hour_per_device");
+                json_number(&j, x->usd_per_hour_per_device);
+                json_key(&j, "cost_per_mtok");
+                json_number(&j, x->cost_per_mtok);
+                json_end_object(&j);
+            }
+            json_end_array(&j);
+            json_end_object(&j);
+        }
+        json_end_array(&j);
+    }
     json_key(&j, "more_hardware");
     if (a->open && a->open->found) {
         json_begin_object(&j);
@@ -589,6 +632,25 @@ static void text_kv_tiers(FILE *out, const struct answer *a)
     }
 }
 
+static void text_sizing(FILE *out, const struct kv_sizing *z)
+{
+    fprintf(out, "  sizing the %s tier (%s) at $%.4g per GB-hour, the capacity a device at 0 to 16 times the "
+                 "topology's:\n",
+            topology_tier_kind_name(z->kind), z->name, z->usd_per_gb_hour);
+    fprintf(out, "    %10s %8s %12s %12s %10s\n", "GB/device", "hit", "tok/s/dev", "$/h/device", "$/Mtok");
+    for (int i = 0; i < z->count; i++) {
+        const struct kv_sizing_point *x = &z->points[i];
+        if (!x->found) {
+            fprintf(out, "    %10.1f  no deployment meets the targets\n", x->capacity_bytes / 1e9);
+            continue;
+        }
+        char rate[32];
+        format_count(x->tokens_per_s_per_device, rate, sizeof rate);
+        fprintf(out, "    %10.1f %7.1f%% %12s %12.4f %10.4f%s\n", x->capacity_bytes / 1e9, x->prefix_hit * 100, rate,
+                x->usd_per_hour_per_device, x->cost_per_mtok, i == z->best ? "  <- cheapest a token" : "");
+    }
+}
+
 static void text_simulated(FILE *out, const struct answer *a)
 {
     const struct sim_result *x = a->simulated;
@@ -664,6 +726,8 @@ static void write_text(FILE *out, const struct answer *a)
             text_simulated(out, a);
         if (a->cache)
             text_kv_tiers(out, a);
+        for (int i = 0; i < a->sizing_count; i++)
+            text_sizing(out, &a->sizings[i]);
     } else {
         text_none(out, a);
     }
@@ -925,6 +989,24 @@ int cmd_serve(int argc, char **argv)
     }
     /* the tiers' hit replaces the workload's unless --prefix-hit gave one */
     bool derive = reusing && o.prefix_hit <= 0;
+    double tier_price[4] = {0};
+    if (o.size_tiers) {
+        if (t.tier_count == 0) {
+            length_mix_release(&mix);
+            return cli_usage_error(o.command, "--size-tiers: %s lists no memory tier below HBM to size", t.name);
+        }
+        for (int i = 0; i < t.tier_count; i++) {
+            enum tier_kind kind = t.tiers[i].kind;
+            tier_price[kind] = o.tier_price_set[kind] ? o.tier_price[kind] : t.tiers[i].usd_per_gb_hour;
+            if (!o.tier_price_set[kind] && t.tiers[i].usd_per_gb_hour <= 0) {
+                length_mix_release(&mix);
+                return cli_usage_error(o.command, "--size-tiers: %s gives no price for its %s tier (%s): give "
+                                                  "--tier-price %s=USD_PER_GB_HOUR",
+                                       t.name, topology_tier_kind_name(kind), t.tiers[i].name,
+                                       topology_tier_kind_name(kind));
+            }
+        }
+    }
 
     int64_t budget = o.devices ? o.devices : (racks ? racks : t.default_domains) * t.domain_devices;
     int64_t prefill_budget = o.prefill_topology ? prefill_topology.default_domains * prefill_topology.domain_devices : 0;
@@ -969,6 +1051,31 @@ int cmd_serve(int argc, char **argv)
         length_mix_release(&mix);
         return EXIT_IO;
     }
+    struct kv_sizing sizings[TOPOLOGY_MAX_TIERS];
+    int sizing_count = 0;
+    if (o.size_tiers && result.found) {
+        if (decode.price_usd_per_hour <= 0) {
+            fprintf(stderr, "rackplan serve: --size-tiers weighs a tier against the devices' price: %s has none, "
+                            "give --price %s=USD\n", t.name, t.name);
+            status = EXIT_USAGE;
+        }
+        for (int i = 0; i < t.tier_count && status != EXIT_USAGE; i++) {
+            enum tier_kind kind = t.tiers[i].kind;
+            if (!kv_size_tier(&decode, o.prefill_topology ? &prefill : NULL, &w, &reuse, kind, tier_price[kind],
+                              &sizings[sizing_count++])) {
+                fprintf(stderr, "rackplan serve: out of memory sizing the tiers\n");
+                status = EXIT_IO;
+                break;
+            }
+        }
+        if (status == EXIT_USAGE || status == EXIT_IO) {
+            serve_result_release(&result);
+            serve_result_release(&bound);
+            serve_result_release(&open);
+            length_mix_release(&mix);
+            return status;
+        }
+    }
     /* the deployment simulated: with --rate the one sized for it, at that rate; else the best, at
      * its served rate */
     const struct serve_result *sizing = budget_source ? &result : &open;
@@ -995,7 +1102,8 @@ int cmd_serve(int argc, char **argv)
                        .budget_source = budget_source, .efficiency = decode.efficiency, .calibration = row,
                        .mix = &mix, .simulated = simulating ? &simulated : NULL,
                        .simulated_point = simulated_point, .reuse = reusing ? &reuse : NULL,
-                       .cache = reusing && result.found ? &cache : NULL, .hit_derived = derive};
+                       .cache = reusing && result.found ? &cache : NULL, .hit_derived = derive,
+                       .sizings = sizings, .sizing_count = sizing_count};
     struct sink_batch outputs;
     sink_batch_init(&outputs);
     bool whole = sink_batch_write(&outputs, o.output, write_output, &a) &&

@@ -265,3 +265,71 @@ bool serve_with_reuse(const struct serve_pool *decode_pool, const struct serve_p
         at.prefix_load_s = cache->load_s;
     }
 }
+
+/* `t` with its tier of `kind` holding `bytes` a device (0: without it); false when it has none. */
+static bool with_tier(const struct topology *t, enum tier_kind kind, double bytes, struct topology *out)
+{
+    *out = *t;
+    for (int i = 0; i < t->tier_count; i++) {
+        if (t->tiers[i].kind != kind)
+            continue;
+        if (bytes > 0) {
+            out->tiers[i].bytes_per_device = bytes;
+        } else {
+            memmove(&out->tiers[i], &out->tiers[i + 1], (size_t)(t->tier_count - i - 1) * sizeof out->tiers[i]);
+            out->tier_count--;
+        }
+        return true;
+    }
+    return false;
+}
+
+bool kv_size_tier(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
+                  const struct serve_workload *w, const struct kv_reuse *reuse, enum tier_kind kind,
+                  double usd_per_gb_hour, struct kv_sizing *out)
+{
+    static const double multiples[KV_SIZING_POINTS] = {0, 0.25, 0.5, 1, 2, 4, 8, 16};
+    const struct topology *t = decode_pool->topology;
+    int index = -1;
+    for (int i = 0; i < t->tier_count; i++)
+        if (t->tiers[i].kind == kind)
+            index = i;
+    if (index < 0 || decode_pool->price_usd_per_hour <= 0)
+        return false;
+    *out = (struct kv_sizing){.kind = kind, .usd_per_gb_hour = usd_per_gb_hour, .best = -1};
+    memcpy(out->name, t->tiers[index].name, sizeof out->name);
+    double base = t->tiers[index].bytes_per_device;
+    struct topology *decode_t = xmalloc(sizeof *decode_t), *prefill_t = xmalloc(sizeof *prefill_t);
+    bool ok = true;
+    for (int k = 0; k < KV_SIZING_POINTS && ok; k++) {
+        double bytes = base * multiples[k];
+        struct serve_pool d = *decode_pool, p = prefill_pool ? *prefill_pool : *decode_pool;
+        with_tier(decode_pool->topology, kind, bytes, decode_t);
+        d.topology = decode_t;
+        if (prefill_pool) {
+            if (!with_tier(prefill_pool->topology, kind, bytes, prefill_t))
+                *prefill_t = *prefill_pool->topology;
+            p.topology = prefill_t;
+        }
+        struct serve_result r;
+        struct serve_workload used;
+        struct kv_cache_result cache;
+        struct kv_sizing_point *x = &out->points[out->count++];
+        *x = (struct kv_sizing_point){.capacity_bytes = bytes};
+        ok = serve_with_reuse(&d, prefill_pool ? &p : NULL, w, reuse, &r, &used, &cache);
+        if (ok && r.found && r.best.tokens_per_s_per_device > 0) {
+            x->found = true;
+            x->prefix_hit = used.prefix_hit;
+            x->tokens_per_s_per_device = r.best.tokens_per_s_per_device;
+            x->usd_per_hour_per_device = decode_pool->price_usd_per_hour + bytes / 1e9 * usd_per_gb_hour;
+            x->cost_per_mtok = x->usd_per_hour_per_device / (x->tokens_per_s_per_device * 3600) * 1e6;
+            if (out->best < 0 || x->cost_per_mtok < out->points[out->best].cost_per_mtok * (1 - 1e-12))
+                out->best = out->count - 1;
+        }
+        if (ok)
+            serve_result_release(&r);
+    }
+    free(decode_t);
+    free(prefill_t);
+    return ok;
+}

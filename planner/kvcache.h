@@ -124,4 +124,32 @@ bool serve_with_reuse(const struct serve_pool *decode_pool, const struct serve_p
                       const struct serve_workload *w, const struct kv_reuse *reuse, struct serve_result *out,
                       struct serve_workload *w_out, struct kv_cache_result *cache);
 
+/* Tier sizing. The capacity of one tier kind a device, over KV_SIZING_POINTS multiples of the
+ * topology's (0, 1/4, 1/2, 1, 2, 4, 8, 16 times; 0 removes the tier): at each, serve_with_reuse
+ * on the topologies so changed (both pools' where they have the tier), and the cost of a device
+ * an hour, the pool's price plus the tier's GB a device times usd_per_gb_hour; so $ per million
+ * output tokens = that / (tokens/s per device x 3600) x 1e6. The best point has the least $/Mtok
+ * (ties to the smaller capacity). A point where no deployment meets the targets has found false. */
+#define KV_SIZING_POINTS 8
+
+struct kv_sizing_point {
+    bool found;
+    double capacity_bytes; /* a device's */
+    double prefix_hit, tokens_per_s_per_device, usd_per_hour_per_device, cost_per_mtok;
+};
+
+struct kv_sizing {
+    enum tier_kind kind;
+    char name[64];
+    double usd_per_gb_hour;
+    int count, best; /* best: -1 when no point was found */
+    struct kv_sizing_point points[KV_SIZING_POINTS];
+};
+
+/* False when the decode pool's topology has no tier of `kind`, the pool has no price, or a search
+ * fails (out of memory). */
+bool kv_size_tier(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
+                  const struct serve_workload *w, const struct kv_reuse *reuse, enum tier_kind kind,
+                  double usd_per_gb_hour, struct kv_sizing *out);
+
 #endif
