@@ -121,7 +121,9 @@ static void format_bytes(double bytes, char *out, size_t size)
 
 static void format_duration(double seconds, char *out, size_t size)
 {
-    if (seconds < 1e-3)
+    if (seconds < 1e-6)
+        snprintf(out, size, "%.3g ns", seconds * 1e9);
+    else if (seconds < 1e-3)
         snprintf(out, size, "%.3g us", seconds * 1e6);
     else if (seconds < 1)
         snprintf(out, size, "%.3g ms", seconds * 1e3);

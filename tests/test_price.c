@@ -76,6 +76,31 @@ static void tiers(void)
     CHECK(c[1].storage_from_tier_price, "and says so");
 }
 
+/* The sheets' optional kv_bytes_per_token: DeepSeek's gives V3's 61 x 576 x 2 = 70,272 B; 0 B is
+ * refused where it stands. */
+static void sheet_kv(void)
+{
+    struct price_sheet sheet;
+    struct diags d;
+    diags_init(&d);
+    CHECK(prices_load("prices/deepseek-v3.yaml", &sheet, &d) == PRICES_OK, "DeepSeek's sheet reads");
+    CHECK(sheet.has_kv_bytes_per_token && sheet.kv_bytes_per_token == 61 * 576 * 2,
+          "its kv_bytes_per_token: 61 x 576 x 2 = 70,272");
+    diags_release(&d);
+    static const char text[] = "provider: P\nmodel: M\nsource: https://example.com\ndate: 2025-01-01\n"
+                               "active_params: 1e9\ninput: 1\noutput: 2\nkv_bytes_per_token: 0\n";
+    diags_init(&d);
+    CHECK(prices_load_buffer("t.yaml", text, sizeof text - 1, &sheet, &d) == PRICES_INVALID, "0 B a token refused");
+    char buffer[512] = "";
+    FILE *f = fmemopen(buffer, sizeof buffer - 1, "w");
+    if (f) {
+        diags_print(&d, f);
+        fclose(f);
+    }
+    CHECK(strncmp(buffer, "t.yaml:8:21: error:", 19) == 0, "at its value, t.yaml:8:21: %s", buffer);
+    diags_release(&d);
+}
+
 /* ---- the forward sheet ---- */
 
 /* The bookkeeping of the contract for point `p`: input x computed tokens + output x osl =
@@ -189,6 +214,7 @@ int main(int argc, char **argv)
     if (argc > 1 && chdir(argv[1]) != 0)
         return 1;
     tiers();
+    sheet_kv();
     forward_deepseek();
     forward_aggregated();
     return tap_done();
