@@ -94,8 +94,9 @@ bool price_decode_init(struct price_decode *out, const struct serve_pool *pool, 
 double price_output_at(const struct price_decode *d, int64_t prompt_tokens, int64_t *batch);
 
 /* The smallest prompt length in [from, to] at which price_output_at reaches `factor` x `base`,
- * by bisection; 0 when price_output_at(to) stays below it (or is NAN), `from` when it is already
- * there. */
+ * by bisection; a length at which not one sequence fits (NAN) counts as a price beyond any. 0 when
+ * price_output_at(to) stays below it (or base or factor is not positive), `from` when it is
+ * already there. */
 int64_t price_step_context(const struct price_decode *d, double base, double factor, int64_t from, int64_t to);
 
 /* One memory tier's prices. */
