@@ -4,7 +4,7 @@
 # It needs nothing from the bash-completion package, so that it also works where that is not
 # installed (and tests/doc_test.sh can run it in a bare bash).
 
-_rackplan_commands="calibrate compare fit model plan roofline serve topo merge"
+_rackplan_commands="calibrate compare fit model plan price roofline serve topo merge"
 
 # What each command takes, as its --help lists it; tests/doc_test.sh checks these against
 # `rackplan CMD --help`.
@@ -35,6 +35,10 @@ _rackplan_options() {
     serve)
         echo "--racks --devices --weights --kv --reserve --tp --pp --format $shared $workload --ttft-ms --tpot-ms" \
             "--percentile --mode --rate --prefill-topology --price --plot --report --estimate --simulate --seed --reuse --reuse-interval --size-tiers --tier-price"
+        ;;
+    price)
+        echo "--racks --devices --weights --kv --reserve --tp --pp --format $shared $workload --ttft-ms --tpot-ms" \
+            "--percentile --mode --price --estimate --from-prices --model"
         ;;
     merge) echo "--format $shared" ;;
     calibrate) echo "--check --format $shared" ;;
@@ -153,6 +157,14 @@ _rackplan() {
         _rackplan_files .xml
         return 0
         ;;
+    --from-prices)
+        _rackplan_files .yaml .yml
+        return 0
+        ;;
+    --model)
+        _rackplan_files .yaml .yml .json
+        return 0
+        ;;
     -o | --output | --report | --plot | --expert-map | --reuse-interval)
         _rackplan_files
         return 0
@@ -169,7 +181,7 @@ _rackplan() {
 
     # Which positional this word is: skip the options and the values they take, as getopt_long
     # does (it lets options and operands mix, and "--" ends the options).
-    local i word positionals=0 ended=0 topologies=()
+    local i word positionals=0 ended=0 topologies=() inverse=0
     for ((i = 2; i < COMP_CWORD; i++)); do
         word=${COMP_WORDS[i]}
         if ((ended)); then
@@ -188,8 +200,12 @@ _rackplan() {
             fi
             # serve's prefill topology is a topology --price may name
             [[ $word == --prefill-topology ]] && topologies+=("${COMP_WORDS[i]:-}")
+            # price --from-prices takes TOPOLOGY alone
+            [[ $word == --from-prices ]] && inverse=1
         elif [[ $word == --prefill-topology=* ]]; then
             topologies+=("${word#*=}")
+        elif [[ $word == --from-prices=* ]]; then
+            inverse=1
         elif [[ $word == -* || $word == = ]]; then
             :
         else
@@ -228,6 +244,15 @@ _rackplan() {
         if ((positionals == 0)); then
             _rackplan_files .yaml .yml .json
         else
+            _rackplan_files .xml
+        fi
+        ;;
+    price)
+        if ((inverse)); then
+            ((positionals == 0)) && _rackplan_files .xml
+        elif ((positionals == 0)); then
+            _rackplan_files .yaml .yml .json
+        elif ((positionals == 1)); then
             _rackplan_files .xml
         fi
         ;;

@@ -13,6 +13,7 @@ extern const struct command command_compare;
 extern const struct command command_merge;
 extern const struct command command_calibrate;
 extern const struct command command_serve;
+extern const struct command command_price;
 
 int cmd_model(int argc, char **argv);
 int cmd_topo(int argc, char **argv);
@@ -23,5 +24,6 @@ int cmd_compare(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_price(int argc, char **argv);
 
 #endif

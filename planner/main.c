@@ -201,8 +201,50 @@ const struct command command_serve = {
     .positionals = 2,
 };
 
+const struct command command_price = {
+    .name = "price",
+    .run = cmd_price,
+    .summary = "the price sheet a deployment implies, or a published sheet run backwards",
+    .usage = "rackplan price MODEL TOPOLOGY (--isl N | --isl-dist D) (--osl N | --osl-dist D) | --lengths FILE\n"
+             "                      [--ttft-ms X] [--tpot-ms Y] [--percentile P] [--arrivals poisson|constant|closed]\n"
+             "                      [--mode aggregated|disaggregated|best] [--prefix-hit F] [--mtp K --mtp-accept P]\n"
+             "                      [--chunk N] [--racks N | --devices N] [--price DEVICE=USD_PER_HOUR] [--estimate]\n"
+             "                      [--weights PREC] [--kv PREC] [--tp N] [--pp N] [--reserve R]\n"
+             "                      [--format text|json|yaml] [-o FILE]\n"
+             "       rackplan price --from-prices FILE.yaml TOPOLOGY [--model MODEL [the workload and options above]]\n"
+             "                      [--format text|json|yaml] [-o FILE]",
+    .help = "What a provider serving the workload on the best deployment rackplan serve finds (the same\n"
+            "search and targets) would charge at the topology's $ per device-hour, each token at the device\n"
+            "time it takes: input (a cache miss: the prefill pool's, or in aggregated serving the prefill\n"
+            "share of a step's, device time a prompt token), cached input by memory tier (the device time\n"
+            "to load a token's KV from HBM, host memory, NVMe or remote storage, and whether that beats a\n"
+            "recompute), output at the workload's lengths and at prompts of 8k, 32k, 128k, 200k and 1M\n"
+            "tokens within the model's context (the decode layout's largest batch within the TPOT target\n"
+            "and HBM there), storage per million tokens an hour by tier, the output/input ratio and the\n"
+            "long-context step: the prompt length where output costs 1.5 times its price at the\n"
+            "workload's. --from-prices runs a published sheet (prices/) backwards on TOPOLOGY: decode's\n"
+            "memory-boundedness (output / input), the KV bytes a token its long-context step implies, the\n"
+            "tier whose drain time matches each cache retention, and the tier its cache discount implies;\n"
+            "with --model, rackplan's own sheet for that model (--isl 4096 --osl 512 unless given) beside\n"
+            "it. JSON keys: README, \"Price sheets\". Exit 0 with a sheet; 1 when the topology has no\n"
+            "price (give --price) or no deployment fits the budget or meets the targets.\n"
+            "\n"
+            "price's own options:\n"
+            "  --from-prices FILE.yaml  a published price sheet to run backwards on TOPOLOGY\n"
+            "  --model MODEL    with --from-prices: rackplan's sheet for MODEL beside the published one\n"
+            "  --racks N, --devices N  the budget of the deployment in scale-up domains or devices;\n"
+            "                   default: none (a provider buys what the best deployment takes)\n"
+            "  --price D=USD    price per device-hour of topology D (its file name without .xml, or\n"
+            "                   its name); default: the topology's <price>\n"
+            "  --mode M         aggregated, disaggregated or best (default)\n"
+            "  --estimate       times at the topology's calibrated <efficiency>; default: the bound\n",
+    .options = OPTS_FORMAT | OPTS_PRECISION | OPTS_FIT | OPTS_WORKLOAD | OPTS_TARGETS,
+    .positionals = 1,
+    .more = true,
+};
+
 static const struct command *const commands[] = {&command_calibrate, &command_compare, &command_fit, &command_merge,
-                                                 &command_model, &command_plan, &command_roofline,
+                                                 &command_model, &command_plan, &command_price, &command_roofline,
                                                  &command_serve, &command_topo};
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])
 

@@ -16,6 +16,7 @@
 #define LIMIT_ACTIVE_PARAMS 1e15 /* a thousand times the largest public model */
 #define LIMIT_STEP_TOKENS 1073741824LL /* 2^30 tokens */
 #define LIMIT_RETENTION_S 1e9 /* about 30 years */
+#define LIMIT_KV_BYTES 1e8 /* 100 MB a token: a thousand times the largest model's KV */
 
 struct reader {
     const char *path;
@@ -178,7 +179,7 @@ static size_t edit_distance(const char *a, const char *b)
 static const char *const known_fields[] = {
     "provider", "model", "source", "date", "active_params", "input", "output", "cached_input",
     "long_context_step_tokens", "input_long", "output_long", "cached_input_long",
-    "cache_retention_s", "cache_write", "storage_per_mtok_hour", NULL};
+    "cache_retention_s", "cache_write", "storage_per_mtok_hour", "kv_bytes_per_token", NULL};
 
 static void check_keys(struct reader *r, const struct doc_node *map)
 {
@@ -288,6 +289,8 @@ static void read_sheet(struct reader *r, const struct doc_node *root, struct pri
                      "field 'cache_write' needs 'cache_retention_s' (one price for each retention)");
     }
     s->has_storage = read_price(r, root, "storage_per_mtok_hour", false, &s->storage_per_mtok_hour);
+    s->has_kv_bytes_per_token = read_number(r, root, "kv_bytes_per_token", false, 1, LIMIT_KV_BYTES, "a number of bytes",
+                                            &s->kv_bytes_per_token);
 }
 
 static enum prices_status read_doc(const struct doc *doc, struct price_sheet *out, struct diags *d)

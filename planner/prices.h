@@ -97,6 +97,11 @@ struct price_sheet {
 
     bool has_storage;
     double storage_per_mtok_hour; /* $ per million tokens held an hour */
+
+    /* the KV bytes a token of the model caches, when its architecture is published (open-weight
+     * models): what the cache-discount inversion (5) loads when no model is given */
+    bool has_kv_bytes_per_token;
+    double kv_bytes_per_token;
 };
 
 enum prices_status {
