@@ -172,6 +172,156 @@ static void settles(void)
     serve_result_release(&result);
 }
 
+/* ---- Against published tiered caches (README, "Against published tiered caches") ----
+ * Each case writes out the source's inputs and asserts the source's published number within the
+ * range it states (or, for a number read off a figure, the reading's precision, said beside it).
+ * A case whose published number rackplan's model does not reach is not here: the README's table
+ * gives it and why. */
+
+/* The hit the tiers settle on when the write rate follows the misses: W = (the prompt tokens a
+ * second missed + the output tokens a second) b, as kv_cache_input_of counts them for an
+ * aggregated instance, solved by substitution from the hit `start` as serve_with_reuse does (it
+ * starts from the workload's prefix_hit, 0 unless given). The substitution can have two fixed
+ * points (hits keep W low, which keeps the prefixes, which keeps the hits; misses the reverse):
+ * from 0 it finds the cold one. */
+static double settled_hit(struct kv_cache_input *in, double prompt_tokens_per_s, double output_tokens_per_s,
+                          double start, struct kv_cache_result *r)
+{
+    double hit = start;
+    for (int round = 0; round < 200; round++) {
+        in->written_tokens_per_s = prompt_tokens_per_s * (1 - hit) + output_tokens_per_s;
+        kv_cache_tiers(in, r);
+        if (fabs(r->prefix_hit - hit) < 1e-9)
+            break;
+        hit = r->prefix_hit;
+    }
+    return r->prefix_hit;
+}
+
+/* Mooncake (FAST'25), Figure 9 and section 5.3.1 (Qin et al., "Mooncake: Trading More Storage for
+ * Less Computation", USENIX FAST 2025; the paper and traces at github.com/kvcache-ai/Mooncake,
+ * FAST25-release/): the prefix-cache hit of one LRU pool of C tokens replayed over Kimi's traces,
+ * LLaMA3-70B (320 KB a token). Published: at C = 3M tokens (the ~1 TB of DRAM a node could keep)
+ * the hit is 41% (conversation) and 46% (synthetic) of the theoretical maximum (the figure's
+ * labels; the text: "does not achieve 50% of the theoretical maximum hit rate in most scenarios"),
+ * and "a cache capacity of 50M tokens nearly reaches the theoretical maximum".
+ * Inputs, from the released traces by tests/data/mooncake-reuse-quantiles.py (the CSVs' headers):
+ *   conversation: 144,793,823 prompt tokens over 3,537 s = 40,936.9 a second, mean prompt 12,035;
+ *     F = 54,098,411 / 144,793,823 = 0.3736 of them reuse a block seen before (the maximum);
+ *   synthetic: 61,194,628 over 1,022 s = 59,875.9 a second, mean prompt 15,325; F = 0.6512;
+ *   the interval: the quantiles of the seconds since each reused block was last used.
+ * b = 80 layers x 8 KV heads x 128 x 2 (K, V) x 2 B = 327,680 B (LLaMA3-70B at BF16, the paper's
+ * "320 KB"); one pool of C x b bytes (a host tier: no HBM in the replay), read fast enough to be
+ * worth it; W counts the prompt tokens missed only (the figure caches prompts' blocks, not outputs).
+ * The range: the figure's labels are whole percents and the released traces are not the paper's
+ * sample to the token (an exact LRU replay of them gives 38% and 49% at 3M, 99% and 100% at 50M:
+ * the CSVs' headers), so 41% +- 6 points, and below the stated 50%; at 50M at least 95%. The
+ * synthetic trace at 3M is not held (57% of the maximum against 46%): a hit's refresh of its
+ * prefix is not counted in W, so the residency is overestimated as the hit grows (README). */
+static double mooncake_hit(const char *csv, double share, double isl, double prompt_tokens_per_s, double tokens)
+{
+    struct diags d;
+    diags_init(&d);
+    struct kv_cache_input in = {.tier_count = 2, .prompt_tokens = isl, .bytes_per_token = 327680,
+                                .prompt_tokens_per_s = prompt_tokens_per_s, .recompute_s = 1e9};
+    in.reuse.share = share;
+    bool ok = kv_reuse_read_csv(csv, &in.reuse, &d);
+    CHECK(ok, "%s read (%d diagnostics)", csv, (int)d.count);
+    diags_release(&d);
+    in.tiers[0] = (struct kv_tier_input){.kind = TIER_HBM, .name = "HBM (none in the replay)"};
+    in.tiers[1] = (struct kv_tier_input){.kind = TIER_HOST, .name = "Mooncake Store pool",
+                                         .capacity_bytes = tokens * 327680, .read_bytes_per_s = 1e15};
+    struct kv_cache_result r;
+    return ok ? settled_hit(&in, prompt_tokens_per_s, 0, 0, &r) : 0;
+}
+
+static void published_mooncake_traces(void)
+{
+    const char *conversation = "tests/data/mooncake-conversation-reuse.csv";
+    const char *synthetic = "tests/data/mooncake-synthetic-reuse.csv";
+    double c3 = mooncake_hit(conversation, 0.3736, 12035, 40936.9, 3e6) / 0.3736;
+    double s3 = mooncake_hit(synthetic, 0.6512, 15325, 59875.9, 3e6) / 0.6512;
+    double c50 = mooncake_hit(conversation, 0.3736, 12035, 40936.9, 50e6) / 0.3736;
+    double s50 = mooncake_hit(synthetic, 0.6512, 15325, 59875.9, 50e6) / 0.6512;
+    printf("# Mooncake traces: hit / maximum at 3M tokens %.3f (conversation), %.3f (synthetic); at 50M %.3f, %.3f\n",
+           c3, s3, c50, s50);
+    CHECK(c3 >= 0.41 - 0.06 && c3 <= 0.41 + 0.06 && c3 < 0.5,
+          "Mooncake conversation, 3M tokens: %.1f%% of the maximum, published 41%% (+-6) and under 50%%", 100 * c3);
+    /* the synthetic trace at 3M is not held: 57% where the figure says 46% (README's table) */
+    CHECK(s3 > 0 && s3 < 1, "Mooncake synthetic, 3M tokens: %.1f%% of the maximum (published 46%%: not held, README)",
+          100 * s3);
+    CHECK(c50 >= 0.95 && s50 >= 0.95, "Mooncake, 50M tokens: %.1f%% and %.1f%% of the maximum, published \"nearly\" all",
+          100 * c50, 100 * s50);
+}
+
+/* SGLang HiCache with the Mooncake store, multi-turn benchmark on one 8 x H800 server, Qwen3-235B-
+ * A22B-Instruct-2507 at TP 8 (github.com/kvcache-ai/Mooncake, docs/source/performance/sglang/
+ * sglang-hicache-benchmark-results-v1.md and its figure image/hicache_multi_turn_per_turn.png;
+ * the same run in lmsys.org/blog/2025-09-10-sglang-hicache). bench_multiturn.py: 80 clients, 10
+ * rounds, each round's prompt the previous round's prompt and output plus 2,048 new tokens, 1
+ * output token, --enable-round-barrier (every client ends round r before any starts r + 1),
+ * --ready-queue-policy random (a client's place within a round is drawn anew each round).
+ * Published, the figure's hit rate by round (read to +-2 points):
+ *   + Mooncake (L1 + L2 + a 760 GiB Mooncake pool, MOONCAKE_GLOBAL_SEGMENT_SIZE=816,043,786,240 B):
+ *     rounds 2-10: 49, 66, 75, 80, 83, 85, 87, 89, 90%;
+ *   + L2 (host memory --hicache-size 30 GB a rank, "8*30 = 240GB"): 49, 66, 64, 34, 27, 21, 15, 9, 8%.
+ * Inputs: b a device = 94 layers x 2 (K, V) x 1 KV head (4 KV heads over TP 8: one a GPU, each
+ * held twice) x 128 x 2 B = 48,128 B. Round r's prompt is r 2,048 + (r - 1) tokens, its reused
+ * prefix (r - 1) 2,049 (F = that share). Time in rounds (only W x I matters, so the round's length
+ * drops out): the round writes 80 x (the prompt tokens missed + 1 output) tokens. The prefix's
+ * oldest tokens were written in round 1, so it is held while everything written since fits: its
+ * interval is (r - 1) rounds plus the difference of two uniform places in a round (triangular on
+ * (-1, 1)), as quantiles. The substitution starts warm, at the hit F: the rounds before this one
+ * left the cache as it was when they hit (W is what was written since round 1, and while the
+ * earlier rounds hit, that was their 2,049 new tokens a client a round); from a cold start
+ * (hit 0: every prefix recomputed and written again) it settles on the cold fixed point, near 0
+ * from round 3 (+ L2) or 5 (+ Mooncake): the README's table. The tiers: HBM left out (write-through: L2, larger, holds all HBM does,
+ * so the summed hit is L2's alone); L2 30e9 B a device; Mooncake 816,043,786,240 / 8 B a device.
+ * rackplan holds the published hits of + Mooncake in every round and of + L2 up to round 3; from
+ * round 4 on + L2 falls off a cliff here (a prefix held whole or not) where SGLang's radix tree
+ * keeps partial prefixes: the README's table. */
+static double hicache_round_hit(int round, double bytes_per_device, bool warm)
+{
+    const double b = 48128, clients = 80, added = 2048;
+    double prompt = round * added + (round - 1), prefix = (round - 1) * (added + 1);
+    struct kv_cache_input in = {.tier_count = 2, .prompt_tokens = prompt, .bytes_per_token = b,
+                                .prompt_tokens_per_s = clients * prompt, .recompute_s = 1e9};
+    in.reuse = (struct kv_reuse){.share = prefix / prompt, .kind = KV_INTERVAL_QUANTILES};
+    /* (r - 1) + D, D the difference of two uniforms: Pr[D < d] = (1 + d)^2 / 2 below 0,
+     * 1 - (1 - d)^2 / 2 above; its quantiles at p = 1/32 .. 1 */
+    for (int i = 1; i <= 32; i++) {
+        double p = i / 32.0, d = p <= 0.5 ? -1 + sqrt(2 * p) : 1 - sqrt(2 * (1 - p));
+        in.reuse.p[in.reuse.count] = p;
+        in.reuse.s[in.reuse.count++] = fmax((round - 1) + d, 0);
+    }
+    in.tiers[0] = (struct kv_tier_input){.kind = TIER_HBM, .name = "HBM (within L2)"};
+    in.tiers[1] = (struct kv_tier_input){.kind = TIER_HOST, .name = "L2 or L2 + Mooncake",
+                                         .capacity_bytes = bytes_per_device, .read_bytes_per_s = 1e15};
+    struct kv_cache_result r;
+    return settled_hit(&in, clients * prompt, clients * 1, warm ? in.reuse.share : 0, &r);
+}
+
+static void published_hicache_multiturn(void)
+{
+    const double mooncake[] = {49, 66, 75, 80, 83, 85, 87, 89, 90}, l2[] = {49, 66};
+    for (int round = 2; round <= 10; round++) {
+        double hit = 100 * hicache_round_hit(round, 816043786240.0 / 8, true);
+        CHECK(fabs(hit - mooncake[round - 2]) <= 2, "HiCache + Mooncake, round %d: %.1f%%, published %.0f%% (+-2)",
+              round, hit, mooncake[round - 2]);
+    }
+    for (int round = 2; round <= 3; round++) {
+        double hit = 100 * hicache_round_hit(round, 30e9, true);
+        CHECK(fabs(hit - l2[round - 2]) <= 2, "HiCache + L2 (240 GB), round %d: %.1f%%, published %.0f%% (+-2)", round,
+              hit, l2[round - 2]);
+    }
+    for (int round = 4; round <= 10; round++)
+        printf("# HiCache + L2, round %d: rackplan %.1f%% warm, %.1f%% cold (the README's table)\n", round,
+               100 * hicache_round_hit(round, 30e9, true), 100 * hicache_round_hit(round, 30e9, false));
+    for (int round = 2; round <= 10; round++)
+        printf("# HiCache + Mooncake, round %d: from a cold start %.1f%%\n", round,
+               100 * hicache_round_hit(round, 816043786240.0 / 8, false));
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && chdir(argv[1]) != 0)
@@ -181,5 +331,7 @@ int main(int argc, char **argv)
     deepseek_crossover();
     reader();
     settles();
+    published_mooncake_traces();
+    published_hicache_multiturn();
     return tap_done();
 }
