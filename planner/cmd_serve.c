@@ -42,6 +42,8 @@ struct answer {
     const struct kv_reuse *reuse;            /* --reuse: the prompts' reuse; else NULL */
     const struct kv_cache_result *cache;     /* its tiers at the best point; NULL without --reuse */
     bool hit_derived;                        /* the workload's prefix hit is the tiers' (no --prefix-hit) */
+    double warm_hit;                         /* the hit a warm cache settles on when above the cold
+                                              * one's (the answer); -1: the same */
     const struct kv_sizing *sizings;         /* --size-tiers: one a tier below HBM */
     int sizing_count;
 };
@@ -285,6 +287,11 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct answer *
         json_bool(&j, a->hit_derived);
         json_key(&j, "prefix_load_s");
         json_number(&j, a->workload->prefix_load_s);
+        json_key(&j, "prefix_hit_warm");
+        if (a->warm_hit >= 0)
+            json_number(&j, a->warm_hit);
+        else
+            json_null(&j);
         json_key(&j, "kv_tiers");
         if (a->cache) {
             json_begin_array(&j);
@@ -612,6 +619,18 @@ static void text_kv_tiers(FILE *out, const struct answer *a)
     if (a->hit_derived)
         fprintf(out, "    loading a request's cached prefix takes %.3f ms on average, in its TTFT\n",
                 a->workload->prefix_load_s * 1e3);
+    if (a->hit_derived && fabs(c->prefix_hit - a->workload->prefix_hit) > 1e-4)
+        fprintf(out, "    no hit is its own deployment's (the best one flips as the hit moves): %.1f%% used, a deployment "
+                     "whose tiers hold at least that\n",
+                a->workload->prefix_hit * 100);
+    if (a->hit_derived && fabs(c->prefix_hit - a->workload->prefix_hit) > 1e-4)
+        fprintf(out, "    no hit is its own deployment's (the best one flips as the hit moves): %.1f%% used, a deployment "
+                     "whose tiers hold at least that\n",
+                a->workload->prefix_hit * 100);
+    if (a->warm_hit >= 0)
+        fprintf(out, "    two steady states: a cache started warm holds %.1f%% (its hits keep the writes low, so the "
+                     "prefixes held); from cold, as here, %.1f%%\n",
+                a->warm_hit * 100, a->workload->prefix_hit * 100);
     fprintf(out, "    %-8s %-20s %10s %11s %8s %10s %12s %10s %10s  %s\n", "tier", "name", "GB/device", "residency",
             "hit", "load ms", "recompute ms", "read GB/s", "write GB/s", "worth it");
     for (int i = 0; i < c->tier_count; i++) {
@@ -1035,6 +1054,24 @@ int cmd_serve(int argc, char **argv)
                                          &cache)
                       : serve_search(&decode, o.prefill_topology ? &prefill : NULL, &w, &result));
     w = searched;
+    /* the hit settles by substitution from a cold cache (0); from a warm one (F) it may settle
+     * higher, hits keeping the write rate low and so the prefixes held: both are steady states,
+     * the cold one is the answer, the warm one is said */
+    double warm_hit = -1;
+    if (ok && derive && result.found) {
+        struct serve_workload warm = searched, warm_used;
+        warm.prefix_hit = fmin(reuse.share, SERVE_MOST_PREFIX_HIT);
+        warm.prefix_load_s = 0;
+        struct serve_result warm_result;
+        struct kv_cache_result warm_cache;
+        ok = serve_with_reuse(&decode, o.prefill_topology ? &prefill : NULL, &warm, &reuse, &warm_result, &warm_used,
+                              &warm_cache);
+        if (ok) {
+            if (warm_result.found && warm_used.prefix_hit > w.prefix_hit + 1e-3)
+                warm_hit = warm_used.prefix_hit;
+            serve_result_release(&warm_result);
+        }
+    }
     if (ok && reusing && !derive && result.found) {
         struct kv_cache_input in;
         if (kv_cache_input_of(&decode, o.prefill_topology ? &prefill : NULL, &w, &result.best, &reuse, &in))
@@ -1103,7 +1140,7 @@ int cmd_serve(int argc, char **argv)
                        .mix = &mix, .simulated = simulating ? &simulated : NULL,
                        .simulated_point = simulated_point, .reuse = reusing ? &reuse : NULL,
                        .cache = reusing && result.found ? &cache : NULL, .hit_derived = derive,
-                       .sizings = sizings, .sizing_count = sizing_count};
+                       .sizings = sizings, .sizing_count = sizing_count, .warm_hit = warm_hit};
     struct sink_batch outputs;
     sink_batch_init(&outputs);
     bool whole = sink_batch_write(&outputs, o.output, write_output, &a) &&

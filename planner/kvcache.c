@@ -241,12 +241,20 @@ bool kv_cache_input_of(const struct serve_pool *decode_pool, const struct serve_
     return out->bytes_per_token > 0;
 }
 
-bool serve_with_reuse(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
-                      const struct serve_workload *w, const struct kv_reuse *reuse, struct serve_result *out,
-                      struct serve_workload *w_out, struct kv_cache_result *cache)
+/* The substitution for one workload: *settled false when it had not settled after
+ * KV_SETTLE_ROUNDS searches. */
+static bool settle(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
+                   const struct serve_workload *w, const struct kv_reuse *reuse, struct serve_result *out,
+                   struct serve_workload *w_out, struct kv_cache_result *cache, bool *settled)
 {
     struct serve_workload at = *w;
     *cache = (struct kv_cache_result){0};
+    *settled = true;
+    double last_step = 0; /* the last move of the hit */
+    /* the workload of the round whose deployment served the most among those whose tiers hold at
+     * least the hit it was searched at: that deployment serves at least as much at its own hit */
+    struct serve_workload held = at;
+    double held_rate = -1;
     for (int round = 0;; round++) {
         if (!serve_search(decode_pool, prefill_pool, &at, out))
             return false;
@@ -256,14 +264,80 @@ bool serve_with_reuse(const struct serve_pool *decode_pool, const struct serve_p
             return true;
         kv_cache_tiers(&in, cache);
         /* a share of a prompt's tokens never reaches 1 (serve_workload: [0, 1)) */
-        double hit = fmin(cache->prefix_hit, SERVE_MOST_PREFIX_HIT);
-        if ((fabs(hit - at.prefix_hit) < 1e-4 && fabs(cache->load_s - at.prefix_load_s) <= 1e-4 * cache->load_s) ||
-            round + 1 == KV_SETTLE_ROUNDS)
+        double hit = fmin(cache->prefix_hit, SERVE_MOST_PREFIX_HIT), step = hit - at.prefix_hit;
+        if (fabs(step) < 1e-4 && fabs(cache->load_s - at.prefix_load_s) <= 1e-4 * cache->load_s)
             return true;
+        if (step >= 0 && out->best.tokens_per_s_per_device > held_rate) {
+            held = at;
+            held_rate = out->best.tokens_per_s_per_device;
+        }
+        if (round + 1 == KV_SETTLE_ROUNDS) {
+            if (held_rate < 0) {
+                *settled = false;
+                return true;
+            }
+            /* no fixed point: the best deployment flips as the hit moves; the one that holds what
+             * it was searched at, again */
+            serve_result_release(out);
+            if (!serve_search(decode_pool, prefill_pool, &held, out))
+                return false;
+            *w_out = held;
+            if (out->found && kv_cache_input_of(decode_pool, prefill_pool, &held, &out->best, reuse, &in))
+                kv_cache_tiers(&in, cache);
+            return true;
+        }
         serve_result_release(out);
-        at.prefix_hit = hit;
-        at.prefix_load_s = cache->load_s;
+        /* moving on as before: Aitken's extrapolation of the geometric approach (the hit's
+         * rise shrinks by a ratio round to round); turning back: halfway, since a search that moves
+         * to another layout as the hit moves can make the substitution swing between two points */
+        double next = hit, load = cache->load_s;
+        if (last_step != 0 && step * last_step < 0) {
+            next = at.prefix_hit + step / 2;
+            load = (cache->load_s + at.prefix_load_s) / 2;
+        } else if (last_step != 0 && fabs(step) < fabs(last_step)) {
+            double ratio = step / last_step;
+            next = fmin(fmax(at.prefix_hit + step / (1 - ratio), 0), SERVE_MOST_PREFIX_HIT);
+        }
+        last_step = next - at.prefix_hit;
+        at.prefix_hit = next;
+        at.prefix_load_s = load;
     }
+}
+
+bool serve_with_reuse(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
+                      const struct serve_workload *w, const struct kv_reuse *reuse, struct serve_result *out,
+                      struct serve_workload *w_out, struct kv_cache_result *cache)
+{
+    bool settled;
+    if (!settle(decode_pool, prefill_pool, w, reuse, out, w_out, cache, &settled))
+        return false;
+    if (settled || w->mode != SERVE_BEST || !out->found)
+        return true;
+    /* the best deployment flips between the modes as the hit moves, and each holds the cache in
+     * another place: settle each mode alone and keep the one that serves more at its own hit */
+    for (int m = 0; m < 2; m++) {
+        struct serve_workload alone = *w, alone_used;
+        alone.mode = m == 0 ? SERVE_AGGREGATED : SERVE_DISAGGREGATED;
+        struct serve_result r;
+        struct kv_cache_result c;
+        bool alone_settled;
+        if (!settle(decode_pool, prefill_pool, &alone, reuse, &r, &alone_used, &c, &alone_settled)) {
+            serve_result_release(out);
+            return false;
+        }
+        bool better = r.found && (alone_settled || !settled) &&
+                      ((!settled && alone_settled) || r.best.tokens_per_s_per_device > out->best.tokens_per_s_per_device);
+        if (better) {
+            serve_result_release(out);
+            *out = r;
+            *w_out = alone_used;
+            *cache = c;
+            settled = alone_settled;
+        } else {
+            serve_result_release(&r);
+        }
+    }
+    return true;
 }
 
 /* `t` with its tier of `kind` holding `bytes` a device (0: without it); false when it has none. */

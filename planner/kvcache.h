@@ -115,11 +115,18 @@ bool kv_cache_input_of(const struct serve_pool *decode_pool, const struct serve_
                        struct kv_cache_input *out);
 
 /* serve_search with the prefix hit the tiers give (at most SERVE_MOST_PREFIX_HIT): from w's
- * prefix_hit, the search, the tiers' hit at its best point, the search again at that hit, until it
- * moves by less than 1e-4 (at most KV_SETTLE_ROUNDS searches). *w_out is the workload searched
- * last and *out its result (to be released), *cache the tiers at its best point (zero when none
- * was found). False only when serve_search fails (out of memory). */
-#define KV_SETTLE_ROUNDS 8
+ * prefix_hit, the search, the tiers' hit at its best point, the search again at that hit (moving on
+ * as before: extrapolated by Aitken's rule; turning back: halfway), until it moves by less than
+ * 1e-4 (at most KV_SETTLE_ROUNDS searches). When it does not settle, the best deployment flips as
+ * the hit moves (one that would serve more needs a hit it does not hold): the answer is then the
+ * round whose deployment served the most among those whose tiers held at least the hit it was
+ * searched at, a deployment that serves at least that much at its own hit (its loads, which only
+ * TTFT sees, taken at the round's); its cache->prefix_hit is then above w_out's, the hit used. Failing that too, with w's mode
+ * best, each mode is settled alone and the one that serves more kept, w_out's mode then that
+ * mode. *w_out is the workload searched last and *out its result (to be released), *cache the
+ * tiers at its best point (zero when none was found). False only when serve_search fails (out of
+ * memory). */
+#define KV_SETTLE_ROUNDS 16
 bool serve_with_reuse(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
                       const struct serve_workload *w, const struct kv_reuse *reuse, struct serve_result *out,
                       struct serve_workload *w_out, struct kv_cache_result *cache);
