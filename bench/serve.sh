@@ -157,6 +157,14 @@ serve_case "serve DSV3 GB200 NVL72, Poisson, p99" $dsv3 $gb200 "${workload[@]}" 
 serve_case "serve Llama 3.1 70B HGX H200, Poisson, p99, --simulate 100000" models/llama-3.1-70b.yaml \
     topologies/hgx-h200.xml --isl 1024 --osl 1024 --tpot-ms 20 --ttft-ms 500 --percentile 99 --arrivals poisson \
     --simulate 100000
+serve_case "serve Qwen3-30B-A3B HGX H200, 2k/512, Poisson, p99" models/qwen3-30b-a3b.yaml topologies/hgx-h200.xml \
+    --isl 2048 --osl 512 --tpot-ms 20 --percentile 99 --arrivals poisson
+# the prefix cache (issue 27): the hit the rack's tiers hold, settled with the deployment, and
+# the host tier sized over eight capacities (each a settled search)
+serve_case "serve DSV3 GB200 NVL72, 8k/1k, --reuse 0.8 exp:300" $dsv3 $gb200 --isl 8192 --osl 1024 --tpot-ms 50 \
+    --reuse 0.8 --reuse-interval exp:300
+serve_case "serve DSV3 GB200 NVL72, 8k/1k, --reuse 0.8 exp:300 --size-tiers" $dsv3 $gb200 --isl 8192 --osl 1024 \
+    --tpot-ms 50 --reuse 0.8 --reuse-interval exp:300 --size-tiers --tier-price host=0.000285 --price gb200-nvl72=10.5
 for model in deepseek-v3 qwen3-235b-a22b llama-3.1-405b; do
     compare_case "compare $model, ${#topologies[@]} topologies" models/$model.yaml
     compare_case "compare $model, ${#topologies[@]} topologies --estimate" models/$model.yaml --estimate

@@ -154,7 +154,6 @@ static bool holds(const struct serve_pool *pool, const struct topology *t, const
     return mem.free_bytes >= 0;
 }
 
-/* The most sequences (or prompts) of `context` tokens that fit in HBM on layout `l`. */
 /* The last answer a thread gave, for the search asks the same of a layout batch after batch; compared
  * byte for byte, so a hit is the same question. */
 struct held_memo {
@@ -167,6 +166,7 @@ struct held_memo {
 };
 static _Thread_local struct held_memo last_held;
 
+/* The most sequences (or prompts) of `context` tokens that fit in HBM on layout `l`. */
 static int64_t most_held(const struct serve_pool *pool, const struct topology *t, const struct layout *l,
                          int64_t context)
 {
@@ -476,7 +476,7 @@ static void poisson_composed(struct composition *c, double m, double offset, dou
         double p = exp(log_mode), k = side ? mode - 1 : mode;
         if (side)
             p *= mode / m;
-        for (; k >= 0 && p > 1e-17; k += side ? -1 : 1) {
+        for (; k >= 0 && p > 1e-13; k += side ? -1 : 1) {
             double t = composition_at(c, (k + offset) * clump);
             mass += p;
             t1 += p * t;
@@ -662,7 +662,7 @@ static void settled_step(struct composition *c, const struct serve_workload *w, 
     for (int i = 0; i < 80; i++) {
         double f1, f2, v2, before = clump;
         settle_once(c, w, arrivals_per_s, t, plain, correlated, &clump, &rho, &f1, &v);
-        if ((fabs(f1 - t) <= 1e-9 * f1 && fabs(clump - before) <= 1e-6 * clump) || f1 > 1e6 * alone) {
+        if ((fabs(f1 - t) <= 1e-7 * f1 && fabs(clump - before) <= 1e-5 * clump) || f1 > 1e6 * alone) {
             t = f1;
             break;
         }
@@ -686,7 +686,7 @@ static void settled_step(struct composition *c, const struct serve_workload *w, 
     *delay_s = fmax(with_one - t, 0);
 }
 
-#define SETTLED_POINTS (OCCUPANCY_GRID + OCCUPANCY_FINE + 2)
+#define SETTLED_POINTS (OCCUPANCY_GRID + OCCUPANCY_FINE + 4) /* the fine points, their last, and the coarse ones */
 
 struct settled {
     int count;
@@ -1037,11 +1037,11 @@ static void skewed_at(const struct skewed_mix *m, double x, double *cdf, double 
     *density = total > 0 ? dens / total : 0;
 }
 
-/* The mixture's p-quantile by Newton's method on its CDF, kept within a shrinking bracket [lo, hi]
- * that bisection takes over from when a step would leave it; to a part in 10^12 of the spread. */
+/* The mixture's p-quantile by Newton's method on its CDF from x, kept within a shrinking bracket
+ * [lo, hi] that bisection takes over from when a step would leave it; to a part in 10^9 of x. */
 static double skewed_quantile(const struct skewed_mix *m, double p, double x, double lo, double hi)
 {
-    for (int step = 0; step < 200 && hi - lo > 1e-12 * (hi - lo + fabs(x)); step++) {
+    for (int step = 0; step < 200 && hi - lo > 1e-9 * fabs(x); step++) {
         double below, density;
         skewed_at(m, x, &below, &density);
         if (below < p)
@@ -1051,14 +1051,15 @@ static double skewed_quantile(const struct skewed_mix *m, double p, double x, do
         double next = density > 0 ? x - (below - p) / density : (lo + hi) / 2;
         if (!(next > lo && next < hi))
             next = (lo + hi) / 2;
-        if (fabs(next - x) <= 1e-12 * (hi - lo + fabs(x)))
+        if (fabs(next - x) <= 1e-9 * fabs(x))
             return next;
         x = next;
     }
     return x;
 }
 
-static void tpot_tail(const struct serve_workload *w, const struct serve_occupancy *o, double *at, double *mean_s)
+static void tpot_tail(const struct serve_workload *w, const struct serve_occupancy *o, bool target_only, double *at,
+                      double *mean_s)
 {
     double y = serve_tokens_per_step(w), levels[TAIL_LEVELS];
     tail_levels(w, levels);
@@ -1103,9 +1104,15 @@ static void tpot_tail(const struct serve_workload *w, const struct serve_occupan
     if (bins > 1) {
         /* lengths that vary: the mixture's own quantiles (a quantile of a mixture is no mix of its
          * parts' quantiles) */
-        for (int i = 0; i < TAIL_LEVELS; i++)
-            at[i] = widest > 0 ? fmax(skewed_quantile(&mix, levels[i], mean, mean - 12 * widest, mean + 40 * widest), 0)
+        /* each level from the one below it where that is higher (the levels rise but for the
+         * workload's, last) */
+        for (int i = target_only ? SERVE_PERCENTILES : 0; i < TAIL_LEVELS; i++) {
+            double from = i > 0 && !target_only && levels[i] >= levels[i - 1] ? fmax(at[i - 1], mean) : mean;
+            at[i] = widest > 0 ? fmax(skewed_quantile(&mix, levels[i], from, mean - 12 * widest, mean + 40 * widest), 0)
                                : mean;
+        }
+        for (int i = 0; target_only && i < SERVE_PERCENTILES; i++)
+            at[i] = at[SERVE_PERCENTILES]; /* not asked for */
         return;
     }
     /* one length: the occupancy's own quantile (skewed where the batch nears its cap), and the steps'
@@ -1170,7 +1177,8 @@ static int compare_time(const void *a, const void *b)
 
 /* The quantiles: with no wait, the atoms' own (sorted, the smallest whose cumulative weight
  * reaches the level); else by bisection on the mixture's CDF. */
-static void ttft_tail(const struct serve_workload *w, const struct ttft_mix *m, double *at, double *mean_s)
+static void ttft_tail(const struct serve_workload *w, const struct ttft_mix *m, bool target_only, double *at,
+                      double *mean_s)
 {
     double levels[TAIL_LEVELS], low = INFINITY, high = 0, own = 0, total = 0;
     tail_levels(w, levels);
@@ -1186,13 +1194,15 @@ static void ttft_tail(const struct serve_workload *w, const struct ttft_mix *m, 
         sorted[i] = (struct weighted_time){m->own_s[i], m->weight[i]};
     qsort(sorted, (size_t)m->count, sizeof *sorted, compare_time);
     if (m->wait->wait_probability <= 0 || m->wait->mean_wait_s <= 0) {
-        for (int i = 0; i < TAIL_LEVELS; i++) {
+        for (int i = target_only ? SERVE_PERCENTILES : 0; i < TAIL_LEVELS; i++) {
             double below = 0;
             int64_t j = 0;
             while (j < m->count - 1 && (below += sorted[j].weight) < levels[i] * total * (1 - 1e-12))
                 j++;
             at[i] = sorted[j].time_s;
         }
+        for (int i = 0; target_only && i < SERVE_PERCENTILES; i++)
+            at[i] = at[SERVE_PERCENTILES]; /* not asked for */
         free(sorted);
         return;
     }
@@ -1215,8 +1225,10 @@ static void ttft_tail(const struct serve_workload *w, const struct ttft_mix *m, 
     }
     free(sorted);
     double tail = m->wait->mean_wait_s / m->wait->wait_probability;
-    for (int i = 0; i < TAIL_LEVELS; i++)
+    for (int i = target_only ? SERVE_PERCENTILES : 0; i < TAIL_LEVELS; i++)
         at[i] = queue_quantile(ttft_mix_cdf, &merged, levels[i], low, high + 50 * tail + 1e-12);
+    for (int i = 0; target_only && i < SERVE_PERCENTILES; i++)
+        at[i] = at[SERVE_PERCENTILES]; /* not asked for */
     ttft_mix_release(&merged);
 }
 
@@ -1229,7 +1241,7 @@ static void ttft_tail(const struct serve_workload *w, const struct ttft_mix *m, 
  * own times already: the coarser cut), each part at its middle share: finer toward the tail, which
  * sets TTFT's p99 (even sixths put the longest step at its 92nd percentile). */
 static const double ttft_step_cuts[] = {0, 0.3, 0.6, 0.85, 0.95, 0.985, 0.995, 0.999, 1};
-static const double ttft_step_cuts_mix[] = {0, 0.5, 0.9, 0.98, 0.998, 1};
+static const double ttft_step_cuts_mix[] = {0, 0.7, 0.95, 0.995, 1};
 
 /* Adds a prompt's own times, of weight `weight`, to the mix (see aggregated_tails): over L, a
  * lognormal law of mean `biased` and variance `biased_variance` at its quantile midpoints, and
@@ -1355,7 +1367,7 @@ static bool aggregated_tails(const struct serve_pool *pool, const struct graph_s
 {
     double arrivals = p->decode.requests_per_s, step_s = p->decode.step_s;
     double tpot[TAIL_LEVELS], tpot_mean, ttft[TAIL_LEVELS] = {0}, ttft_mean = 0;
-    tpot_tail(w, o, tpot, &tpot_mean);
+    tpot_tail(w, o, judging, tpot, &tpot_mean);
     if (judging && (w->ttft_s <= 0 || (w->tpot_s > 0 && tpot[SERVE_PERCENTILES] > w->tpot_s))) {
         /* only whether it meets the targets is asked, and TTFT cannot change the answer */
         set_tail(ttft, ttft_mean, tpot, tpot_mean, p);
@@ -1388,7 +1400,7 @@ static bool aggregated_tails(const struct serve_pool *pool, const struct graph_s
         double own = aggregated_ttft(pool, g, l, w, batch, isl[i]) * slower + w->prefix_load_s;
         ttft_own_add(&mix, w, at_batch, weight[i], own, slower, arrivals, biased, biased_variance, open, joining);
     }
-    ttft_tail(w, &mix, ttft, &ttft_mean);
+    ttft_tail(w, &mix, judging, ttft, &ttft_mean);
     ttft_mix_release(&mix);
     set_tail(ttft, ttft_mean, tpot, tpot_mean, p);
     p->tail.prefill_wait_s = wait.mean_wait_s;
@@ -1564,23 +1576,25 @@ double serve_kv_transfer_s(const struct serve_pool *prefill, const struct layout
 }
 
 /* A decode instance's TPOT at the levels: its occupancy, no prefill. */
-static void decode_tpot(const struct serve_workload *w, const struct serve_instance *d, double *at, double *mean_s)
+static void decode_tpot(const struct serve_workload *w, const struct serve_instance *d, bool target_only, double *at,
+                        double *mean_s)
 {
-    tpot_tail(w, &d->occupancy, at, mean_s);
+    tpot_tail(w, &d->occupancy, target_only, at, mean_s);
 }
 
 /* A disaggregated point's TTFT at the levels: the wait for one of x prefill instances, each
  * serving 1 / r_p seconds a request (its batch's time over its prompts), then its batch S_p and the
  * KV's transfer. False when the pool cannot keep up. */
 static bool disaggregated_ttft(const struct serve_workload *w, const struct serve_instance *prefill, double transfer_s,
-                               double arrivals_per_s, int64_t instances, double *at, double *mean_s, double *wait_s)
+                               double arrivals_per_s, int64_t instances, bool target_only, double *at, double *mean_s,
+                               double *wait_s)
 {
     struct queue_wait wait;
     if (!prefill_wait(w, arrivals_per_s, 1 / prefill->requests_per_s, instances, &wait))
         return false;
     struct ttft_mix mix = {.wait = &wait};
     ttft_mix_add(&mix, 1, prefill->step_s + transfer_s + w->prefix_load_s);
-    ttft_tail(w, &mix, at, mean_s);
+    ttft_tail(w, &mix, target_only, at, mean_s);
     ttft_mix_release(&mix);
     *wait_s = wait.mean_wait_s;
     return true;
@@ -1599,7 +1613,7 @@ static int64_t fewest_prefill(const struct serve_workload *w, const struct serve
         x = 1;
     for (int64_t last = 2 * x + 64; x <= last; x++) {
         double at[TAIL_LEVELS], mean, wait;
-        if (!disaggregated_ttft(w, prefill, transfer_s, arrivals_per_s, x, at, &mean, &wait))
+        if (!disaggregated_ttft(w, prefill, transfer_s, arrivals_per_s, x, true, at, &mean, &wait))
             continue;
         if (w->ttft_s <= 0 || at[SERVE_PERCENTILES] <= w->ttft_s * (1 + 1e-12))
             return x;
@@ -1725,10 +1739,10 @@ bool serve_disaggregated(const struct serve_pool *prefill_pool, const struct ser
     }
     double arrivals = rate > 0 ? rate : (double)p.decode_instances * r_d;
     double ttft[TAIL_LEVELS], ttft_mean, tpot[TAIL_LEVELS], tpot_mean;
-    if (!disaggregated_ttft(w, prefill, p.kv_transfer_s, arrivals, p.prefill_instances, ttft, &ttft_mean,
+    if (!disaggregated_ttft(w, prefill, p.kv_transfer_s, arrivals, p.prefill_instances, false, ttft, &ttft_mean,
                             &p.tail.prefill_wait_s))
         return false;
-    decode_tpot(w, decode, tpot, &tpot_mean);
+    decode_tpot(w, decode, false, tpot, &tpot_mean);
     set_tail(ttft, ttft_mean, tpot, tpot_mean, &p);
     p.tail.sequences_mean = decode->occupancy.sequences_mean;
     p.tokens_per_s_per_user = 1 / tpot_mean;
@@ -2020,7 +2034,7 @@ static bool decode_within(const struct serve_pool *pool, const struct graph_summ
     if (w->tpot_s <= 0)
         return true;
     double tpot[TAIL_LEVELS], mean;
-    decode_tpot(w, &d, tpot, &mean);
+    decode_tpot(w, &d, true, tpot, &mean);
     return tpot[SERVE_PERCENTILES] <= w->tpot_s;
 }
 

@@ -59,7 +59,7 @@
  *   batching as processor sharing, pi(n) ~ prod lambda / X(k), X(n) = y n / (T(n) osl), T(n) the
  *   steps' mean at n with the prompts lambda T(n) brings, widened where an arrival's prefill
  *   holds every sequence back; at the HBM cap requests wait for a slot (a geometric tail);
- *   T(n) settled at 12 counts from 1 to the cap, then at up to 24 of a grid 3% apart where pi's
+ *   T(n) settled at 12 counts from 1 to the cap, then at up to 12 of a grid 3% apart where pi's
  *   mass lies (its mean +- 6 sd, twice), unless the chord there is within 0.1% of T;
  *   the steps' prompts under Poisson arrivals: those that arrive during a step join the next, so
  *   the units a step carries are U' ~ Poisson(lambda T(U)) of the step before, a branching
@@ -79,7 +79,8 @@
  *   P-K at one server), its law an atom at 0 and an exponential tail (queueing.h);
  *   TTFT's quantiles those of the wait after the own times, weighted atoms over the length-biased
  *   step (its lognormal law cut at 0.3, 0.6, 0.85, 0.95, 0.985, 0.995, 0.999, finer toward the
- *   tail that p99 reads), the share waited and K.
+ *   tail that p99 reads; a length mix at 0.7, 0.95, 0.995), the share waited and K. A search that
+ *   only asks whether a point meets the targets works out the target's percentile alone.
  * Not modelled: retries, priorities, preemption, a decode slot's wait in disaggregated TTFT,
  * the variation of accepted drafts, a rate-sized decode instance below its planned batch.
  *
