@@ -24,7 +24,7 @@ _rackplan_options() {
         ;;
     plan)
         echo "--racks --weights --kv --context --batch --reserve --tp --pp --format $shared" \
-            "--loads --trace --overlap --redundant --ep --time-limit --expert-map --report --estimate --timings" \
+            "--loads --trace --overlap --redundant --ep --time-limit --expert-map --report --estimate --timings --emit" \
             "$workload --ttft-ms --tpot-ms --percentile"
         ;;
     compare)
@@ -34,7 +34,7 @@ _rackplan_options() {
         ;;
     serve)
         echo "--racks --devices --weights --kv --reserve --tp --pp --format $shared $workload --ttft-ms --tpot-ms" \
-            "--percentile --mode --rate --prefill-topology --price --plot --report --estimate --simulate --seed --reuse --reuse-interval --size-tiers --tier-price"
+            "--percentile --mode --rate --prefill-topology --price --plot --report --estimate --simulate --seed --reuse --reuse-interval --size-tiers --tier-price --emit"
         ;;
     price)
         echo "--racks --devices --weights --kv --reserve --tp --pp --format $shared $workload --ttft-ms --tpot-ms" \
@@ -163,6 +163,10 @@ _rackplan() {
         ;;
     --model)
         _rackplan_files .yaml .yml .json
+        return 0
+        ;;
+    --emit)
+        mapfile -t COMPREPLY < <(compgen -W "sglang vllm trtllm dynamo dynamo-sglang dynamo-vllm dynamo-trtllm" -- "$cur")
         return 0
         ;;
     -o | --output | --report | --plot | --expert-map | --reuse-interval)

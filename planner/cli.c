@@ -1,6 +1,7 @@
 /* cli.c: see cli.h. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
+#include "emit.h"
 
 #include "../reports/document.h"
 #include "../reports/json.h"
@@ -232,6 +233,13 @@ static void print_help(const struct command *c)
                "  --expert-map F   write the placement as a physical-to-logical map (.csv or .json)\n"
                "  --timings        the solver's seconds in JSON and YAML too (the text always has\n"
                "                   them); without it two runs of one plan write the same bytes\n");
+    if (c->options & OPTS_EMIT)
+        printf("  --emit ENGINE DIR  launch files for ENGINE (sglang, vllm, trtllm; dynamo or\n"
+               "                   dynamo-sglang|vllm|trtllm: a Kubernetes DynamoGraphDeployment) in\n"
+               "                   DIR, flags from the plan (parallel sizes, batch, chunk, KV dtype,\n"
+               "                   memory share, P/D roles, MTP), each file naming the engine version\n"
+               "                   its flags were checked against; refused (exit 2) with the reason\n"
+               "                   when the engine cannot run the plan\n");
     if (c->options & (OPTS_PLAN | OPTS_COMPARE | OPTS_SERVE))
         printf("  --report FILE    a report to read: FILE.md with its SVG plots beside it\n"
                "                   (FILE-NAME.svg), or FILE.html, one page with the plots inline\n");
@@ -274,7 +282,7 @@ enum { OPT_RACKS = 256, OPT_WEIGHTS, OPT_KV, OPT_CONTEXT, OPT_BATCH, OPT_FORMAT,
        OPT_OVERLAP, OPT_TPOT_MS, OPT_PRICE, OPT_DOMAIN_SIZES, OPT_DEVICES, OPT_SHARD, OPT_ESTIMATE,
        OPT_ISL, OPT_OSL, OPT_TTFT_MS, OPT_PREFIX_HIT, OPT_MTP, OPT_MTP_ACCEPT, OPT_MODE, OPT_CHUNK, OPT_RATE,
        OPT_PREFILL_TOPOLOGY, OPT_TIMINGS, OPT_CHECK, OPT_LENGTHS, OPT_ISL_DIST, OPT_OSL_DIST, OPT_ARRIVALS,
-       OPT_PERCENTILE, OPT_SIMULATE, OPT_SEED, OPT_REUSE, OPT_REUSE_INTERVAL, OPT_SIZE_TIERS,
+       OPT_PERCENTILE, OPT_SIMULATE, OPT_SEED, OPT_REUSE, OPT_REUSE_INTERVAL, OPT_SIZE_TIERS, OPT_EMIT,
        OPT_TIER_PRICE };
 
 /* "A:B" or "A:B:N": N batches spaced evenly in log from A to B (default 50). */
@@ -398,6 +406,7 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         {{"reuse", required_argument, NULL, OPT_REUSE}, OPTS_SERVE},
         {{"reuse-interval", required_argument, NULL, OPT_REUSE_INTERVAL}, OPTS_SERVE},
         {{"size-tiers", no_argument, NULL, OPT_SIZE_TIERS}, OPTS_SERVE},
+        {{"emit", required_argument, NULL, OPT_EMIT}, OPTS_EMIT},
         {{"tier-price", required_argument, NULL, OPT_TIER_PRICE}, OPTS_SERVE},
         {{"devices", required_argument, NULL, OPT_DEVICES}, OPTS_SERVE},
         {{"prefill-topology", required_argument, NULL, OPT_PREFILL_TOPOLOGY}, OPTS_SERVE},
@@ -774,6 +783,18 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         case OPT_TIMINGS:
             o->timings = true;
             break;
+        case OPT_EMIT: {
+            enum emit_engine engine, inner;
+            if (!emit_engine_parse(arg, &engine, &inner))
+                return cli_usage_error(c, "--emit takes an engine (sglang, vllm, trtllm, dynamo, dynamo-sglang, "
+                                          "dynamo-vllm, dynamo-trtllm) and a directory, not '%s'", arg);
+            if (optind >= argc || argv[optind][0] == 0 || (argv[optind][0] == '-' && argv[optind][1] != 0))
+                return cli_usage_error(c, "--emit %s needs a directory to write into", arg);
+            o->emit_engine = (int)engine;
+            o->emit_inner = (int)inner;
+            o->emit_dir = argv[optind++];
+            break;
+        }
         case OPT_EXPERT_MAP: {
             if (!path_ends_with(arg, ".csv") && !path_ends_with(arg, ".json"))
                 return cli_usage_error(c, "--expert-map takes a file ending in .csv or .json, not '%s'", arg);
@@ -1272,4 +1293,75 @@ void cli_json_precision(struct json *j, const struct workload *w)
     json_key(j, "kv");
     json_string(j, precision_name(w->kv));
     json_end_object(j);
+}
+
+void cli_model_path(const struct model *m, const char *given, char *out, size_t size)
+{
+    const char *hf = strstr(m->source, "huggingface.co/");
+    if (hf) {
+        hf += strlen("huggingface.co/");
+        const char *slash = strchr(hf, '/');
+        const char *end = slash ? strchr(slash + 1, '/') : NULL;
+        size_t n = end ? (size_t)(end - hf) : strlen(hf);
+        if (slash && n > 0 && n < size) {
+            memcpy(out, hf, n);
+            out[n] = 0;
+            return;
+        }
+    }
+    snprintf(out, size, "%s", given);
+}
+
+int cli_emit_build(const struct options *o, const struct emit_plan *p, struct emit_output *out)
+{
+    char why[768];
+    enum emit_status s = emit_build((enum emit_engine)o->emit_engine, (enum emit_engine)o->emit_inner, p, out, why,
+                                    sizeof why);
+    if (s == EMIT_OK)
+        return -1;
+    if (s == EMIT_REFUSED) {
+        fprintf(stderr, "rackplan %s: --emit refused: %s\n", o->command->name, why);
+        return EXIT_USAGE;
+    }
+    fprintf(stderr, "rackplan %s: --emit: out of memory writing YAML\n", o->command->name);
+    return EXIT_IO;
+}
+
+static void write_text(FILE *out, const void *data)
+{
+    fputs(data, out);
+}
+
+static void emit_path(const struct options *o, const char *name, char *out, size_t size)
+{
+    size_t n = strlen(o->emit_dir);
+    snprintf(out, size, "%s%s%s", o->emit_dir, n && o->emit_dir[n - 1] == '/' ? "" : "/", name);
+}
+
+bool cli_emit_write(const struct options *o, const struct emit_output *out, struct sink_batch *b)
+{
+    struct stat st;
+    if (stat(o->emit_dir, &st) != 0 && mkdir(o->emit_dir, 0777) != 0) {
+        fprintf(stderr, "rackplan %s: unable to make '%s': %s\n", o->command->name, o->emit_dir, strerror(errno));
+        b->failed = true;
+        return false;
+    }
+    for (int i = 0; i < out->count; i++) {
+        char path[4096];
+        emit_path(o, out->files[i].name, path, sizeof path);
+        if (!sink_batch_write(b, path, write_text, out->files[i].text))
+            return false;
+    }
+    return true;
+}
+
+void cli_emit_report(const struct options *o, const struct emit_output *out)
+{
+    for (int i = 0; i < out->count; i++) {
+        char path[4096];
+        emit_path(o, out->files[i].name, path, sizeof path);
+        if (path_ends_with(path, ".sh"))
+            chmod(path, 0755);
+        fprintf(stderr, "rackplan %s: wrote %s\n", o->command->name, path);
+    }
 }

@@ -57,6 +57,7 @@ enum {
     OPTS_SERVE = 1 << 12,    /* --rate, --prefill-topology, --price, --plot, --report, --estimate */
     OPTS_MTP_HELD = 1 << 14, /* --mtp K without a workload: the MTP modules held, nothing timed */
     OPTS_CALIBRATE = 1 << 15, /* --check */
+    OPTS_EMIT = 1 << 16,      /* --emit ENGINE DIR (serve, plan) */
 };
 
 #define CLI_MAX_POSITIONALS 64
@@ -154,6 +155,9 @@ struct options {
     bool size_tiers;            /* serve --size-tiers */
     double tier_price[4];       /* serve --tier-price, by enum tier_kind: $ per GB-hour */
     bool tier_price_set[4];
+    /* --emit ENGINE DIR: launch files for a serving engine (emit.h); emit_dir NULL: none */
+    const char *emit_dir;
+    int emit_engine, emit_inner; /* enum emit_engine */
 };
 
 /* Parses argv for `command`. Returns -1 to go on, or an exit code to return at once (help
@@ -258,5 +262,19 @@ int cli_check_cluster(const struct command *c, int64_t racks, const struct topol
 /* Checks --context against the model's maximum and --racks; fills the precisions the model
  * runs at (the model's own unless overridden). Returns EXIT_OK or a usage error. */
 int cli_resolve(struct options *o, const struct model *m, const struct topology *t);
+
+struct emit_plan;
+struct emit_output;
+/* The model as serving engines name it: the Hugging Face id of its spec's source
+ * (huggingface.co/ORG/NAME/...), else the path given on the command line. */
+void cli_model_path(const struct model *m, const char *given, char *out, size_t size);
+/* --emit: builds o->emit_engine's files for `p` into *out. Returns -1 to go on, or, after
+ * printing why (a refusal names the engine's reason), EXIT_USAGE (refused) or EXIT_IO. */
+int cli_emit_build(const struct options *o, const struct emit_plan *p, struct emit_output *out);
+/* Adds every file of `out` to the run's outputs, as DIR/NAME (DIR made when missing). */
+bool cli_emit_write(const struct options *o, const struct emit_output *out, struct sink_batch *b);
+/* After the outputs were renamed into place: makes the scripts executable and prints on stderr
+ * which files were written. */
+void cli_emit_report(const struct options *o, const struct emit_output *out);
 
 #endif

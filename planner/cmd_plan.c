@@ -4,6 +4,7 @@
 #include "cluster.h"
 #include "commands.h"
 #include "diag.h"
+#include "emit.h"
 #include "experts.h"
 #include "graph.h"
 #include "loads.h"
@@ -846,6 +847,8 @@ int cmd_plan(int argc, char **argv)
     struct serve_workload serving;
     if ((status = cli_serve_workload_checked(o.command, &o, &m, &serving)) >= 0)
         return status;
+    if (o.emit_dir && serving.isl <= 0)
+        return cli_usage_error(o.command, "--emit sizes the engine's batch and chunk for a workload: give --isl and --osl");
     if (serving.isl > 0) {
         /* HBM holds a sequence at its longest */
         w.context = serve_held_context(&serving);
@@ -1056,6 +1059,47 @@ int cmd_plan(int argc, char **argv)
 
     status = p.memory.free_bytes >= 0 ? EXIT_OK : EXIT_NO_FIT;
     struct plan_output output = {.model = &m, .topology = &t, .workload = &w, .planned = &p, .format = o.format};
+    /* --emit: the plan as one aggregated instance (its expert map beside SGLang's scripts) */
+    struct emit_output emitted = {0};
+    char map_path[4096] = "";
+    bool emitting = o.emit_dir && p.memory.free_bytes >= 0;
+    if (o.emit_dir && !emitting)
+        fprintf(stderr, "rackplan plan: --emit: the plan does not fit, so nothing is written\n");
+    bool with_map = emitting && p.moe && o.emit_engine == EMIT_SGLANG && p.layout.ep > 1;
+    if (emitting) {
+        char model_path[512];
+        cli_model_path(&m, o.positional[0], model_path, sizeof model_path);
+        if (with_map) {
+            size_t n = strlen(o.emit_dir);
+            snprintf(map_path, sizeof map_path, "%s%sexpert-map.json", o.emit_dir,
+                     n && o.emit_dir[n - 1] == '/' ? "" : "/");
+        }
+        struct emit_plan plan = {
+            .command = "plan", .model_name = m.name, .model_path = model_path, .topology_name = t.name,
+            .family = t.family, .domain_devices = t.domain_devices, .moe = p.moe,
+            .experts = p.moe ? m.moe.experts : 0, .mtp_layers = m.mtp_layers, .kv = w.kv, .isl = serving.isl,
+            .osl = serving.osl, .mtp = serving.mtp, .mtp_accept = serving.mtp_accept,
+            .ttft_target_s = serving.ttft_s, .tpot_target_s = serving.tpot_s, .ttft_s = p.ttft_s,
+            .tpot_s = p.tpot_s, .tokens_per_s_per_device = p.step.tokens_per_s_per_device,
+            .tokens_per_s = p.step.tokens_per_s, .bound = !p.estimate, .role_count = 1,
+            .expert_map = with_map ? map_path : NULL};
+        plan.roles[0] = (struct emit_role){
+            .kind = EMIT_AGGREGATED, .tp = p.layout.tp, .dp = p.layout.dp, .pp = p.layout.pp, .ep = p.layout.ep,
+            .devices = p.layout.devices, .instances = 1, .batch = p.batch,
+            .chunk_tokens = serving.chunk_tokens ? serving.chunk_tokens : SERVE_DEFAULT_CHUNK_TOKENS,
+            .slots = p.moe ? p.slots : 0, .weights_bytes = p.memory.weights_bytes, .kv_bytes = p.memory.kv_bytes,
+            .activation_bytes = p.memory.activation_bytes, .hbm_bytes = p.memory.hbm_bytes};
+        int refused = cli_emit_build(&o, &plan, &emitted);
+        if (refused >= 0) {
+            cluster_placement_release(&p.experts);
+            free(p.layer_times);
+            free(p.naive_times);
+            stage_split_release(&p.split);
+            free(p.stage_stats.x);
+            loads_release(&p.loads);
+            return refused;
+        }
+    }
     struct sink_batch outputs;
     sink_batch_init(&outputs);
     bool whole = sink_batch_write(&outputs, o.output, write_output, &output) &&
@@ -1064,9 +1108,20 @@ int cmd_plan(int argc, char **argv)
                                    path_ends_with(o.expert_map, ".json") ? write_expert_map_json
                                                                          : write_expert_map_csv,
                                    &output)) &&
-                 (!o.report || write_report(o.report, &m, &t, &w, &setup, &p, &outputs));
+                 (!o.report || write_report(o.report, &m, &t, &w, &setup, &p, &outputs)) &&
+                 (!emitting || cli_emit_write(&o, &emitted, &outputs)) &&
+                 (!with_map || sink_batch_write(&outputs, map_path, write_expert_map_json, &output));
     if (!sink_batch_finish(&outputs, whole))
         status = EXIT_IO;
+    else if (emitting) {
+        cli_emit_report(&o, &emitted);
+        if (with_map)
+            fprintf(stderr, "rackplan plan: wrote %s (SGLang's --init-expert-location, with "
+                            "--ep-num-redundant-experts %lld: %lld slots over %lld experts)\n",
+                    map_path, (long long)(p.slots * p.layout.ep - m.moe.experts),
+                    (long long)(p.slots * p.layout.ep), (long long)m.moe.experts);
+    }
+    emit_output_release(&emitted);
     if (p.memory.free_bytes < 0)
         explain_no_fit(&m, &t, &w, &p);
     cluster_placement_release(&p.experts);

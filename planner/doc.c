@@ -1,6 +1,8 @@
 /* doc.c: see doc.h. The only file that includes yaml.h. */
 #include "doc.h"
 
+#include <assert.h>
+
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
@@ -434,4 +436,123 @@ const char *doc_kind_name(const struct doc_node *node)
     default:
         return node->quoted ? "a string" : "a scalar";
     }
+}
+
+struct doc_node *doc_new_map(void)
+{
+    struct doc_node *n = xcalloc(1, sizeof *n);
+    n->kind = DOC_MAP;
+    return n;
+}
+
+struct doc_node *doc_new_seq(void)
+{
+    struct doc_node *n = xcalloc(1, sizeof *n);
+    n->kind = DOC_SEQ;
+    return n;
+}
+
+struct doc_node *doc_new_scalar(const char *text, bool quoted)
+{
+    struct doc_node *n = xcalloc(1, sizeof *n);
+    n->kind = DOC_SCALAR;
+    n->text = xstrdup(text);
+    n->quoted = quoted;
+    return n;
+}
+
+struct doc_node *doc_map_put(struct doc_node *map, const char *key, struct doc_node *value)
+{
+    assert(map->kind == DOC_MAP);
+    append(map, doc_new_scalar(key, false), value);
+    return value;
+}
+
+struct doc_node *doc_seq_push(struct doc_node *seq, struct doc_node *item)
+{
+    assert(seq->kind == DOC_SEQ);
+    append(seq, NULL, item);
+    return item;
+}
+
+void doc_node_free(struct doc_node *node)
+{
+    node_free(node);
+}
+
+struct emitted {
+    char *data;
+    size_t size, capacity;
+};
+
+static int emit_write(void *context, unsigned char *buffer, size_t size)
+{
+    struct emitted *e = context;
+    if (e->size + size + 1 > e->capacity) {
+        e->capacity = (e->size + size + 1) * 2;
+        e->data = xrealloc(e->data, e->capacity);
+    }
+    memcpy(e->data + e->size, buffer, size);
+    e->size += size;
+    e->data[e->size] = 0;
+    return 1;
+}
+
+static bool emit_node(yaml_emitter_t *em, const struct doc_node *n)
+{
+    yaml_event_t event;
+    switch (n->kind) {
+    case DOC_SCALAR:
+        if (!yaml_scalar_event_initialize(&event, NULL, NULL, (yaml_char_t *)n->text, (int)strlen(n->text),
+                                          !n->quoted, n->quoted,
+                                          n->quoted ? YAML_DOUBLE_QUOTED_SCALAR_STYLE : YAML_ANY_SCALAR_STYLE))
+            return false;
+        return yaml_emitter_emit(em, &event) != 0;
+    case DOC_MAP:
+        if (!yaml_mapping_start_event_initialize(&event, NULL, NULL, 1, YAML_BLOCK_MAPPING_STYLE) ||
+            !yaml_emitter_emit(em, &event))
+            return false;
+        for (size_t i = 0; i < n->count; i++)
+            if (!emit_node(em, n->keys[i]) || !emit_node(em, n->items[i]))
+                return false;
+        if (!yaml_mapping_end_event_initialize(&event))
+            return false;
+        return yaml_emitter_emit(em, &event) != 0;
+    case DOC_SEQ:
+        if (!yaml_sequence_start_event_initialize(&event, NULL, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE) ||
+            !yaml_emitter_emit(em, &event))
+            return false;
+        for (size_t i = 0; i < n->count; i++)
+            if (!emit_node(em, n->items[i]))
+                return false;
+        if (!yaml_sequence_end_event_initialize(&event))
+            return false;
+        return yaml_emitter_emit(em, &event) != 0;
+    }
+    return false;
+}
+
+char *doc_emit_yaml(const struct doc_node *root, const char *preamble)
+{
+    struct emitted e = {0};
+    if (preamble)
+        emit_write(&e, (unsigned char *)preamble, strlen(preamble));
+    yaml_emitter_t em;
+    if (!yaml_emitter_initialize(&em))
+        return free(e.data), NULL;
+    yaml_emitter_set_output(&em, emit_write, &e);
+    yaml_emitter_set_unicode(&em, 1);
+    yaml_emitter_set_width(&em, -1);
+    yaml_event_t event;
+    bool ok = yaml_stream_start_event_initialize(&event, YAML_UTF8_ENCODING) && yaml_emitter_emit(&em, &event) &&
+              yaml_document_start_event_initialize(&event, NULL, NULL, NULL, 1) && yaml_emitter_emit(&em, &event) &&
+              emit_node(&em, root) && yaml_document_end_event_initialize(&event, 1) &&
+              yaml_emitter_emit(&em, &event) && yaml_stream_end_event_initialize(&event) &&
+              yaml_emitter_emit(&em, &event) && yaml_emitter_flush(&em);
+    yaml_emitter_delete(&em);
+    if (!ok) {
+        free(e.data);
+        return NULL;
+    }
+    return e.data ? e.data : xstrdup("");
 }

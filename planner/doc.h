@@ -54,4 +54,21 @@ const struct doc_node *doc_get(const struct doc_node *map, const char *key);
 /* "a mapping", "a list", "a string", ... for messages. */
 const char *doc_kind_name(const struct doc_node *node);
 
+/* Writing: a tree built from these (line and col 0), each node owned by the collection it is
+ * added to; doc_node_free releases a tree and accepts NULL. Adding to a node of the wrong kind is
+ * an internal error (assert). */
+struct doc_node *doc_new_map(void);
+struct doc_node *doc_new_seq(void);
+/* A scalar; `quoted`: always a string (written quoted), else plain where YAML allows it. */
+struct doc_node *doc_new_scalar(const char *text, bool quoted);
+/* Adds `value` under `key` (copied) to `map` and returns `value`. */
+struct doc_node *doc_map_put(struct doc_node *map, const char *key, struct doc_node *value);
+struct doc_node *doc_seq_push(struct doc_node *seq, struct doc_node *item);
+void doc_node_free(struct doc_node *node);
+
+/* `root` as one YAML document in block style through libyaml's emitter, after `preamble` (lines
+ * of comments, written as given; NULL: none). Returns a NUL-terminated string the caller frees,
+ * or NULL when the emitter fails (out of memory). */
+char *doc_emit_yaml(const struct doc_node *root, const char *preamble);
+
 #endif

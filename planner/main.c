@@ -86,7 +86,7 @@ const struct command command_plan = {
     .summary = "lay a model out: parallelism, layers on stages, experts on devices, predicted step",
     .usage = "rackplan plan MODEL TOPOLOGY [--racks N] [--loads FILE.csv] [--redundant N] [--ep N]\n"
              "                     [--tp N] [--pp N] [--batch N] [--context N] [--time-limit S]\n"
-             "                     [--expert-map FILE.csv|FILE.json] [--report FILE.md|FILE.html]\n"
+             "                     [--expert-map FILE.csv|FILE.json] [--report FILE.md|FILE.html] [--emit ENGINE DIR]\n"
              "                     [--isl N --osl N [--ttft-ms X] [--tpot-ms Y] [--prefix-hit F] [--mtp K --mtp-accept P]]\n"
              "                     [--format text|json] [-o FILE]",
     .help = "Chooses the layout fit would (pinned by --tp/--pp/--ep), splits layers into pipeline\n"
@@ -96,7 +96,7 @@ const struct command command_plan = {
             "that fits (with --isl/--osl: that fits at isl + osl tokens and whose serving step, prefill\n"
             "included, meets --ttft-ms and --tpot-ms). Exit 0 when the plan fits, 1 when it does not.\n",
     .options = OPTS_FORMAT | OPTS_PRECISION | OPTS_CONTEXT | OPTS_RACKS | OPTS_BATCH | OPTS_FIT |
-               OPTS_PLAN | OPTS_WORKLOAD | OPTS_TARGETS,
+               OPTS_PLAN | OPTS_WORKLOAD | OPTS_TARGETS | OPTS_EMIT,
     .positionals = 2,
 };
 
@@ -178,7 +178,8 @@ const struct command command_serve = {
              "                      [--mtp K --mtp-accept P] [--chunk N] [--racks N | --devices N] [--estimate]\n"
              "                      [--prefill-topology FILE] [--price DEVICE=USD_PER_HOUR]...\n"
              "                      [--weights PREC] [--kv PREC] [--tp N] [--pp N] [--reserve R]\n"
-             "                      [--plot FILE.svg] [--report FILE.md|FILE.html] [--format text|json|yaml] [-o FILE]",
+             "                      [--plot FILE.svg] [--report FILE.md|FILE.html] [--emit ENGINE DIR]\n"
+             "                      [--format text|json|yaml] [-o FILE]",
     .help = "What a deployment serves for requests of --isl prompt and --osl output tokens: output\n"
             "tokens/s per device with prefill included, on the best layout (instance size, TP or\n"
             "data-parallel attention, EP, PP) and batch, served aggregated (one pool, continuous\n"
@@ -197,7 +198,8 @@ const struct command command_serve = {
             "topology's calibrated estimate beside the bound. Exit 0 when some deployment within the\n"
             "budget meets the targets (and serves --rate), 1 when the model does not fit the budget\n"
             "(how many devices would hold it is said) or none meets them (the binding target named).\n",
-    .options = OPTS_FORMAT | OPTS_PRECISION | OPTS_RACKS | OPTS_FIT | OPTS_WORKLOAD | OPTS_TARGETS | OPTS_SERVE,
+    .options = OPTS_FORMAT | OPTS_PRECISION | OPTS_RACKS | OPTS_FIT | OPTS_WORKLOAD | OPTS_TARGETS | OPTS_SERVE |
+               OPTS_EMIT,
     .positionals = 2,
 };
 

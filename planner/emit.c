@@ -1,0 +1,668 @@
+/* emit.c: see emit.h. */
+#include "emit.h"
+
+#include "diag.h"
+#include "doc.h"
+#include "serve.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const engine_names[EMIT_ENGINE_COUNT] = {"sglang", "vllm", "trtllm", "dynamo"};
+static const char *const engine_versions[EMIT_ENGINE_COUNT] = {
+    "SGLang main at 001067ff (python/sglang/srt/server_args.py)",
+    "vLLM main at 99d7eb5d (vllm/engine/arg_utils.py)",
+    "TensorRT-LLM main at fcd3f316 (tensorrt_llm/llmapi/llm_args.py, tensorrt_llm/commands/serve.py)",
+    "Dynamo DynamoGraphDeployment nvidia.com/v1alpha1 (deploy examples, runtime images 1.x)"};
+
+const char *emit_engine_name(enum emit_engine engine)
+{
+    return engine_names[engine];
+}
+
+const char *emit_engine_version(enum emit_engine engine)
+{
+    return engine_versions[engine];
+}
+
+bool emit_engine_parse(const char *text, enum emit_engine *engine, enum emit_engine *inner)
+{
+    for (int e = 0; e < EMIT_ENGINE_COUNT; e++)
+        if (strcmp(text, engine_names[e]) == 0) {
+            *engine = (enum emit_engine)e;
+            *inner = e == EMIT_DYNAMO ? EMIT_SGLANG : (enum emit_engine)e;
+            return true;
+        }
+    if (strncmp(text, "dynamo-", 7) == 0)
+        for (int e = 0; e < EMIT_DYNAMO; e++)
+            if (strcmp(text + 7, engine_names[e]) == 0) {
+                *engine = EMIT_DYNAMO;
+                *inner = (enum emit_engine)e;
+                return true;
+            }
+    return false;
+}
+
+int64_t emit_host_devices(int64_t domain_devices)
+{
+    return domain_devices <= 8 ? domain_devices : 4;
+}
+
+/* ---- text ---- */
+
+struct text {
+    char *data;
+    size_t size, capacity;
+};
+
+static void text_add(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void text_add(struct text *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    va_list copy;
+    va_copy(copy, ap);
+    int n = vsnprintf(NULL, 0, fmt, copy);
+    va_end(copy);
+    if (t->size + (size_t)n + 1 > t->capacity) {
+        t->capacity = (t->size + (size_t)n + 1) * 2;
+        t->data = xrealloc(t->data, t->capacity);
+    }
+    vsnprintf(t->data + t->size, (size_t)n + 1, fmt, ap);
+    t->size += (size_t)n;
+    va_end(ap);
+}
+
+/* One command's arguments: flags with their values, in order. */
+#define MAX_ARGS 64
+struct args {
+    const char *program;          /* "python3 -m sglang.launch_server MODEL"... */
+    char flag[MAX_ARGS][48];
+    char value[MAX_ARGS][160];    /* "" for a switch */
+    bool shell[MAX_ARGS];         /* the value is for the shell to expand ("${NODE_RANK:?}") */
+    int count;
+};
+
+static void arg(struct args *a, const char *flag, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void arg(struct args *a, const char *flag, const char *fmt, ...)
+{
+    if (a->count >= MAX_ARGS)
+        return;
+    snprintf(a->flag[a->count], sizeof a->flag[0], "%s", flag);
+    a->value[a->count][0] = 0;
+    a->shell[a->count] = false;
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(a->value[a->count], sizeof a->value[0], fmt, ap);
+        va_end(ap);
+    }
+    a->count++;
+}
+
+static void arg_shell(struct args *a, const char *flag, const char *value)
+{
+    arg(a, flag, "%s", value);
+    a->shell[a->count - 1] = true;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+/* A fraction rounded up to 0.001, at most 1. */
+static double fraction_up(double x)
+{
+    double r = ceil(x * 1000 - 1e-9) / 1000;
+    return r > 1 ? 1 : r;
+}
+
+static const char *role_name(enum emit_role_kind k)
+{
+    return k == EMIT_PREFILL ? "prefill" : k == EMIT_DECODE ? "decode" : "aggregated";
+}
+
+static void comment_header(struct text *t, enum emit_engine engine, const struct emit_plan *p,
+                           const struct emit_role *r)
+{
+    text_add(t, "# Written by rackplan %s --emit %s: what it planned, and the flags that carry it.\n", p->command,
+             engine_names[engine]);
+    text_add(t, "# model: %s (%s); topology: %s\n", p->model_name, p->model_path, p->topology_name);
+    text_add(t, "# workload: %lld prompt and %lld output tokens a request", (long long)p->isl, (long long)p->osl);
+    if (p->mtp > 0)
+        text_add(t, ", MTP %lld draft%s accepted at %.2f", (long long)p->mtp, p->mtp == 1 ? "" : "s", p->mtp_accept);
+    text_add(t, "\n# targets: ");
+    if (p->ttft_target_s > 0)
+        text_add(t, "TTFT <= %.0f ms", p->ttft_target_s * 1e3);
+    if (p->tpot_target_s > 0)
+        text_add(t, "%sTPOT <= %.1f ms", p->ttft_target_s > 0 ? ", " : "", p->tpot_target_s * 1e3);
+    if (p->ttft_target_s <= 0 && p->tpot_target_s <= 0)
+        text_add(t, "none");
+    text_add(t, "\n# predicted (%s): TTFT %.1f ms, TPOT %.2f ms, %.0f output tokens/s per device, %.0f in all\n",
+             p->bound ? "roofline bound" : "calibrated estimate", p->ttft_s * 1e3, p->tpot_s * 1e3,
+             p->tokens_per_s_per_device, p->tokens_per_s);
+    for (int i = 0; i < p->role_count; i++) {
+        const struct emit_role *x = &p->roles[i];
+        text_add(t, "# %s: %lld x %lld devices, TP %lld x DP %lld x PP %lld, EP %lld, %s %lld%s\n",
+                 role_name(x->kind), (long long)x->instances, (long long)x->devices, (long long)x->tp,
+                 (long long)x->dp, (long long)x->pp, (long long)x->ep,
+                 x->kind == EMIT_PREFILL ? "prompts a batch" : "batch", (long long)x->batch,
+                 x == r ? " (this file)" : "");
+        text_add(t, "#   a device: weights %.2f GB, KV %.2f GB, activations %.2f GB of %.2f GB HBM\n",
+                 x->weights_bytes / 1e9, x->kv_bytes / 1e9, x->activation_bytes / 1e9, x->hbm_bytes / 1e9);
+    }
+    text_add(t, "# flags checked against: %s\n", engine_versions[engine]);
+}
+
+static void shell_command(struct text *t, const struct args *a)
+{
+    text_add(t, "exec %s", a->program);
+    for (int i = 0; i < a->count; i++) {
+        text_add(t, " \\\n  %s", a->flag[i]);
+        if (a->value[i][0])
+            text_add(t, a->shell[i] ? " \"%s\"" : " '%s'", a->value[i]);
+    }
+    text_add(t, "\n");
+}
+
+/* ---- refusals ---- */
+
+static bool family_is(const struct emit_plan *p, const char *name)
+{
+    return strstr(p->family, name) != NULL;
+}
+
+static bool amd(const struct emit_plan *p)
+{
+    return family_is(p, "CDNA");
+}
+
+static bool blackwell_or_later(const struct emit_plan *p)
+{
+    return family_is(p, "Blackwell") || family_is(p, "Rubin");
+}
+
+static bool refuse(char *why, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool refuse(char *why, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, size, fmt, ap);
+    va_end(ap);
+    return true;
+}
+
+static bool refused(enum emit_engine e, const struct emit_plan *p, char *why, size_t size)
+{
+    const char *name = e == EMIT_SGLANG ? "SGLang" : e == EMIT_VLLM ? "vLLM" : "TensorRT-LLM";
+    if (family_is(p, "TPU") || family_is(p, "Trainium"))
+        return refuse(why, size,
+                      "%s: %s's flags are for GPUs (CUDA%s); %s %s runs through a separate plugin whose "
+                      "options were not checked",
+                      engine_names[e], name, e == EMIT_TRTLLM ? " only" : ", ROCm", p->family,
+                      e == EMIT_VLLM ? "in vLLM" : "has no backend here");
+    if (e == EMIT_TRTLLM && amd(p))
+        return refuse(why, size, "trtllm: TensorRT-LLM runs on NVIDIA GPUs only, not %s (AMD)", p->family);
+    if (p->kv == PREC_FP16 || p->kv == PREC_FP32)
+        return refuse(why, size, "%s: a %s KV cache is not among %s's KV dtypes here (bf16, fp8%s); plan with --kv bf16 "
+                      "or fp8",
+                      engine_names[e], precision_name(p->kv), name, e == EMIT_VLLM ? "" : ", fp4 on Blackwell");
+    if (p->kv == PREC_FP4 && e == EMIT_VLLM)
+        return refuse(why, size, "vllm: vLLM's --kv-cache-dtype has no FP4 (auto, bfloat16, fp8 and its variants); "
+                      "plan with --kv fp8");
+    if (p->kv == PREC_FP4 && !blackwell_or_later(p))
+        return refuse(why, size, "%s: an FP4 KV cache needs Blackwell or later in %s, not %s", engine_names[e], name,
+                      p->family);
+    if (p->mtp > 0 && p->mtp_layers == 0)
+        return refuse(why, size,
+                      "%s: --mtp %lld was planned but %s ships no MTP layers: %s's EAGLE would need a draft "
+                      "model rackplan did not plan",
+                      engine_names[e], (long long)p->mtp, p->model_name, name);
+    if (e != EMIT_SGLANG) {
+        int64_t host = emit_host_devices(p->domain_devices);
+        for (int i = 0; i < p->role_count; i++) {
+            const struct emit_role *r = &p->roles[i];
+            if (r->tp * r->pp > host)
+                return refuse(why, size,
+                              "%s: the %s instance's TP %lld x PP %lld spans %lld hosts of %lld GPUs; %s does "
+                              "that only under a Ray or MPI launcher these files do not write (SGLang's "
+                              "--nnodes does: --emit sglang)",
+                              engine_names[e], role_name(r->kind), (long long)r->tp, (long long)r->pp,
+                              (long long)ceil_div(r->tp * r->pp, host), (long long)host, name);
+        }
+    }
+    return false;
+}
+
+/* ---- SGLang ---- */
+
+static const char *sglang_kv(enum precision kv)
+{
+    return kv == PREC_FP8 ? "fp8_e4m3" : kv == PREC_FP4 ? "fp4_e2m1" : "bf16";
+}
+
+static int role_port(const struct emit_role *r)
+{
+    return r->kind == EMIT_DECODE ? 30001 : 30000;
+}
+
+static void sglang_args(const struct emit_plan *p, const struct emit_role *r, bool dynamo, struct args *a)
+{
+    bool dp_attention = p->moe && r->dp > 1;
+    int64_t rank_batch = ceil_div(r->batch, r->dp);
+    int64_t host = emit_host_devices(p->domain_devices);
+    arg(a, "--model-path", "%s", p->model_path);
+    if (!dynamo) {
+        arg(a, "--host", "0.0.0.0");
+        arg(a, "--port", "%d", role_port(r));
+    }
+    arg(a, "--tp-size", "%lld", (long long)(dp_attention ? r->tp * r->dp : r->tp));
+    if (r->dp > 1)
+        arg(a, "--dp-size", "%lld", (long long)r->dp);
+    if (dp_attention)
+        arg(a, "--enable-dp-attention", NULL);
+    if (r->pp > 1)
+        arg(a, "--pp-size", "%lld", (long long)r->pp);
+    if (p->moe && r->ep > 1) {
+        arg(a, "--ep-size", "%lld", (long long)r->ep);
+        arg(a, "--moe-a2a-backend", "%s", amd(p) ? "mori" : "deepep");
+        arg(a, "--deepep-mode", "%s",
+            r->kind == EMIT_PREFILL ? "normal" : r->kind == EMIT_DECODE ? "low_latency" : "auto");
+        if (r->slots > 0 && p->expert_map) {
+            arg(a, "--ep-num-redundant-experts", "%lld", (long long)(r->slots * r->ep - p->experts));
+            arg(a, "--init-expert-location", "%s", p->expert_map);
+        }
+    }
+    if (r->kind != EMIT_PREFILL) {
+        arg(a, "--max-running-requests", "%lld", (long long)r->batch);
+        arg(a, "--cuda-graph-max-bs", "%lld", (long long)rank_batch);
+    }
+    if (r->kind == EMIT_AGGREGATED)
+        arg(a, "--chunked-prefill-size", "%lld", (long long)(r->chunk_tokens * r->dp));
+    else if (r->kind == EMIT_PREFILL)
+        arg(a, "--chunked-prefill-size", "%lld", (long long)SERVE_PREFILL_TOKENS_PER_RANK * r->dp);
+    arg(a, "--kv-cache-dtype", "%s", sglang_kv(p->kv));
+    arg(a, "--mem-fraction-static", "%.3f", fraction_up((r->weights_bytes + r->kv_bytes) / r->hbm_bytes));
+    if (r->kind != EMIT_AGGREGATED) {
+        arg(a, "--disaggregation-mode", "%s", role_name(r->kind));
+        arg(a, "--disaggregation-transfer-backend", "mooncake");
+    }
+    if (p->mtp > 0) {
+        arg(a, "--speculative-algorithm", "EAGLE");
+        arg(a, "--speculative-num-steps", "%lld", (long long)p->mtp);
+        arg(a, "--speculative-eagle-topk", "1");
+        arg(a, "--speculative-num-draft-tokens", "%lld", (long long)(p->mtp + 1));
+    }
+    if (r->devices > host) {
+        arg(a, "--nnodes", "%lld", (long long)ceil_div(r->devices, host));
+        arg_shell(a, "--node-rank", "${NODE_RANK:?set NODE_RANK to this host's rank}");
+        arg_shell(a, "--dist-init-addr", "${DIST_INIT_ADDR:?set DIST_INIT_ADDR to host 0's address:port}");
+    }
+}
+
+/* ---- vLLM ---- */
+
+static int64_t batched_tokens(const struct emit_plan *p, const struct emit_role *r)
+{
+    if (r->kind == EMIT_PREFILL)
+        return SERVE_PREFILL_TOKENS_PER_RANK;
+    int64_t tokens = ceil_div(r->batch, r->dp) * (1 + p->mtp);
+    return tokens + (r->kind == EMIT_AGGREGATED ? r->chunk_tokens : 0);
+}
+
+static void vllm_args(const struct emit_plan *p, const struct emit_role *r, bool dynamo, struct args *a)
+{
+    int64_t host = emit_host_devices(p->domain_devices);
+    if (dynamo)
+        arg(a, "--model", "%s", p->model_path);
+    else
+        arg(a, "--port", "%d", role_port(r) - 30000 + 8100);
+    arg(a, "--tensor-parallel-size", "%lld", (long long)r->tp);
+    if (r->pp > 1)
+        arg(a, "--pipeline-parallel-size", "%lld", (long long)r->pp);
+    if (r->dp > 1)
+        arg(a, "--data-parallel-size", "%lld", (long long)r->dp);
+    if (r->devices > host && r->dp > 1) {
+        arg(a, "--data-parallel-size-local", "%lld", (long long)(host / (r->tp * r->pp)));
+        arg_shell(a, "--data-parallel-address", "${DP_ADDRESS:?set DP_ADDRESS to host 0's address}");
+        arg_shell(a, "--data-parallel-start-rank", "${DP_START_RANK:?set DP_START_RANK to this host's first DP rank}");
+    }
+    if (p->moe && r->ep > 1) {
+        arg(a, "--enable-expert-parallel", NULL);
+        if (!amd(p) && r->kind != EMIT_AGGREGATED)
+            arg(a, "--all2all-backend", "%s",
+                r->kind == EMIT_PREFILL ? "deepep_high_throughput" : "deepep_low_latency");
+    }
+    arg(a, "--max-num-seqs", "%lld",
+        (long long)(r->kind == EMIT_PREFILL ? ceil_div(r->batch, r->dp) : ceil_div(r->batch, r->dp)));
+    arg(a, "--max-num-batched-tokens", "%lld", (long long)batched_tokens(p, r));
+    arg(a, "--kv-cache-dtype", "%s", p->kv == PREC_FP8 ? "fp8" : "auto");
+    arg(a, "--gpu-memory-utilization", "%.3f",
+        fraction_up((r->weights_bytes + r->kv_bytes + r->activation_bytes) / r->hbm_bytes));
+    if (p->mtp > 0)
+        arg(a, "--speculative-config", "{\"method\":\"deepseek_mtp\",\"num_speculative_tokens\":%lld}",
+            (long long)p->mtp);
+    if (r->kind != EMIT_AGGREGATED && !dynamo)
+        arg(a, "--kv-transfer-config", "{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}");
+    if (dynamo && r->kind == EMIT_PREFILL)
+        arg(a, "--is-prefill-worker", NULL);
+}
+
+/* ---- TensorRT-LLM ---- */
+
+static void put_int(struct doc_node *map, const char *key, int64_t v)
+{
+    char s[32];
+    snprintf(s, sizeof s, "%lld", (long long)v);
+    doc_map_put(map, key, doc_new_scalar(s, false));
+}
+
+static void put_number(struct doc_node *map, const char *key, double v)
+{
+    char s[32];
+    snprintf(s, sizeof s, "%.3f", v);
+    doc_map_put(map, key, doc_new_scalar(s, false));
+}
+
+static void put_string(struct doc_node *map, const char *key, const char *v)
+{
+    doc_map_put(map, key, doc_new_scalar(v, true));
+}
+
+static void put_bool(struct doc_node *map, const char *key, bool v)
+{
+    doc_map_put(map, key, doc_new_scalar(v ? "true" : "false", false));
+}
+
+static struct doc_node *trtllm_options(const struct emit_plan *p, const struct emit_role *r)
+{
+    bool attention_dp = p->moe && r->dp > 1;
+    int64_t rank_batch = ceil_div(r->batch, r->dp);
+    struct doc_node *root = doc_new_map();
+    put_string(root, "backend", "pytorch");
+    put_int(root, "tensor_parallel_size", attention_dp ? r->tp * r->dp : r->tp);
+    put_int(root, "pipeline_parallel_size", r->pp);
+    if (p->moe)
+        put_int(root, "moe_expert_parallel_size", r->ep);
+    put_bool(root, "enable_attention_dp", attention_dp);
+    put_int(root, "max_batch_size", rank_batch);
+    put_int(root, "max_num_tokens", batched_tokens(p, r));
+    struct doc_node *kv = doc_map_put(root, "kv_cache_config", doc_new_map());
+    put_string(kv, "dtype", p->kv == PREC_FP8 ? "fp8" : p->kv == PREC_FP4 ? "nvfp4" : "auto");
+    double left = r->hbm_bytes - r->weights_bytes - r->activation_bytes;
+    put_number(kv, "free_gpu_memory_fraction", fraction_up(left > 0 ? r->kv_bytes / left : 1));
+    if (r->kind != EMIT_PREFILL) {
+        struct doc_node *graphs = doc_map_put(root, "cuda_graph_config", doc_new_map());
+        put_int(graphs, "max_batch_size", rank_batch);
+        put_bool(graphs, "enable_padding", true);
+    }
+    if (p->mtp > 0) {
+        struct doc_node *spec = doc_map_put(root, "speculative_config", doc_new_map());
+        put_string(spec, "decoding_type", "MTP");
+        put_int(spec, "num_nextn_predict_layers", p->mtp);
+    }
+    if (r->kind != EMIT_AGGREGATED) {
+        struct doc_node *cache = doc_map_put(root, "cache_transceiver_config", doc_new_map());
+        put_string(cache, "backend", "DEFAULT");
+        if (r->kind == EMIT_PREFILL)
+            put_bool(root, "disable_overlap_scheduler", true);
+    }
+    return root;
+}
+
+/* ---- files ---- */
+
+static void add_file(struct emit_output *out, const char *name, char *text)
+{
+    snprintf(out->files[out->count].name, sizeof out->files[0].name, "%s", name);
+    out->files[out->count].text = text;
+    out->count++;
+}
+
+static void add_script(struct emit_output *out, enum emit_engine e, const struct emit_plan *p,
+                       const struct emit_role *r, const char *name, const struct args *a)
+{
+    struct text t = {0};
+    text_add(&t, "#!/bin/sh\n");
+    comment_header(&t, e, p, r);
+    if (r && r->instances > 1)
+        text_add(&t, "# run %lld instances of this, each on its own %lld devices\n", (long long)r->instances,
+                 (long long)r->devices);
+    shell_command(&t, a);
+    add_file(out, name, t.data);
+}
+
+static bool add_yaml(struct emit_output *out, enum emit_engine e, const struct emit_plan *p,
+                     const struct emit_role *r, const char *name, struct doc_node *root)
+{
+    struct text t = {0};
+    comment_header(&t, e, p, r);
+    char *yaml = doc_emit_yaml(root, t.data);
+    free(t.data);
+    doc_node_free(root);
+    if (!yaml)
+        return false;
+    add_file(out, name, yaml);
+    return true;
+}
+
+static void router_script(struct emit_output *out, enum emit_engine e, const struct emit_plan *p)
+{
+    struct args a = {.program = "python3 -m sglang_router.launch_router"};
+    arg(&a, "--pd-disaggregation", NULL);
+    for (int i = 0; i < p->roles[0].instances && i < 16; i++) {
+        arg(&a, "--prefill", "http://${PREFILL_%d:?set PREFILL_%d to prefill instance %d's head host}:30000", i, i, i);
+        a.shell[a.count - 1] = true;
+    }
+    for (int i = 0; i < p->roles[1].instances && i < 16; i++) {
+        arg(&a, "--decode", "http://${DECODE_%d:?set DECODE_%d to decode instance %d's head host}:30001", i, i, i);
+        a.shell[a.count - 1] = true;
+    }
+    arg(&a, "--host", "0.0.0.0");
+    arg(&a, "--port", "8000");
+    struct text t = {0};
+    text_add(&t, "#!/bin/sh\n");
+    comment_header(&t, e, p, NULL);
+    text_add(&t, "# one --prefill and one --decode URL an instance: set each to its instance's head host\n");
+    shell_command(&t, &a);
+    add_file(out, "sglang-router.sh", t.data);
+}
+
+static enum emit_status build_engine(enum emit_engine e, const struct emit_plan *p, struct emit_output *out)
+{
+    char name[64];
+    for (int i = 0; i < p->role_count; i++) {
+        const struct emit_role *r = &p->roles[i];
+        struct args a = {0};
+        char program[600];
+        switch (e) {
+        case EMIT_SGLANG:
+            a.program = "python3 -m sglang.launch_server";
+            sglang_args(p, r, false, &a);
+            snprintf(name, sizeof name, "sglang-%s.sh", role_name(r->kind));
+            add_script(out, e, p, r, name, &a);
+            break;
+        case EMIT_VLLM:
+            snprintf(program, sizeof program, "vllm serve '%s'", p->model_path);
+            a.program = program;
+            vllm_args(p, r, false, &a);
+            snprintf(name, sizeof name, "vllm-%s.sh", role_name(r->kind));
+            add_script(out, e, p, r, name, &a);
+            break;
+        case EMIT_TRTLLM: {
+            char options[64];
+            snprintf(options, sizeof options, "trtllm-%s.yaml", role_name(r->kind));
+            if (!add_yaml(out, e, p, r, options, trtllm_options(p, r)))
+                return EMIT_FAILED;
+            snprintf(program, sizeof program, "trtllm-serve '%s'", p->model_path);
+            a.program = program;
+            arg(&a, "--host", "0.0.0.0");
+            arg(&a, "--port", "%d", role_port(r) - 30000 + 8100);
+            arg(&a, "--backend", "pytorch");
+            arg_shell(&a, "--extra_llm_api_options", "$(dirname \"$0\")/");
+            snprintf(a.value[a.count - 1], sizeof a.value[0], "$(dirname \"$0\")/%s", options);
+            snprintf(name, sizeof name, "trtllm-%s.sh", role_name(r->kind));
+            add_script(out, e, p, r, name, &a);
+            break;
+        }
+        default:
+            return EMIT_FAILED;
+        }
+    }
+    if (p->role_count == 2 && e == EMIT_SGLANG)
+        router_script(out, e, p);
+    if (p->role_count == 2 && e == EMIT_TRTLLM) {
+        struct doc_node *root = doc_new_map();
+        put_string(root, "hostname", "0.0.0.0");
+        put_int(root, "port", 8000);
+        put_string(root, "backend", "pytorch");
+        const char *keys[2] = {"context_servers", "generation_servers"};
+        for (int i = 0; i < 2; i++) {
+            struct doc_node *servers = doc_map_put(root, keys[i], doc_new_map());
+            put_int(servers, "num_instances", p->roles[i].instances);
+            struct doc_node *urls = doc_map_put(servers, "urls", doc_new_seq());
+            for (int64_t k = 0; k < p->roles[i].instances; k++) {
+                char url[64];
+                snprintf(url, sizeof url, "%s-%lld:%d", role_name(p->roles[i].kind), (long long)k,
+                         role_port(&p->roles[i]) - 30000 + 8100);
+                doc_seq_push(urls, doc_new_scalar(url, true));
+            }
+        }
+        if (!add_yaml(out, e, p, NULL, "trtllm-disagg.yaml", root))
+            return EMIT_FAILED;
+        struct args a = {.program = "trtllm-serve disaggregated"};
+        arg_shell(&a, "-c", "$(dirname \"$0\")/trtllm-disagg.yaml");
+        struct text t = {0};
+        text_add(&t, "#!/bin/sh\n");
+        comment_header(&t, e, p, NULL);
+        text_add(&t, "# trtllm-disagg.yaml names each server as ROLE-N:PORT: set them to the instances' hosts\n");
+        shell_command(&t, &a);
+        add_file(out, "trtllm-router.sh", t.data);
+    }
+    return EMIT_OK;
+}
+
+static enum emit_status build_dynamo(enum emit_engine inner, const struct emit_plan *p, struct emit_output *out)
+{
+    static const char *const frameworks[3] = {"sglang", "vllm", "trtllm"};
+    static const char *const images[3] = {"nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.3.0",
+                                          "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.1",
+                                          "nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:1.1.1"};
+    static const char *const workers[3] = {"Sglang", "Vllm", "Trtllm"};
+    int64_t host = emit_host_devices(p->domain_devices);
+    struct doc_node *root = doc_new_map();
+    put_string(root, "apiVersion", "nvidia.com/v1alpha1");
+    put_string(root, "kind", "DynamoGraphDeployment");
+    struct doc_node *meta = doc_map_put(root, "metadata", doc_new_map());
+    char name[64];
+    snprintf(name, sizeof name, "rackplan-%s-%s", frameworks[inner], p->role_count == 2 ? "disagg" : "agg");
+    put_string(meta, "name", name);
+    struct doc_node *spec = doc_map_put(root, "spec", doc_new_map());
+    put_string(spec, "backendFramework", frameworks[inner]);
+    struct doc_node *services = doc_map_put(spec, "services", doc_new_map());
+    struct doc_node *frontend = doc_map_put(services, "Frontend", doc_new_map());
+    put_string(frontend, "componentType", "frontend");
+    put_int(frontend, "replicas", 1);
+    struct doc_node *fpod = doc_map_put(doc_map_put(frontend, "extraPodSpec", doc_new_map()), "mainContainer",
+                                        doc_new_map());
+    put_string(fpod, "image", images[inner]);
+    struct doc_node *fcmd = doc_map_put(fpod, "command", doc_new_seq());
+    doc_seq_push(fcmd, doc_new_scalar("python3", true));
+    doc_seq_push(fcmd, doc_new_scalar("-m", true));
+    doc_seq_push(fcmd, doc_new_scalar("dynamo.frontend", true));
+    for (int i = 0; i < p->role_count; i++) {
+        const struct emit_role *r = &p->roles[i];
+        char service[64];
+        snprintf(service, sizeof service, "%s%sWorker", workers[inner],
+                 r->kind == EMIT_PREFILL ? "Prefill" : r->kind == EMIT_DECODE ? "Decode" : "");
+        struct doc_node *w = doc_map_put(services, service, doc_new_map());
+        put_string(w, "componentType", "worker");
+        if (r->kind != EMIT_AGGREGATED)
+            put_string(w, "subComponentType", role_name(r->kind));
+        put_int(w, "replicas", r->instances);
+        int64_t gpus = r->devices < host ? r->devices : host;
+        char count[32];
+        snprintf(count, sizeof count, "%lld", (long long)gpus);
+        struct doc_node *limits = doc_map_put(doc_map_put(w, "resources", doc_new_map()), "limits", doc_new_map());
+        put_string(limits, "gpu", count);
+        if (r->devices > host)
+            put_int(doc_map_put(w, "multinode", doc_new_map()), "nodeCount", ceil_div(r->devices, host));
+        struct doc_node *pod = doc_map_put(doc_map_put(w, "extraPodSpec", doc_new_map()), "mainContainer",
+                                           doc_new_map());
+        put_string(pod, "image", images[inner]);
+        struct doc_node *cmd = doc_map_put(pod, "command", doc_new_seq());
+        char module[32];
+        snprintf(module, sizeof module, "dynamo.%s", frameworks[inner]);
+        doc_seq_push(cmd, doc_new_scalar("python3", true));
+        doc_seq_push(cmd, doc_new_scalar("-m", true));
+        doc_seq_push(cmd, doc_new_scalar(module, true));
+        struct args a = {0};
+        if (inner == EMIT_SGLANG)
+            sglang_args(p, r, true, &a);
+        else if (inner == EMIT_VLLM)
+            vllm_args(p, r, true, &a);
+        else {
+            arg(&a, "--model-path", "%s", p->model_path);
+            arg(&a, "--extra-engine-args", "/config/trtllm-%s.yaml", role_name(r->kind));
+            if (r->kind != EMIT_AGGREGATED)
+                arg(&a, "--disaggregation-mode", "%s", role_name(r->kind));
+        }
+        struct doc_node *args = doc_map_put(pod, "args", doc_new_seq());
+        for (int k = 0; k < a.count; k++) {
+            doc_seq_push(args, doc_new_scalar(a.flag[k], true));
+            if (a.value[k][0]) {
+                /* the pod's environment sets these for each host: Kubernetes expands $(VAR) */
+                doc_seq_push(args, doc_new_scalar(a.shell[k] ? (strstr(a.value[k], "NODE_RANK")
+                                                                    ? "$(NODE_RANK)"
+                                                                    : "$(LWS_LEADER_ADDRESS):5000")
+                                                             : a.value[k],
+                                                  true));
+            }
+        }
+    }
+    char file[64];
+    snprintf(file, sizeof file, "dynamo-%s.yaml", frameworks[inner]);
+    struct text t = {0};
+    comment_header(&t, EMIT_DYNAMO, p, NULL);
+    text_add(&t, "# workers run `python3 -m dynamo.%s` with the flags checked against %s\n", frameworks[inner],
+             engine_versions[inner]);
+    char *yaml = doc_emit_yaml(root, t.data);
+    free(t.data);
+    doc_node_free(root);
+    if (!yaml)
+        return EMIT_FAILED;
+    add_file(out, file, yaml);
+    return EMIT_OK;
+}
+
+enum emit_status emit_build(enum emit_engine engine, enum emit_engine inner, const struct emit_plan *p,
+                            struct emit_output *out, char *why, size_t why_size)
+{
+    memset(out, 0, sizeof *out);
+    enum emit_engine runs = engine == EMIT_DYNAMO ? inner : engine;
+    if (refused(runs, p, why, why_size)) {
+        if (engine == EMIT_DYNAMO) {
+            char inner_why[512];
+            snprintf(inner_why, sizeof inner_why, "%s", why);
+            snprintf(why, why_size, "dynamo over %s", inner_why);
+        }
+        return EMIT_REFUSED;
+    }
+    enum emit_status s = engine == EMIT_DYNAMO ? build_dynamo(inner, p, out) : build_engine(engine, p, out);
+    if (s != EMIT_OK)
+        emit_output_release(out);
+    return s;
+}
+
+void emit_output_release(struct emit_output *o)
+{
+    if (!o)
+        return;
+    for (int i = 0; i < o->count; i++)
+        free(o->files[i].text);
+    memset(o, 0, sizeof *o);
+}

@@ -1,0 +1,153 @@
+/* emit.h: launch configurations for serving engines from rackplan's own plan (issue 28):
+ * SGLang, vLLM and TensorRT-LLM command lines and option files, and a Dynamo Kubernetes
+ * deployment over one of them. Pure: it builds the files' text in memory; the commands write
+ * them (atomically, through a sink batch).
+ *
+ * The contract: from a plan to flags. An instance is a layout (tp, dp, pp, ep over `devices`
+ * devices) holding `batch` sequences (decode, aggregated) or `batch` prompts a prefill batch;
+ * `chunk_tokens` prefill tokens a DP rank's step; per-device memory as plan_memory counts it
+ * (weights W, KV K, activations A, HBM H). B_r = ceil(batch / dp) is a DP rank's batch, y = 1 + K
+ * draft tokens a step with --mtp K. Each flag below was checked against the engine version named
+ * (tests/data/engine-options/ENGINE-VERSION.txt lists the options and where they were read):
+ *
+ * SGLang, main at 001067ff (python/sglang/srt/server_args.py), `python3 -m sglang.launch_server`:
+ *   --tp-size        the instance's GPUs over one pipeline stage: tp x dp with DP attention
+ *                    (a MoE model with dp > 1: SGLang's tp_size counts every GPU, attention
+ *                    split dp ways), else tp; --dp-size dp; --enable-dp-attention when MoE and dp > 1
+ *   --pp-size        pp, when > 1
+ *   --ep-size        ep, when MoE and ep > 1; --moe-a2a-backend deepep (mori on AMD CDNA) and
+ *                    --deepep-mode normal (prefill), low_latency (decode), auto (aggregated)
+ *   --ep-num-redundant-experts  map slots - experts; --init-expert-location FILE.json with it,
+ *                    the map `plan` writes (plan only; serve plans no placement)
+ *   --max-running-requests  batch (global: SGLang divides it by dp under DP attention)
+ *   --chunked-prefill-size  chunk_tokens x dp (global: divided by dp under DP attention);
+ *                    prefill role: SERVE_PREFILL_TOKENS_PER_RANK x dp
+ *   --cuda-graph-max-bs     B_r (aggregated, decode)
+ *   --kv-cache-dtype bf16 | fp8_e4m3 | fp4_e2m1 (FP4 on Blackwell and later only)
+ *   --mem-fraction-static   (W + K) / H rounded up to 0.001: SGLang's static pool is the weights
+ *                    and the KV pool (its help text); activations and the reserve stay outside
+ *   --disaggregation-mode prefill | decode, --disaggregation-transfer-backend mooncake
+ *   --speculative-algorithm EAGLE (DeepSeek's NextN/MTP layers), --speculative-num-steps K,
+ *                    --speculative-eagle-topk 1, --speculative-num-draft-tokens K + 1
+ *   --nnodes, --node-rank, --dist-init-addr when an instance spans hosts (left to the shell:
+ *                    $NODE_RANK, $DIST_INIT_ADDR)
+ *   P/D router: `python3 -m sglang_router.launch_router --pd-disaggregation --prefill URL
+ *                    --decode URL` (sgl-router, see the options file for what was checked)
+ * vLLM, main at 99d7eb5d (vllm/engine/arg_utils.py), `vllm serve MODEL`:
+ *   --tensor-parallel-size tp, --data-parallel-size dp, --pipeline-parallel-size pp (> 1),
+ *   --enable-expert-parallel (MoE, ep > 1), --all2all-backend deepep_high_throughput (prefill) |
+ *   deepep_low_latency (decode) on NVIDIA; --max-num-seqs B_r (vLLM's scheduler is per DP rank);
+ *   --max-num-batched-tokens B_r y + chunk_tokens (the token budget holds decode tokens too;
+ *   prefill role: SERVE_PREFILL_TOKENS_PER_RANK); --kv-cache-dtype auto (bf16) | fp8;
+ *   --gpu-memory-utilization (W + K + A) / H rounded up to 0.001 (vLLM's share covers all it
+ *   allocates); --speculative-config {"method":"deepseek_mtp","num_speculative_tokens":K};
+ *   P/D: --kv-transfer-config {"kv_connector":"NixlConnector","kv_role":"kv_both"};
+ *   multi-host DP: --data-parallel-size-local, --data-parallel-address, --data-parallel-start-rank
+ * TensorRT-LLM, main at fcd3f316 (tensorrt_llm/llmapi/llm_args.py; tensorrt_llm/commands/serve.py):
+ *   `trtllm-serve MODEL --backend pytorch --extra_llm_api_options FILE.yaml`, the YAML:
+ *   tensor_parallel_size (tp x dp with attention DP, as SGLang), pipeline_parallel_size,
+ *   moe_expert_parallel_size ep, enable_attention_dp, max_batch_size B_r, max_num_tokens as
+ *   vLLM's batched tokens, kv_cache_config {dtype auto | fp8 | nvfp4, free_gpu_memory_fraction
+ *   K / (H - W - A) rounded up to 0.001: its fraction is of the memory left after the weights and
+ *   activations}, cuda_graph_config {max_batch_size B_r, enable_padding}, speculative_config
+ *   {decoding_type MTP, num_nextn_predict_layers K}; P/D: cache_transceiver_config {backend
+ *   DEFAULT}, the context server with disable_overlap_scheduler, and `trtllm-serve disaggregated
+ *   -c disagg.yaml` {context_servers, generation_servers: num_instances, urls}.
+ * Dynamo (nvidia.com/v1alpha1 DynamoGraphDeployment): Frontend (dynamo.frontend, 1 replica) and a
+ *   worker per role (subComponentType prefill | decode; aggregated none), replicas = the role's
+ *   instances, resources.limits.gpu = GPUs a host the worker takes, multinode.nodeCount when an
+ *   instance spans hosts, the container running `python3 -m dynamo.ENGINE` with the engine's
+ *   flags above.
+ *
+ * Hosts: an instance wider than a host runs on ceil(devices / host) hosts; a host has the
+ * domain's devices up to 8 (HGX, MI300X), and 4 in a larger NVLink domain (GB200/GB300 NVL72
+ * compute trays).
+ *
+ * Refusals (EMIT_REFUSED, with the reason in `why`): an accelerator family the engine does not
+ * run (TPU and Trainium for all three: SGLang's and TensorRT-LLM's flags here are CUDA's, vLLM
+ * runs them through plugins whose options were not checked; AMD for TensorRT-LLM); a KV precision
+ * the engine lacks there (fp16/fp32 everywhere, FP4 in vLLM, FP4 before Blackwell); MTP on a model
+ * with no MTP layers (EAGLE would need a draft model rackplan did not plan); vLLM and
+ * TensorRT-LLM with an instance's TP x PP wider than a host (they span hosts through Ray or MPI
+ * launchers these files do not write). Never a file that fails at start-up for a reason known here.
+ */
+#ifndef RACKPLAN_EMIT_H
+#define RACKPLAN_EMIT_H
+
+#include "precision.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum emit_engine { EMIT_SGLANG, EMIT_VLLM, EMIT_TRTLLM, EMIT_DYNAMO, EMIT_ENGINE_COUNT };
+
+enum emit_role_kind { EMIT_AGGREGATED, EMIT_PREFILL, EMIT_DECODE };
+
+struct emit_role {
+    enum emit_role_kind kind;
+    int64_t tp, dp, pp, ep, devices; /* one instance */
+    int64_t instances;
+    int64_t batch;        /* sequences in flight an instance; prefill: prompts a batch */
+    int64_t chunk_tokens; /* aggregated: prefill tokens a DP rank's step */
+    int64_t slots;        /* MoE: routed-expert slots a device (map width / ep); 0: no map */
+    double weights_bytes, kv_bytes, activation_bytes, hbm_bytes; /* a device, plan_memory's */
+};
+
+struct emit_plan {
+    const char *command;       /* "serve" or "plan" */
+    const char *model_name;
+    const char *model_path;    /* a Hugging Face id or a path, as the engines take it */
+    const char *topology_name;
+    const char *family;        /* the topology's accelerator family ("Hopper", "TPU", ...) */
+    int64_t domain_devices;
+    bool moe;
+    int64_t experts;           /* routed experts; 0: dense */
+    int64_t mtp_layers;        /* the model's MTP modules */
+    enum precision kv;
+    int64_t isl, osl, mtp;
+    double mtp_accept;
+    double ttft_target_s, tpot_target_s; /* 0: none */
+    double ttft_s, tpot_s, tokens_per_s_per_device, tokens_per_s; /* predicted */
+    bool bound;                /* the predictions are roofline bounds */
+    int role_count;            /* 1 (aggregated) or 2 (prefill, decode) */
+    struct emit_role roles[2];
+    const char *expert_map;    /* the JSON map the commands load, as they will name it; NULL: none */
+};
+
+struct emit_file {
+    char name[64]; /* within DIR */
+    char *text;
+};
+
+#define EMIT_MAX_FILES 8
+struct emit_output {
+    struct emit_file files[EMIT_MAX_FILES];
+    int count;
+};
+
+enum emit_status {
+    EMIT_OK = 0,
+    EMIT_REFUSED = 1, /* the engine cannot run this plan: `why` says why; nothing built */
+    EMIT_FAILED = 2,  /* libyaml's emitter failed (out of memory): nothing built */
+};
+
+/* Builds the files of `engine` (`inner`: the engine a Dynamo deployment runs; ignored
+ * otherwise) for plan `p`. On EMIT_OK fills *out (release with emit_output_release); otherwise
+ * leaves it empty and, on EMIT_REFUSED, writes the reason into `why` (one line, no full stop). */
+enum emit_status emit_build(enum emit_engine engine, enum emit_engine inner, const struct emit_plan *p,
+                            struct emit_output *out, char *why, size_t why_size);
+
+void emit_output_release(struct emit_output *o);
+
+/* "sglang", "vllm", "trtllm", "dynamo"; parsing takes these and "dynamo-sglang",
+ * "dynamo-vllm", "dynamo-trtllm" (plain "dynamo" runs SGLang). False for anything else. */
+bool emit_engine_parse(const char *text, enum emit_engine *engine, enum emit_engine *inner);
+const char *emit_engine_name(enum emit_engine engine);
+/* The engine version the flags were checked against ("main at 001067ff"). */
+const char *emit_engine_version(enum emit_engine engine);
+
+/* The GPUs a host of a domain of `domain_devices` (see the header). */
+int64_t emit_host_devices(int64_t domain_devices);
+
+#endif

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# --emit (issue 28): every flag and YAML key written is in the option list recorded for that
+# engine version (tests/data/engine-options), the sizes equal serve's JSON (batch, parallel sizes,
+# chunk, replicas), the YAML parses with libyaml (PyYAML's CLoader), and an impossible
+# combination is refused with its reason and nothing written. TAP output.
+set -u
+. "$(dirname "$0")/tap.sh" "$@"
+opts=tests/data/engine-options
+
+# flags_in FILE LIST...: every --flag (and -c) on the file's command lines, every key of its YAML
+flags_in() {
+    python3 - "$@" <<'PY'
+import re, sys, yaml
+path, lists = sys.argv[1], sys.argv[2:]
+known = set()
+for l in lists:
+    known |= {line.strip() for line in open(l) if line.strip() and not line.startswith("#")}
+text = open(path).read()
+used = set()
+if path.endswith(".sh"):
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        m = re.match(r"\s*(--?[A-Za-z][A-Za-z0-9_-]*)", line)
+        if m:
+            used.add(m.group(1))
+else:
+    doc = yaml.load(text, Loader=yaml.CLoader)
+    def keys(node):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                used.add(k); keys(v)
+        elif isinstance(node, list):
+            for v in node: keys(v)
+    keys(doc)
+    if "spec" in doc:  # Dynamo: the workers' args are the engine's flags; keys are the CRD's
+        used = set()
+        for s in doc["spec"]["services"].values():
+            for a in s["extraPodSpec"]["mainContainer"].get("args", []):
+                if a.startswith("--"):
+                    used.add(a)
+missing = sorted(used - known)
+if missing:
+    print("# not in the list:", " ".join(missing)); sys.exit(1)
+PY
+}
+
+# flag FILE NAME: the value of --NAME in a script
+flag() { grep -A0 -- "  $2 " "$1" | head -n 1 | sed "s/.*$2 '\\{0,1\\}\\([^']*\\)'\\{0,1\\}.*/\\1/"; }
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+
+dsv3="serve models/deepseek-v3.yaml topologies/gb200-nvl72.xml --isl 4096 --osl 1024 --mtp 1 --mtp-accept 0.8 --mode disaggregated --ttft-ms 2000 --tpot-ms 20"
+llama="serve models/llama-3.1-70b.yaml topologies/hgx-h200.xml --isl 2048 --osl 512 --mode aggregated --tpot-ms 50"
+for case in dsv3 llama; do
+    args=${!case}
+    $rackplan $args --format json -o "$work/$case.json" 2>/dev/null
+    for engine in sglang vllm trtllm dynamo dynamo-vllm; do
+        dir=$work/$case-$engine
+        $rackplan $args --emit $engine "$dir" >/dev/null 2>"$work/err"
+        check "$case --emit $engine writes its files" test $? -eq 0 -a -n "$(ls "$dir" 2>/dev/null)"
+        base=${engine#dynamo-}
+        [ "$engine" = dynamo ] && base=sglang
+        list=$(ls $opts/$base-*.txt)
+        for f in "$dir"/*; do
+            check "$case $engine $(basename "$f"): every flag and key is an option of $(basename "$list" .txt)" flags_in "$f" $list
+        done
+    done
+done
+
+# sizes against serve's JSON
+d=$work/dsv3.json s=$work/dsv3-sglang
+check "dsv3 sglang decode --max-running-requests = decode batch" \
+    test "$(flag $s/sglang-decode.sh --max-running-requests)" = "$(json $d "d['layout']['decode']['batch']")"
+check "dsv3 sglang decode --dp-size = decode DP" \
+    test "$(flag $s/sglang-decode.sh --dp-size)" = "$(json $d "d['layout']['decode']['layout']['dp']")"
+check "dsv3 sglang decode --ep-size = decode EP" \
+    test "$(flag $s/sglang-decode.sh --ep-size)" = "$(json $d "d['layout']['decode']['layout']['ep']")"
+check "dsv3 sglang prefill --tp-size = prefill devices (DP attention)" \
+    test "$(flag $s/sglang-prefill.sh --tp-size)" = "$(json $d "d['layout']['prefill']['instance_devices']")"
+check "dsv3 sglang router: one --prefill an instance" \
+    test "$(grep -c -- '  --prefill ' $s/sglang-router.sh)" = "$(json $d "d['layout']['prefill']['instances']")"
+check "dsv3 trtllm generation: max_batch_size = ceil(batch / DP)" \
+    test "$(python3 -c "import yaml; print(yaml.load(open('$work/dsv3-trtllm/trtllm-decode.yaml'), Loader=yaml.CLoader)['max_batch_size'])")" = \
+    "$(json $d "-(-d['layout']['decode']['batch'] // d['layout']['decode']['layout']['dp'])")"
+check "dsv3 trtllm disagg.yaml: context servers = prefill instances" \
+    test "$(python3 -c "import yaml; print(yaml.load(open('$work/dsv3-trtllm/trtllm-disagg.yaml'), Loader=yaml.CLoader)['context_servers']['num_instances'])")" = \
+    "$(json $d "d['layout']['prefill']['instances']")"
+check "dsv3 dynamo: decode replicas = decode instances" \
+    test "$(python3 -c "import yaml; print(yaml.load(open('$work/dsv3-dynamo/dynamo-sglang.yaml'), Loader=yaml.CLoader)['spec']['services']['SglangDecodeWorker']['replicas'])")" = \
+    "$(json $d "d['layout']['decode']['instances']")"
+d=$work/llama.json s=$work/llama-sglang
+check "llama sglang --max-running-requests = batch" \
+    test "$(flag $s/sglang-aggregated.sh --max-running-requests)" = "$(json $d "d['batch']")"
+check "llama sglang --tp-size = TP" \
+    test "$(flag $s/sglang-aggregated.sh --tp-size)" = "$(json $d "d['layout']['tp']")"
+check "llama sglang --chunked-prefill-size = the chunk x DP" \
+    test "$(flag $s/sglang-aggregated.sh --chunked-prefill-size)" = "$(json $d "d['workload']['chunk_tokens'] * d['layout']['dp']")"
+check "llama vllm --max-num-seqs = batch / DP" \
+    test "$(flag $work/llama-vllm/vllm-aggregated.sh --max-num-seqs)" = "$(json $d "-(-d['batch'] // d['layout']['dp'])")"
+
+# refusals: nothing written, the reason said, exit 2
+$rackplan serve models/llama-3.1-70b.yaml topologies/hgx-h200.xml --isl 2048 --osl 512 --mtp 1 --mtp-accept 0.7 \
+    --emit sglang "$work/refused" >/dev/null 2>"$work/err"
+check "MTP on a model with no MTP layers is refused (exit 2)" test $? -eq 2
+check "... with the reason" grep -q "ships no MTP layers" "$work/err"
+check "... and nothing written" test ! -e "$work/refused"
+$rackplan serve models/llama-3.1-70b.yaml topologies/tpu-v6e-256.xml --isl 2048 --osl 512 \
+    --emit trtllm "$work/refused" >/dev/null 2>"$work/err"
+check "TensorRT-LLM on TPUs is refused (exit 2)" test $? -eq 2
+check "... and nothing written" test ! -e "$work/refused"
+tap_finish
