@@ -6,8 +6,9 @@ ASAN_BUILD ?= build-asan
 PACKAGES = meson ninja-build pkg-config gcc libglpk-dev libigraph-dev libxml2-dev libyaml-dev \
            zlib1g-dev python3
 # Only the tests need these: Chromium renders the HTML reports, groff checks the man page,
-# strace watches that hostile input files make rackplan open nothing else.
-TEST_PACKAGES = chromium groff-base man-db strace
+# strace watches that hostile input files make rackplan open nothing else; python3-yaml parses the
+# emitted engine YAML with libyaml (PyYAML's CLoader).
+TEST_PACKAGES = chromium groff-base man-db strace python3-yaml
 SUDO = $(if $(filter 0,$(shell id -u)),,sudo)
 
 .PHONY: all deps build run test test-asan test-valgrind install clean
