@@ -14,8 +14,8 @@
 static const char *const engine_names[EMIT_ENGINE_COUNT] = {"sglang", "vllm", "trtllm", "dynamo"};
 static const char *const engine_versions[EMIT_ENGINE_COUNT] = {
     "SGLang main at 001067ff (python/sglang/srt/server_args.py)",
-    "vLLM main at 99d7eb5d (vllm/engine/arg_utils.py)",
-    "TensorRT-LLM main at fcd3f316 (tensorrt_llm/llmapi/llm_args.py, tensorrt_llm/commands/serve.py)",
+    "vLLM main at 99d7eb5d (vllm/engine/arg_utils.py; vllm serve --port from entrypoints/openai/cli_args.py at 00522333)",
+    "TensorRT-LLM main at fcd3f316 (tensorrt_llm/llmapi/llm_args.py; trtllm-serve CLI from commands/serve.py at 00209af1)",
     "Dynamo DynamoGraphDeployment nvidia.com/v1alpha1 (deploy examples, runtime images 1.x)"};
 
 const char *emit_engine_name(enum emit_engine engine)
@@ -210,10 +210,13 @@ static bool refused(enum emit_engine e, const struct emit_plan *p, char *why, si
     if (p->kv == PREC_FP16 || p->kv == PREC_FP32)
         return refuse(why, size, "%s: a %s KV cache is not among %s's KV dtypes here (bf16, fp8%s); plan with --kv bf16 "
                       "or fp8",
-                      engine_names[e], precision_name(p->kv), name, e == EMIT_VLLM ? "" : ", fp4 on Blackwell");
+                      engine_names[e], precision_name(p->kv), name, e == EMIT_SGLANG ? ", fp4 on Blackwell" : "");
     if (p->kv == PREC_FP4 && e == EMIT_VLLM)
         return refuse(why, size, "vllm: vLLM's --kv-cache-dtype has no FP4 (auto, bfloat16, fp8 and its variants); "
                       "plan with --kv fp8");
+    if (p->kv == PREC_FP4 && e == EMIT_TRTLLM)
+        return refuse(why, size, "trtllm: TensorRT-LLM's kv_cache_dtype (main at fcd3f316) is a free string whose FP4 "
+                      "value was not verified; plan with --kv fp8");
     if (p->kv == PREC_FP4 && !blackwell_or_later(p))
         return refuse(why, size, "%s: an FP4 KV cache needs Blackwell or later in %s, not %s", engine_names[e], name,
                       p->family);
@@ -391,14 +394,16 @@ static struct doc_node *trtllm_options(const struct emit_plan *p, const struct e
     put_bool(root, "enable_attention_dp", attention_dp);
     put_int(root, "max_batch_size", rank_batch);
     put_int(root, "max_num_tokens", batched_tokens(p, r));
+    /* fcd3f316: the KV dtype is TorchLlmArgs.kv_cache_dtype (KvCacheConfig has no dtype field) */
+    put_string(root, "kv_cache_dtype", p->kv == PREC_FP8 ? "fp8" : "auto");
     struct doc_node *kv = doc_map_put(root, "kv_cache_config", doc_new_map());
-    put_string(kv, "dtype", p->kv == PREC_FP8 ? "fp8" : p->kv == PREC_FP4 ? "nvfp4" : "auto");
     double left = r->hbm_bytes - r->weights_bytes - r->activation_bytes;
     put_number(kv, "free_gpu_memory_fraction", fraction_up(left > 0 ? r->kv_bytes / left : 1));
     if (r->kind != EMIT_PREFILL) {
-        struct doc_node *graphs = doc_map_put(root, "cuda_graph_config", doc_new_map());
-        put_int(graphs, "max_batch_size", rank_batch);
-        put_bool(graphs, "enable_padding", true);
+        /* fcd3f316: TorchLlmArgs' flat CUDA-graph fields (no cuda_graph_config there) */
+        put_bool(root, "use_cuda_graph", true);
+        put_int(root, "cuda_graph_max_batch_size", rank_batch);
+        put_bool(root, "cuda_graph_padding_enabled", true);
     }
     if (p->mtp > 0) {
         struct doc_node *spec = doc_map_put(root, "speculative_config", doc_new_map());
@@ -406,8 +411,11 @@ static struct doc_node *trtllm_options(const struct emit_plan *p, const struct e
         put_int(spec, "num_nextn_predict_layers", p->mtp);
     }
     if (r->kind != EMIT_AGGREGATED) {
+        /* fcd3f316: CacheTransceiverConfig has max_num_tokens only (no backend); the transfer
+         * buffer fits a prompt's tokens and a step's */
         struct doc_node *cache = doc_map_put(root, "cache_transceiver_config", doc_new_map());
-        put_string(cache, "backend", "DEFAULT");
+        int64_t step = batched_tokens(p, r);
+        put_int(cache, "max_num_tokens", p->isl > step ? p->isl : step);
         if (r->kind == EMIT_PREFILL)
             put_bool(root, "disable_overlap_scheduler", true);
     }

@@ -33,7 +33,8 @@
  *                    $NODE_RANK, $DIST_INIT_ADDR)
  *   P/D router: `python3 -m sglang_router.launch_router --pd-disaggregation --prefill URL
  *                    --decode URL` (sgl-router, see the options file for what was checked)
- * vLLM, main at 99d7eb5d (vllm/engine/arg_utils.py), `vllm serve MODEL`:
+ * vLLM, main at 99d7eb5d (vllm/engine/arg_utils.py, EngineArgs.add_cli_args; --port from
+ * vllm/entrypoints/openai/cli_args.py FrontendArgs, read at 00522333), `vllm serve MODEL`:
  *   --tensor-parallel-size tp, --data-parallel-size dp, --pipeline-parallel-size pp (> 1),
  *   --enable-expert-parallel (MoE, ep > 1), --all2all-backend deepep_high_throughput (prefill) |
  *   deepep_low_latency (decode) on NVIDIA; --max-num-seqs B_r (vLLM's scheduler is per DP rank);
@@ -43,16 +44,21 @@
  *   allocates); --speculative-config {"method":"deepseek_mtp","num_speculative_tokens":K};
  *   P/D: --kv-transfer-config {"kv_connector":"NixlConnector","kv_role":"kv_both"};
  *   multi-host DP: --data-parallel-size-local, --data-parallel-address, --data-parallel-start-rank
- * TensorRT-LLM, main at fcd3f316 (tensorrt_llm/llmapi/llm_args.py; tensorrt_llm/commands/serve.py):
+ * TensorRT-LLM, main at fcd3f316 (tensorrt_llm/llmapi/llm_args.py: BaseLlmArgs, TorchLlmArgs,
+ * KvCacheConfig, MTPDecodingConfig, CacheTransceiverConfig; the trtllm-serve CLI and the disagg
+ * file's keys were read at 00209af1 (commands/serve.py) and 0228a712 (llmapi/disagg_utils.py)):
  *   `trtllm-serve MODEL --backend pytorch --extra_llm_api_options FILE.yaml`, the YAML:
  *   tensor_parallel_size (tp x dp with attention DP, as SGLang), pipeline_parallel_size,
  *   moe_expert_parallel_size ep, enable_attention_dp, max_batch_size B_r, max_num_tokens as
- *   vLLM's batched tokens, kv_cache_config {dtype auto | fp8 | nvfp4, free_gpu_memory_fraction
- *   K / (H - W - A) rounded up to 0.001: its fraction is of the memory left after the weights and
- *   activations}, cuda_graph_config {max_batch_size B_r, enable_padding}, speculative_config
- *   {decoding_type MTP, num_nextn_predict_layers K}; P/D: cache_transceiver_config {backend
- *   DEFAULT}, the context server with disable_overlap_scheduler, and `trtllm-serve disaggregated
- *   -c disagg.yaml` {context_servers, generation_servers: num_instances, urls}.
+ *   vLLM's batched tokens, kv_cache_dtype auto | fp8 (TorchLlmArgs; fcd3f316's KvCacheConfig has
+ *   no dtype), kv_cache_config {free_gpu_memory_fraction K / (H - W - A) rounded up to 0.001: its
+ *   fraction is of the memory left after the weights and activations}, use_cuda_graph,
+ *   cuda_graph_max_batch_size B_r, cuda_graph_padding_enabled (fcd3f316 has no cuda_graph_config),
+ *   speculative_config {decoding_type MTP, num_nextn_predict_layers K}; P/D:
+ *   cache_transceiver_config {max_num_tokens max(isl, max_num_tokens)} (fcd3f316's has no
+ *   backend), the context server with disable_overlap_scheduler, and `trtllm-serve disaggregated
+ *   -c disagg.yaml` {hostname, port, backend, context_servers, generation_servers: num_instances,
+ *   urls}.
  * Dynamo (nvidia.com/v1alpha1 DynamoGraphDeployment): Frontend (dynamo.frontend, 1 replica) and a
  *   worker per role (subComponentType prefill | decode; aggregated none), replicas = the role's
  *   instances, resources.limits.gpu = GPUs a host the worker takes, multinode.nodeCount when an
@@ -66,7 +72,8 @@
  * Refusals (EMIT_REFUSED, with the reason in `why`): an accelerator family the engine does not
  * run (TPU and Trainium for all three: SGLang's and TensorRT-LLM's flags here are CUDA's, vLLM
  * runs them through plugins whose options were not checked; AMD for TensorRT-LLM); a KV precision
- * the engine lacks there (fp16/fp32 everywhere, FP4 in vLLM, FP4 before Blackwell); MTP on a model
+ * the engine lacks there or whose value was not verified (fp16/fp32 everywhere, FP4 in vLLM
+ * and TensorRT-LLM, FP4 before Blackwell); MTP on a model
  * with no MTP layers (EAGLE would need a draft model rackplan did not plan); vLLM and
  * TensorRT-LLM with an instance's TP x PP wider than a host (they span hosts through Ray or MPI
  * launchers these files do not write). Never a file that fails at start-up for a reason known here.
