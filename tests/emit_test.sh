@@ -101,6 +101,27 @@ check "llama sglang --chunked-prefill-size = the chunk x DP" \
 check "llama vllm --max-num-seqs = batch / DP" \
     test "$(flag $work/llama-vllm/vllm-aggregated.sh --max-num-seqs)" = "$(json $d "-(-d['batch'] // d['layout']['dp'])")"
 
+# plan with measured loads: the expert map beside the launch script, and the flags that go with it
+# (issue 28, item 3): --ep-num-redundant-experts is the map's slots less the experts, every row of
+# the map (a layer) places every one of DeepSeek-V3's 256 routed experts at least once, and
+# --init-expert-location names the map written
+$rackplan plan models/deepseek-v3.yaml topologies/gb200-nvl72.xml --loads loads/dsv3_load.csv --isl 4096 --osl 1024 \
+    --emit sglang "$work/plan-sglang" >/dev/null 2>"$work/err"
+check "plan --loads --emit sglang writes the script and the map" \
+    test $? -eq 0 -a -f "$work/plan-sglang/sglang-aggregated.sh" -a -f "$work/plan-sglang/expert-map.json"
+check "plan: it says which files it wrote and the redundant-slot count with the map" \
+    grep -q "expert-map.json (SGLang's --init-expert-location, with --ep-num-redundant-experts" "$work/err"
+check "plan: every flag is an option of $(basename "$(ls $opts/sglang-*.txt)" .txt)" \
+    flags_in "$work/plan-sglang/sglang-aggregated.sh" $(ls $opts/sglang-*.txt)
+m=$work/plan-sglang/expert-map.json
+check "plan: --ep-num-redundant-experts = the map's slots less the experts" \
+    test "$(flag $work/plan-sglang/sglang-aggregated.sh --ep-num-redundant-experts)" = \
+    "$(python3 -c "import json; r=json.load(open('$m'))['physical_to_logical_map'][0]; print(len(r) - len(set(r)))")"
+check "plan: every layer of the map places all 256 routed experts" \
+    test "$(python3 -c "import json; d=json.load(open('$m'))['physical_to_logical_map']; print(all(sorted(set(r)) == list(range(256)) for r in d))")" = True
+check "plan: --init-expert-location names the map" \
+    test "$(flag $work/plan-sglang/sglang-aggregated.sh --init-expert-location)" = "$m"
+
 # refusals: nothing written, the reason said, exit 2
 $rackplan serve models/llama-3.1-70b.yaml topologies/hgx-h200.xml --isl 2048 --osl 512 --mtp 1 --mtp-accept 0.7 \
     --emit sglang "$work/refused" >/dev/null 2>"$work/err"
