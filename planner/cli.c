@@ -1115,6 +1115,31 @@ int cli_serve_workload_checked(const struct command *c, const struct options *o,
     return status;
 }
 
+void cli_text_serve_workload(FILE *out, const struct model *m, const struct serve_workload *w,
+                             const struct workload *precisions, const struct length_mix *mix)
+{
+    char isl[32], osl[32];
+    format_count((double)w->isl, isl, sizeof isl);
+    format_count((double)w->osl, osl, sizeof osl);
+    fprintf(out, "  workload: %s prompt and %s output tokens a request", isl, osl);
+    if (w->prefix_hit > 0)
+        fprintf(out, ", %.0f%% of the prompt from a prefix cache", w->prefix_hit * 100);
+    cli_text_mtp(out, m, w);
+    fprintf(out, "\n  targets: TTFT ");
+    if (w->ttft_s > 0)
+        fprintf(out, "<= %.4g ms", w->ttft_s * 1e3);
+    else
+        fprintf(out, "none");
+    fprintf(out, ", TPOT ");
+    if (w->tpot_s > 0)
+        fprintf(out, "<= %.4g ms", w->tpot_s * 1e3);
+    else
+        fprintf(out, "none");
+    fprintf(out, "; mode %s; weights %s, KV %s\n", serve_mode_name(w->mode), precision_name(precisions->weights),
+            precision_name(precisions->kv));
+    cli_text_lengths(out, w, mix);
+}
+
 void cli_text_lengths(FILE *out, const struct serve_workload *w, const struct length_mix *mix)
 {
     if (mix && mix->count > 0)

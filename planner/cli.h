@@ -223,6 +223,11 @@ int cli_serve_workload_checked(const struct command *c, const struct options *o,
 /* "lengths: DESCRIPTION (mean I prompt and O output tokens)" when the workload has a mix, with the
  * arrivals and the percentile when not the defaults; nothing otherwise. */
 void cli_text_lengths(FILE *out, const struct serve_workload *w, const struct length_mix *mix);
+/* The lines `serve` and `price` open with after the title: "workload: I prompt and O output tokens
+ * a request" (the prefix hit and the drafts), "targets: TTFT ..., TPOT ...; mode; weights, KV",
+ * and cli_text_lengths's. */
+void cli_text_serve_workload(FILE *out, const struct model *m, const struct serve_workload *w,
+                             const struct workload *precisions, const struct length_mix *mix);
 struct serve_tail;
 /* ttft_p50_s .. tpot_p99_s, the means and the mean prefill wait, into the open object. */
 void cli_json_tail(struct json *j, const struct serve_tail *t);

@@ -699,30 +699,11 @@ static void write_text(FILE *out, const struct answer *a)
 {
     const struct serve_workload *w = a->workload;
     const struct serve_result *r = a->result;
-    char isl[32], osl[32];
-    format_count((double)w->isl, isl, sizeof isl);
-    format_count((double)w->osl, osl, sizeof osl);
     fprintf(out, "%s on %s%s%s%s%s\n", a->model->name, a->topology->name,
             a->topology->announced ? " (announced, not shipping)" : "", a->prefill_topology ? ", prefill on " : "",
             a->prefill_topology ? a->prefill_topology->name : "",
             a->prefill_topology && a->prefill_topology->announced ? " (announced, not shipping)" : "");
-    fprintf(out, "  workload: %s prompt and %s output tokens a request", isl, osl);
-    if (w->prefix_hit > 0)
-        fprintf(out, ", %.0f%% of the prompt from a prefix cache", w->prefix_hit * 100);
-    cli_text_mtp(out, a->model, w);
-    fprintf(out, "\n  targets: TTFT ");
-    if (w->ttft_s > 0)
-        fprintf(out, "<= %.4g ms", w->ttft_s * 1e3);
-    else
-        fprintf(out, "none");
-    fprintf(out, ", TPOT ");
-    if (w->tpot_s > 0)
-        fprintf(out, "<= %.4g ms", w->tpot_s * 1e3);
-    else
-        fprintf(out, "none");
-    fprintf(out, "; mode %s; weights %s, KV %s\n", serve_mode_name(w->mode), precision_name(a->precisions->weights),
-            precision_name(a->precisions->kv));
-    cli_text_lengths(out, w, a->mix);
+    cli_text_serve_workload(out, a->model, w, a->precisions, a->mix);
     text_budget(out, a);
     if (a->bound)
         cli_text_efficiency(out, &a->efficiency, a->calibration);
