@@ -426,6 +426,12 @@ const struct doc_node *doc_get(const struct doc_node *map, const char *key)
     return NULL;
 }
 
+bool doc_is_null(const struct doc_node *n)
+{
+    return n && n->kind == DOC_SCALAR && !n->quoted &&
+           (strcmp(n->text, "null") == 0 || strcmp(n->text, "~") == 0 || n->text[0] == '\0');
+}
+
 const char *doc_kind_name(const struct doc_node *node)
 {
     switch (node->kind) {

@@ -54,6 +54,9 @@ const struct doc_node *doc_get(const struct doc_node *map, const char *key);
 /* "a mapping", "a list", "a string", ... for messages. */
 const char *doc_kind_name(const struct doc_node *node);
 
+/* A plain (unquoted) null, ~ or empty scalar: YAML's null, which a reader takes as "not given". */
+bool doc_is_null(const struct doc_node *node);
+
 /* Writing: a tree built from these (line and col 0), each node owned by the collection it is
  * added to; doc_node_free releases a tree and accepts NULL. Adding to a node of the wrong kind is
  * an internal error (assert). */

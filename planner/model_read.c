@@ -94,19 +94,13 @@ static void error_at(struct reader *r, const struct doc_node *at, const char *fm
     r->errors++;
 }
 
-static bool is_null(const struct doc_node *n)
-{
-    return n && n->kind == DOC_SCALAR && !n->quoted &&
-           (strcmp(n->text, "null") == 0 || strcmp(n->text, "~") == 0 || n->text[0] == '\0');
-}
-
 /* The value of `key`, or NULL when absent or null. A missing required field is reported at the
  * mapping that should hold it. */
 static const struct doc_node *field(struct reader *r, const struct doc_node *map, const char *key,
                                     const char *display, bool required)
 {
     const struct doc_node *n = doc_get(map, key);
-    if (is_null(n)) {
+    if (doc_is_null(n)) {
         if (required)
             error_at(r, n, "field '%s' is null; it needs a value", display);
         return NULL;
