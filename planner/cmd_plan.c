@@ -60,6 +60,18 @@ struct planned {
     double ttft_s, tpot_s;
 };
 
+/* What a plan holds once it has been made: its placement, layer times, stage split, the LP's
+ * solution and the loads. */
+static void planned_release(struct planned *p)
+{
+    cluster_placement_release(&p->experts);
+    free(p->layer_times);
+    free(p->naive_times);
+    stage_split_release(&p->split);
+    free(p->stage_stats.x);
+    loads_release(&p->loads);
+}
+
 /* traffic_layer_times' arguments, so that the naive map is timed on a second thread while this
  * placement is timed on the first (each walks the whole trace). */
 struct timed_map {
@@ -1091,12 +1103,7 @@ int cmd_plan(int argc, char **argv)
             .activation_bytes = p.memory.activation_bytes, .hbm_bytes = p.memory.hbm_bytes};
         int refused = cli_emit_build(&o, &plan, &emitted);
         if (refused >= 0) {
-            cluster_placement_release(&p.experts);
-            free(p.layer_times);
-            free(p.naive_times);
-            stage_split_release(&p.split);
-            free(p.stage_stats.x);
-            loads_release(&p.loads);
+            planned_release(&p);
             return refused;
         }
     }
@@ -1124,11 +1131,6 @@ int cmd_plan(int argc, char **argv)
     emit_output_release(&emitted);
     if (p.memory.free_bytes < 0)
         explain_no_fit(&m, &t, &w, &p);
-    cluster_placement_release(&p.experts);
-    free(p.layer_times);
-    free(p.naive_times);
-    stage_split_release(&p.split);
-    free(p.stage_stats.x);
-    loads_release(&p.loads);
+    planned_release(&p);
     return status;
 }

@@ -444,11 +444,15 @@ static void add_script(struct emit_output *out, enum emit_engine e, const struct
     add_file(out, name, t.data);
 }
 
+/* `root` written as YAML under the file's comment header (and `note`, a comment line, when not
+ * NULL), as the file `name`; `root` is freed. */
 static bool add_yaml(struct emit_output *out, enum emit_engine e, const struct emit_plan *p,
-                     const struct emit_role *r, const char *name, struct doc_node *root)
+                     const struct emit_role *r, const char *note, const char *name, struct doc_node *root)
 {
     struct text t = {0};
     comment_header(&t, e, p, r);
+    if (note)
+        text_add(&t, "%s", note);
     char *yaml = doc_emit_yaml(root, t.data);
     free(t.data);
     doc_node_free(root);
@@ -504,7 +508,7 @@ static enum emit_status build_engine(enum emit_engine e, const struct emit_plan 
         case EMIT_TRTLLM: {
             char options[64];
             snprintf(options, sizeof options, "trtllm-%s.yaml", role_name(r->kind));
-            if (!add_yaml(out, e, p, r, options, trtllm_options(p, r)))
+            if (!add_yaml(out, e, p, r, NULL, options, trtllm_options(p, r)))
                 return EMIT_FAILED;
             snprintf(program, sizeof program, "trtllm-serve '%s'", p->model_path);
             a.program = program;
@@ -540,7 +544,7 @@ static enum emit_status build_engine(enum emit_engine e, const struct emit_plan 
                 doc_seq_push(urls, doc_new_scalar(url, true));
             }
         }
-        if (!add_yaml(out, e, p, NULL, "trtllm-disagg.yaml", root))
+        if (!add_yaml(out, e, p, NULL, NULL, "trtllm-disagg.yaml", root))
             return EMIT_FAILED;
         struct args a = {.program = "trtllm-serve disaggregated"};
         arg_shell(&a, "-c", "$(dirname \"$0\")/trtllm-disagg.yaml");
@@ -634,17 +638,10 @@ static enum emit_status build_dynamo(enum emit_engine inner, const struct emit_p
     }
     char file[64];
     snprintf(file, sizeof file, "dynamo-%s.yaml", frameworks[inner]);
-    struct text t = {0};
-    comment_header(&t, EMIT_DYNAMO, p, NULL);
-    text_add(&t, "# workers run `python3 -m dynamo.%s` with the flags checked against %s\n", frameworks[inner],
-             engine_versions[inner]);
-    char *yaml = doc_emit_yaml(root, t.data);
-    free(t.data);
-    doc_node_free(root);
-    if (!yaml)
-        return EMIT_FAILED;
-    add_file(out, file, yaml);
-    return EMIT_OK;
+    char note[256];
+    snprintf(note, sizeof note, "# workers run `python3 -m dynamo.%s` with the flags checked against %s\n",
+             frameworks[inner], engine_versions[inner]);
+    return add_yaml(out, EMIT_DYNAMO, p, NULL, note, file, root) ? EMIT_OK : EMIT_FAILED;
 }
 
 enum emit_status emit_build(enum emit_engine engine, enum emit_engine inner, const struct emit_plan *p,
