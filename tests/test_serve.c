@@ -57,6 +57,19 @@ static void analyse(const struct topology *t, int64_t racks, struct graph_summar
     }
 }
 
+/* Llama 3.1 70B on an H200 node, the case most sections work by hand: the pool at efficiency 1
+ * (pool_of) on the node's graph; the pool points at *m and *t. */
+static void llama_h200(struct model *m, struct topology *t, struct graph_summary *g, struct serve_pool *pool)
+{
+    *m = fixture_model("models/llama-3.1-70b.yaml");
+    *t = fixture_topology("topologies/hgx-h200.xml");
+    analyse(t, 1, g);
+    *pool = pool_of(m, t);
+}
+
+/* The whole node as one TP 8 instance. */
+static const struct layout node_tp8 = {.racks = 1, .devices = 8, .tp = 8, .pp = 1, .dp = 1, .ep = 1};
+
 /* ---- 1. multi-token prediction ---- */
 
 static void mtp(void)
@@ -83,12 +96,12 @@ static void mtp(void)
  * (4.8 TB/s, 989 TFLOP/s BF16, NVLink 18 x 25 GB/s = 450 GB/s): TP 8 over the 8 GPUs. */
 static void aggregated_by_hand(void)
 {
-    struct model m = fixture_model("models/llama-3.1-70b.yaml");
-    struct topology t = fixture_topology("topologies/hgx-h200.xml");
+    struct model m;
+    struct topology t;
     struct graph_summary g;
-    analyse(&t, 1, &g);
-    struct serve_pool pool = pool_of(&m, &t);
-    struct layout l = {.racks = 1, .devices = 8, .tp = 8, .pp = 1, .dp = 1, .ep = 1};
+    struct serve_pool pool;
+    llama_h200(&m, &t, &g, &pool);
+    const struct layout l = node_tp8;
     struct model_params p;
     model_params(&m, &p);
     /* every weight but the embedding table streams once a step (pp 1: one stage holds the
@@ -256,16 +269,16 @@ static void aggregated_by_hand(void)
 
 static void chunk_budget(void)
 {
-    struct model m = fixture_model("models/llama-3.1-70b.yaml");
-    struct topology t = fixture_topology("topologies/hgx-h200.xml");
+    struct model m;
+    struct topology t;
     struct graph_summary g;
-    analyse(&t, 1, &g);
-    struct serve_pool pool = pool_of(&m, &t);
+    struct serve_pool pool;
+    llama_h200(&m, &t, &g, &pool);
     struct serve_point p;
 
     /* TP 8 (one DP rank), isl 1000 / osl 250: a batch of B carries 4 B prefill tokens. At C = 256,
      * B = 64 is exactly the budget (256, rho 1) and B = 65 is over it (260). */
-    struct layout tp8 = {.racks = 1, .devices = 8, .tp = 8, .pp = 1, .dp = 1, .ep = 1};
+    const struct layout tp8 = node_tp8;
     struct serve_workload w = workload(1000, 250);
     w.chunk_tokens = 256;
     CHECK(serve_aggregated(&pool, &g, &tp8, &w, 64, &p) && fabs(p.prefill_use - 1) < 1e-12,
@@ -337,7 +350,7 @@ static void kv_transfer(void)
     struct topology h100 = fixture_topology("topologies/hgx-h100.xml");
     struct serve_pool l200 = pool_of(&llama, &h200), l100 = pool_of(&llama, &h100);
     struct serve_workload v = workload(1000, 250);
-    struct layout tp8 = {.racks = 1, .devices = 8, .tp = 8, .pp = 1, .dp = 1, .ep = 1};
+    const struct layout tp8 = node_tp8;
     struct layout tp4 = {.racks = 1, .devices = 8, .tp = 4, .pp = 1, .dp = 2, .ep = 1};
     struct layout tp4pp2 = {.racks = 2, .devices = 16, .tp = 4, .pp = 2, .dp = 2, .ep = 1};
     t = serve_kv_transfer_s(&l200, &tp8, &l100, &tp4, &v, &up);
@@ -978,12 +991,12 @@ static void tpu_pod(void)
 /* Llama 3.1 70B on one HGX H200 at TP 8, as section 2. */
 static void tails(void)
 {
-    struct model m = fixture_model("models/llama-3.1-70b.yaml");
-    struct topology t = fixture_topology("topologies/hgx-h200.xml");
+    struct model m;
+    struct topology t;
     struct graph_summary g;
-    analyse(&t, 1, &g);
-    struct serve_pool pool = pool_of(&m, &t);
-    struct layout l = {.racks = 1, .devices = 8, .tp = 8, .pp = 1, .dp = 1, .ep = 1};
+    struct serve_pool pool;
+    llama_h200(&m, &t, &g, &pool);
+    const struct layout l = node_tp8;
     struct roof_setup s = setup_of(&pool, &g, &l);
 
     /* Alike requests, closed-loop, B = osl = 250: one request ends every step, so every step
@@ -1054,12 +1067,12 @@ static void tails(void)
 
 static void md1(void)
 {
-    struct model m = fixture_model("models/llama-3.1-70b.yaml");
-    struct topology t = fixture_topology("topologies/hgx-h200.xml");
+    struct model m;
+    struct topology t;
     struct graph_summary g;
-    analyse(&t, 1, &g);
-    struct serve_pool pool = pool_of(&m, &t);
-    struct layout tp8 = {.racks = 1, .devices = 8, .tp = 8, .pp = 1, .dp = 1, .ep = 1};
+    struct serve_pool pool;
+    llama_h200(&m, &t, &g, &pool);
+    const struct layout tp8 = node_tp8;
     struct serve_workload w = workload(1024, 256);
     w.arrivals = SERVE_POISSON;
     struct serve_instance pre, dec;
@@ -1103,12 +1116,12 @@ static void md1(void)
  * below on the Azure mix (the README's table before it). */
 static void poisson_against_simulation(void)
 {
-    struct model m = fixture_model("models/llama-3.1-70b.yaml");
-    struct topology t = fixture_topology("topologies/hgx-h200.xml");
+    struct model m;
+    struct topology t;
     struct graph_summary g;
-    analyse(&t, 1, &g);
-    struct serve_pool pool = pool_of(&m, &t);
-    struct layout tp8 = {.racks = 1, .devices = 8, .tp = 8, .pp = 1, .dp = 1, .ep = 1};
+    struct serve_pool pool;
+    llama_h200(&m, &t, &g, &pool);
+    const struct layout tp8 = node_tp8;
     struct serve_workload w = workload(1024, 1024);
     w.arrivals = SERVE_POISSON;
     w.percentile = 99;
