@@ -1083,24 +1083,9 @@ int cmd_serve(int argc, char **argv)
                                          &cache)
                       : serve_search(&decode, o.prefill_topology ? &prefill : NULL, &w, &result));
     w = searched;
-    /* the hit settles by substitution from a cold cache (0); from a warm one (F) it may settle
-     * higher, hits keeping the write rate low and so the prefixes held: both are steady states,
-     * the cold one is the answer, the warm one is said */
     double warm_hit = -1;
-    if (ok && derive && result.found) {
-        struct serve_workload warm = searched, warm_used;
-        warm.prefix_hit = fmin(reuse.share, SERVE_MOST_PREFIX_HIT);
-        warm.prefix_load_s = 0;
-        struct serve_result warm_result;
-        struct kv_cache_result warm_cache;
-        ok = serve_with_reuse(&decode, o.prefill_topology ? &prefill : NULL, &warm, &reuse, &warm_result, &warm_used,
-                              &warm_cache);
-        if (ok) {
-            if (warm_result.found && warm_used.prefix_hit > w.prefix_hit + 1e-3)
-                warm_hit = warm_used.prefix_hit;
-            serve_result_release(&warm_result);
-        }
-    }
+    if (ok && derive && result.found)
+        ok = serve_warm_hit(&decode, o.prefill_topology ? &prefill : NULL, &w, &reuse, &warm_hit);
     if (ok && reusing && !derive && result.found) {
         struct kv_cache_input in;
         if (kv_cache_input_of(&decode, o.prefill_topology ? &prefill : NULL, &w, &result.best, &reuse, &in))

@@ -340,6 +340,23 @@ bool serve_with_reuse(const struct serve_pool *decode_pool, const struct serve_p
     return true;
 }
 
+bool serve_warm_hit(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
+                    const struct serve_workload *cold, const struct kv_reuse *reuse, double *warm_hit)
+{
+    *warm_hit = -1;
+    struct serve_workload warm = *cold, used;
+    warm.prefix_hit = fmin(reuse->share, SERVE_MOST_PREFIX_HIT);
+    warm.prefix_load_s = 0;
+    struct serve_result result;
+    struct kv_cache_result cache;
+    if (!serve_with_reuse(decode_pool, prefill_pool, &warm, reuse, &result, &used, &cache))
+        return false;
+    if (result.found && used.prefix_hit > cold->prefix_hit + 1e-3)
+        *warm_hit = used.prefix_hit;
+    serve_result_release(&result);
+    return true;
+}
+
 /* `t` with its tier of `kind` holding `bytes` a device (0: without it); false when it has none. */
 static bool with_tier(const struct topology *t, enum tier_kind kind, double bytes, struct topology *out)
 {

@@ -131,6 +131,14 @@ bool serve_with_reuse(const struct serve_pool *decode_pool, const struct serve_p
                       const struct serve_workload *w, const struct kv_reuse *reuse, struct serve_result *out,
                       struct serve_workload *w_out, struct kv_cache_result *cache);
 
+/* The hit settles by substitution from a cold cache (0); from a warm one (F) it may settle higher,
+ * hits keeping the write rate low and so the prefixes held: both are steady states, and the cold
+ * one is the answer. serve_with_reuse from F at `cold` (the workload a cold settling used, its
+ * prefix_hit the cold hit): *warm_hit that hit when it is above the cold one by more than 1e-3,
+ * else -1. False only when a search fails (out of memory). */
+bool serve_warm_hit(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
+                    const struct serve_workload *cold, const struct kv_reuse *reuse, double *warm_hit);
+
 /* Tier sizing. The capacity of one tier kind a device, over KV_SIZING_POINTS multiples of the
  * topology's (0, 1/4, 1/2, 1, 2, 4, 8, 16 times; 0 removes the tier): at each, serve_with_reuse
  * on the topologies so changed (both pools' where they have the tier), and the cost of a device
