@@ -375,6 +375,14 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct answer *
     } else {
         json_null(&j);
     }
+    json_key(&j, "more_hardware_near_best");
+    if (a->open && a->open->found) {
+        json_begin_object(&j);
+        json_point_fields(&j, &a->open->near_best);
+        json_end_object(&j);
+    } else {
+        json_null(&j);
+    }
     if (a->workload->rate > 0) {
         const struct serve_result *z = a->sizing;
         json_key(&j, "min_devices");
@@ -593,14 +601,27 @@ static void text_more_hardware(FILE *out, const struct answer *a)
     format_count((double)o->best.devices, devices, sizeof devices);
     point_where(&o->best, where, sizeof where);
     if (!r->found)
-        fprintf(out, "  more hardware: %s output tokens/s per device on %s devices (%s)\n", rate, devices, where);
+        fprintf(out, "  more hardware: %s output tokens/s per device on %s devices (%s)", rate, devices, where);
     else if (o->best.tokens_per_s_per_device > r->best.tokens_per_s_per_device * (1 + 1e-6))
-        fprintf(out, "  more hardware: %s output tokens/s per device (+%.1f%%) on %s devices (%s)\n", rate,
+        fprintf(out, "  more hardware: %s output tokens/s per device (+%.1f%%) on %s devices (%s)", rate,
                 (o->best.tokens_per_s_per_device / r->best.tokens_per_s_per_device - 1) * 100, devices, where);
-    else
+    else {
         fprintf(out, "  more hardware: no more output tokens/s per device (the best beyond the budget is %s on %s "
                      "devices)\n",
                 rate, devices);
+        return;
+    }
+    const struct serve_point *n = &o->near_best;
+    if (n->devices < o->best.devices) {
+        format_count(n->tokens_per_s_per_device, rate, sizeof rate);
+        format_count((double)n->devices, devices, sizeof devices);
+        point_where(n, where, sizeof where);
+        fprintf(out, "; %.0f%% of it, %s", SERVE_NEAR_BEST * 100, rate);
+        if (r->found)
+            fprintf(out, " (+%.1f%%)", (n->tokens_per_s_per_device / r->best.tokens_per_s_per_device - 1) * 100);
+        fprintf(out, ", already on %s devices (%s)", devices, where);
+    }
+    fputc('\n', out);
 }
 
 /* The simulation beside the analysis, percentile by percentile. */

@@ -2330,6 +2330,21 @@ enum serve_binding serve_binding_target(const struct serve_workload *w, const st
     return SERVE_BINDS_BOTH;
 }
 
+/* serve_result.near_best among the points kept (every one within the TTFT target, so every one
+ * that meets the targets); `best` is one of them. */
+static struct serve_point fewest_near_best(const struct points *all, const struct serve_point *best)
+{
+    struct serve_point kept = *best;
+    double least = SERVE_NEAR_BEST * best->tokens_per_s_per_device;
+    for (int64_t i = 0; i < all->count; i++) {
+        const struct serve_point *p = &all->items[i];
+        if (p->meets && p->tokens_per_s_per_device >= least &&
+            (p->devices < kept.devices || (p->devices == kept.devices && better(p, &kept))))
+            kept = *p;
+    }
+    return kept;
+}
+
 bool serve_search(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
                   const struct serve_workload *w, struct serve_result *out)
 {
@@ -2361,6 +2376,8 @@ bool serve_search(const struct serve_pool *decode_pool, const struct serve_pool 
         if (ok)
             search_disaggregated(&s, decode_pool, &decode_layouts, pp, options, option_count);
     }
+    if (ok && out->found)
+        out->near_best = fewest_near_best(&s.all, &out->best);
     ok = ok && !s.all.failed && pareto(&s.all, SERVE_BEST, &out->frontier, &out->frontier_count) &&
          pareto(&s.all, SERVE_AGGREGATED, &out->mode_frontier[0], &out->mode_frontier_count[0]) &&
          pareto(&s.all, SERVE_DISAGGREGATED, &out->mode_frontier[1], &out->mode_frontier_count[1]);

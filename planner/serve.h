@@ -273,6 +273,11 @@ struct serve_result {
     bool prefill_short;      /* the prefill pool on other hardware is what does not fit */
     bool found;              /* some point meets the targets */
     struct serve_point best;
+    /* The fewest devices whose point meets the targets at SERVE_NEAR_BEST of best's tokens/s per
+     * device or more (ties to the better point): a search without a budget finds its best in
+     * thousands of devices when a finer prefill-to-decode ratio or a wider instance gains a few
+     * percent, and this is where most of that gain is already had. Found with best. */
+    struct serve_point near_best;
     struct serve_point *frontier; /* Pareto points over both modes, most tokens/s per device first */
     int64_t frontier_count;
     struct serve_point *mode_frontier[2]; /* the same for each mode alone */
@@ -286,6 +291,8 @@ struct serve_result {
     bool reached, tpot_within_ttft;
     struct serve_point lowest_tpot, lowest_ttft, lowest_tpot_within_ttft;
 };
+
+#define SERVE_NEAR_BEST 0.95
 
 enum serve_binding { SERVE_BINDS_NONE, SERVE_BINDS_TPOT, SERVE_BINDS_TTFT, SERVE_BINDS_BOTH };
 

@@ -608,8 +608,22 @@ static void frontier(const struct serve_pool *pool, const struct serve_workload 
                                                         1024 / (double)a.best.devices,
               1e-12, "its tokens/s per device follows from its instance (y B / T / n, or y r_d osl / devices)");
 
+    /* serve.h: near_best, the fewest devices within SERVE_NEAR_BEST of the best's tokens/s per
+     * device; no frontier point that meets the targets on fewer devices reaches it */
+    const struct serve_point *n = &a.near_best;
+    CHECK(n->meets && n->devices <= a.best.devices &&
+              n->tokens_per_s_per_device >= SERVE_NEAR_BEST * a.best.tokens_per_s_per_device,
+          "near the best: %lld devices (best %lld) at %.0f tokens/s per device, at least 95%% of %.0f",
+          (long long)n->devices, (long long)a.best.devices, n->tokens_per_s_per_device,
+          a.best.tokens_per_s_per_device);
+    bool fewest = true;
+    for (int64_t i = 0; i < a.frontier_count; i++)
+        if (a.frontier[i].meets && a.frontier[i].devices < n->devices)
+            fewest = fewest && a.frontier[i].tokens_per_s_per_device < SERVE_NEAR_BEST * a.best.tokens_per_s_per_device;
+    CHECK(fewest, "and no frontier point within the targets on fewer devices is within 95%% of the best");
+
     /* 8. determinism */
-    bool same = same_point(&a.best, &b.best) && a.frontier_count == b.frontier_count &&
+    bool same = same_point(&a.best, &b.best) && same_point(&a.near_best, &b.near_best) && a.frontier_count == b.frontier_count &&
                 a.mode_frontier_count[0] == b.mode_frontier_count[0] &&
                 a.mode_frontier_count[1] == b.mode_frontier_count[1] && a.points == b.points &&
                 a.layouts == b.layouts;
