@@ -248,11 +248,20 @@ static double chunk_step_s(const struct roof_setup *s, const struct serve_worklo
     return r.step_s;
 }
 
+/* The prompt tokens a step carries beside a given request's later chunks: at random arrivals the
+ * mean (what arrives does not see itself); closed-loop the other batch - 1 sequences' share of it
+ * (a prefill-bound instance's one sequence has none beside it). */
+static double others_prefill_tokens(const struct serve_workload *w, int64_t batch)
+{
+    double mean = step_prefill_tokens(w, batch);
+    return w->arrivals == SERVE_CLOSED ? mean * (double)(batch - 1) / (double)batch : mean;
+}
+
 static double aggregated_ttft(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
                               const struct serve_workload *w, int64_t batch, double prompt)
 {
     double computed = prompt * (1 - w->prefix_hit), chunk = (double)w->chunk_tokens;
-    double others = step_prefill_tokens(w, batch), cached = prompt - computed;
+    double others = others_prefill_tokens(w, batch), cached = prompt - computed;
     struct roof_setup s = setup_of(pool, g, l);
     double full = floor(computed / chunk), rest = computed - full * chunk;
     if (rest <= 0 && full > 0) { /* the last chunk is a full one: priced on its own like a remainder */
@@ -1374,11 +1383,15 @@ static bool aggregated_tails(const struct serve_pool *pool, const struct graph_s
         return true;
     }
 
-    /* the budgets as servers: floor(dp C / c) prompts a step (a longer prompt takes c / C steps of
-     * a rank), each held for a step scaled so that they take dp C tokens a step, no more */
+    /* the budgets as servers: floor(dp C / c) prompts a step, each held for a step scaled so that
+     * they take dp C tokens a step, no more; a longer prompt holds its rank for c / C steps, each
+     * of which carries a whole chunk (the mean step, which counts the steps that carry none, would
+     * let a rank that is never idle keep up) */
     double chunk = (double)w->chunk_tokens, c = prefilled_tokens(w), steps = c > chunk ? c / chunk : 1;
     double servers = c > chunk ? (double)l->dp : fmax(floor((double)l->dp * chunk / c), 1);
-    double service = c > chunk ? steps * o->step_mean_s : o->step_mean_s * servers * c / ((double)l->dp * chunk);
+    double slower = o->step_mean_s / step_s;
+    double service = c > chunk ? steps * fmax(o->step_mean_s, composition_at(at_batch, 1) * fmax(slower, 1))
+                               : o->step_mean_s * servers * c / ((double)l->dp * chunk);
     struct queue_wait budget, slot = {.wait_probability = o->wait_probability, .mean_wait_s = o->mean_wait_s};
     if (!prefill_wait(w, arrivals, service, (int64_t)servers, &budget))
         return false;
@@ -1394,7 +1407,7 @@ static bool aggregated_tails(const struct serve_pool *pool, const struct graph_s
     bool open = w->arrivals != SERVE_CLOSED;
     double joining = units_of(at_batch->setup, w, open ? arrivals * biased : step_prefill_tokens(w, batch) / fmax(c, 1));
     struct ttft_mix mix = {.wait = &wait};
-    double isl[SERVE_PROMPT_BINS], weight[SERVE_PROMPT_BINS], slower = m / step_s;
+    double isl[SERVE_PROMPT_BINS], weight[SERVE_PROMPT_BINS];
     int64_t bins = prompt_bins(w, isl, weight);
     for (int64_t i = 0; i < bins; i++) {
         double own = aggregated_ttft(pool, g, l, w, batch, isl[i]) * slower + w->prefix_load_s;
@@ -1447,8 +1460,61 @@ bool serve_aggregated(const struct serve_pool *pool, const struct graph_summary 
     return aggregated_point(pool, g, l, w, batch, false, out);
 }
 
+/* aggregated_point; `counted`: the share of the decode tokens that are output tokens (1 but in
+ * the prefill-bound regime, see the header). */
+static bool aggregated_counted(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
+                               const struct serve_workload *w, int64_t batch, bool judging, double counted,
+                               struct serve_point *out);
+
+#define PREFILL_BOUND_TRIES 24
+
 static bool aggregated_point(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
                              const struct serve_workload *w, int64_t batch, bool judging, struct serve_point *out)
+{
+    if (batch == 1 && w->lengths.bins == 0 && w->osl >= 1) {
+        double rank_prefill = step_prefill_tokens(w, 1) / (double)l->dp, chunk = (double)w->chunk_tokens;
+        if (rank_prefill > chunk) {
+            /* prefill-bound: one sequence's prompts overrun the chunk budget, so the instance
+             * serves a request every osl' steps, its decode slot idle for osl' - osl of them */
+            struct serve_workload bound = *w;
+            double full = (double)w->osl * rank_prefill / chunk;
+            bool made = false;
+            /* at random arrivals a budget always full is a queue that never empties: the requests
+             * come less often (osl' grows by a quarter a try) until it keeps up and, with a TTFT
+             * target, until it is met */
+            for (int k = 0; k < PREFILL_BOUND_TRIES && (k == 0 || w->arrivals != SERVE_CLOSED); k++) {
+                bound.osl = (int64_t)ceil(full * pow(1.25, k) * (1 - 1e-12));
+                struct serve_point tried;
+                if (aggregated_counted(pool, g, l, &bound, 1, judging, (double)w->osl / (double)bound.osl, &tried)) {
+                    if (!made || !out->meets)
+                        *out = tried;
+                    made = true;
+                    if (tried.meets || w->ttft_s <= 0)
+                        break;
+                }
+            }
+            if (!made)
+                return false;
+            if (w->arrivals == SERVE_CLOSED) {
+                /* closed-loop its one sequence decodes alone: no other prompt is in flight */
+                struct roof_point alone;
+                serve_decode_step(pool, g, l, w, 1, &alone);
+                double tpot = alone.step_s / serve_tokens_per_step(w);
+                for (int i = 0; i < SERVE_PERCENTILES; i++)
+                    out->tail.tpot_s[i] = tpot;
+                out->tail.tpot_mean_s = out->tpot_s = tpot;
+                out->tokens_per_s_per_user = 1 / tpot;
+                out->meets = (w->ttft_s <= 0 || out->ttft_s <= w->ttft_s) && (w->tpot_s <= 0 || tpot <= w->tpot_s);
+            }
+            return true;
+        }
+    }
+    return aggregated_counted(pool, g, l, w, batch, judging, 1, out);
+}
+
+static bool aggregated_counted(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
+                               const struct serve_workload *w, int64_t batch, bool judging, double counted,
+                               struct serve_point *out)
 {
     if (batch < 1 || !holds(pool, pool->topology, l, batch, serve_held_context(w)))
         return false;
@@ -1464,7 +1530,7 @@ static bool aggregated_point(const struct serve_pool *pool, const struct graph_s
     struct composition at_batch;
     double y = serve_tokens_per_step(w);
     p.decode.point.step_s = step_as_it_comes(&s, w, batch, &at_batch);
-    set_rates(pool, l, y * (double)batch, &p.decode.point);
+    set_rates(pool, l, y * (double)batch * counted, &p.decode.point);
     double t = p.decode.step_s = p.decode.point.step_s;
     p.decode.requests_per_s = y * (double)batch / t / (double)w->osl;
     p.devices = l->devices;

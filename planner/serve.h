@@ -37,7 +37,18 @@
  *   a uniform share of it), then the steps that carry the prompt's chunks: the first beside the
  *   units that came with it (the composition at 1 + K), the others beside the mean prefill,
  *   each chunk on its rank; never less than the prompt's prefill alone on the instance; the
- *   full chunks after the first priced at their mean context (exact while one term binds).
+ *   full chunks after the first priced at their mean context (exact while one term binds);
+ *   closed-loop the steps of a prompt's later chunks carry the other B - 1 sequences' share of the
+ *   mean prefill beside them.
+ *   Prefill-bound: when even B = 1 overruns the budget (y isl_eff / osl > dp C, a long prompt and
+ *   a short output), the instance serves a request every osl' = ceil(y isl_eff / (dp C)) steps
+ *   instead (priced as a workload of osl' outputs of which osl are counted: output tokens/s
+ *   y osl / (osl' T n)); closed-loop its one sequence decodes alone, TPOT = the decode step of
+ *   batch 1; at random arrivals osl' grows by a quarter at a time (at most 24 tries) until the
+ *   ranks' chunk queues keep up (a rank holds a prompt for c / C steps that each carry a whole
+ *   chunk, not the mean step) and the TTFT target, if any, is met. There a request's decode steps
+ *   carry the queued chunks, which the steps' mean does not see: TPOT is then below the
+ *   simulation's (serve --simulate).
  * Disaggregated (a prefill pool and a decode pool, each its own layout and batch):
  *   prefill instance: b prompts a batch, S_p = roof_step(b, isl_eff, isl - isl_eff / 2), at most
  *   SERVE_PREFILL_TOKENS_PER_RANK tokens a DP rank; it serves r_p = b / S_p requests/s.

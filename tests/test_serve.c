@@ -297,6 +297,34 @@ static void chunk_budget(void)
     v.chunk_tokens = 1025;
     CHECK(serve_aggregated(&pool, &g, &dp4, &v, 1025, &p), "and fits at chunk 1025");
 
+    /* Prefill-bound (serve.h): TP 8, isl 20,000 / osl 2, C = 8,192: one sequence brings
+     * 20,000 / 2 = 10,000 prompt tokens a step > C, so the instance serves a request every
+     * osl' = ceil(2 x 10,000 / 8,192) = 3 steps (budget use 20,000 / 3 / 8,192 = 0.8138), and
+     * counts 2 of the 3 decode tokens those steps make */
+    struct serve_workload bound = workload(20000, 2);
+    bound.chunk_tokens = 8192;
+    CHECK(serve_aggregated(&pool, &g, &tp8, &bound, 1, &p), "prefill-bound: batch 1 is served, not refused");
+    CHECK_REL(p.decode.requests_per_s * 3 * p.decode.step_s, 1, 1e-12, "a request every 3 steps");
+    CHECK_REL(p.prefill_use, 20000.0 / 3 / 8192, 1e-12, "the budget's use 20,000 / 3 / 8,192");
+    CHECK_REL(p.tokens_per_s_per_device, 2 * p.decode.requests_per_s / 8, 1e-12,
+              "output tokens/s per device: 2 a request, over 8 devices");
+    struct roof_point alone;
+    serve_decode_step(&pool, &g, &tp8, &bound, 1, &alone);
+    CHECK_REL(p.tpot_s, alone.step_s, 1e-12, "closed-loop its one sequence decodes alone: TPOT is its decode step");
+    double prefill_alone = serve_prompt_prefill_s(&pool, &tp8, 20000);
+    CHECK(p.ttft_s >= prefill_alone * (1 - 1e-9) && p.ttft_s <= 1.2 * prefill_alone,
+          "TTFT %.1f ms: the prompt's prefill alone (%.1f ms) in three chunks, nothing beside them", p.ttft_s * 1e3,
+          prefill_alone * 1e3);
+    CHECK(!serve_aggregated(&pool, &g, &tp8, &bound, 2, &p), "batch 2 (20,000 tokens a step) is refused");
+    bound.arrivals = SERVE_POISSON;
+    /* at random arrivals the rank's chunk queue must keep up: lambda x 20,000 / 8,192 chunks x a
+     * chunk's step (at least an 8,192-token prompt's prefill alone) below 1 */
+    double chunk_alone = serve_prompt_prefill_s(&pool, &tp8, 8192);
+    CHECK(serve_aggregated(&pool, &g, &tp8, &bound, 1, &p) &&
+              p.decode.requests_per_s * 20000 / 8192 * chunk_alone < 1 && isfinite(p.tail.prefill_wait_s),
+          "Poisson: the chunk queue keeps up (%.3f of a rank's time in whole chunks), its wait finite (%.1f ms)",
+          p.decode.requests_per_s * 20000 / 8192 * chunk_alone, p.tail.prefill_wait_s * 1e3);
+
     /* HBM at isl + osl: the plan's largest batch fits, one more does not (budget out of the way) */
     struct workload held = pool.precisions;
     held.context = 1250;
