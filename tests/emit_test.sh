@@ -161,6 +161,27 @@ check "plan: every layer of the map places all 256 routed experts" \
 check "plan: --init-expert-location names the map" \
     test "$(flag $work/plan-sglang/sglang-aggregated.sh --init-expert-location)" = "$m"
 
+# plan --emit for an engine with no verified way to load the map: it says the placement is not in
+# its files (issue 28, item 3), and writes no map
+$rackplan plan models/deepseek-v3.yaml topologies/gb200-nvl72.xml --loads loads/dsv3_load.csv --isl 4096 --osl 1024 \
+    --emit vllm "$work/plan-vllm" --format json >"$work/plan-vllm.json" 2>"$work/err"
+check "plan --loads --emit vllm: the placement is said not to be in vLLM's files" \
+    grep -q "expert placement (288 slots over 256 experts) is not in these files: no vllm option" "$work/err"
+check "... and no expert map written" test ! -e "$work/plan-vllm/expert-map.json"
+# --format json lists the files written (key emitted: path, engine, role), the map included
+check "plan --emit sglang --format json: emitted lists the script and the map" \
+    test "$($rackplan plan models/deepseek-v3.yaml topologies/gb200-nvl72.xml --loads loads/dsv3_load.csv --isl 4096 \
+        --osl 1024 --emit sglang "$work/plan-json" --format json 2>/dev/null |
+        python3 -c "import json,sys; print(' '.join(f['role'] + ':' + f['engine'] for f in json.load(sys.stdin)['emitted']))")" = \
+        "aggregated:sglang expert-map:sglang"
+check "plan --emit vllm --format json: emitted lists vllm-aggregated.sh at its path" \
+    test "$(json $work/plan-vllm.json "[f['path'] for f in d['emitted']]")" = "['$work/plan-vllm/vllm-aggregated.sh']"
+$rackplan $dsv3 --emit dynamo-trtllm "$work/serve-json" --format json >"$work/serve-emit.json" 2>/dev/null
+check "serve --emit dynamo-trtllm --format json: emitted lists the deployment and the two role YAMLs" \
+    test "$(json $work/serve-emit.json "' '.join(f['engine'] + ':' + f['role'] for f in d['emitted'])")" = \
+    "dynamo:deployment trtllm:prefill trtllm:decode"
+check "serve without --emit: no emitted key" test "$(json $work/dsv3.json "'emitted' in d")" = False
+
 # refusals: nothing written, the reason said, exit 2
 $rackplan serve models/llama-3.1-70b.yaml topologies/hgx-h200.xml --isl 2048 --osl 512 --mtp 1 --mtp-accept 0.7 \
     --emit sglang "$work/refused" >/dev/null 2>"$work/err"
