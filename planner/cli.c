@@ -1390,3 +1390,30 @@ void cli_emit_report(const struct options *o, const struct emit_output *out)
         fprintf(stderr, "rackplan %s: wrote %s\n", o->command->name, path);
     }
 }
+
+static void json_emitted_file(struct json *j, const char *path, const char *engine, const char *role)
+{
+    json_begin_object(j);
+    json_key(j, "path");
+    json_string(j, path);
+    json_key(j, "engine");
+    json_string(j, engine);
+    json_key(j, "role");
+    json_string(j, role);
+    json_end_object(j);
+}
+
+void cli_json_emitted(struct json *j, const struct options *o, const struct emit_output *out,
+                      const char *expert_map)
+{
+    json_key(j, "emitted");
+    json_begin_array(j);
+    for (int i = 0; out && i < out->count; i++) {
+        char path[4096];
+        emit_path(o, out->files[i].name, path, sizeof path);
+        json_emitted_file(j, path, out->files[i].engine, out->files[i].role);
+    }
+    if (out && expert_map)
+        json_emitted_file(j, expert_map, "sglang", "expert-map");
+    json_end_array(j);
+}

@@ -281,5 +281,10 @@ bool cli_emit_write(const struct options *o, const struct emit_output *out, stru
 /* After the outputs were renamed into place: makes the scripts executable and prints on stderr
  * which files were written. */
 void cli_emit_report(const struct options *o, const struct emit_output *out);
+/* --emit in the output document: key "emitted", an array of {path, engine, role} for each file of
+ * `out` (DIR/NAME, as written) and, when not NULL, the expert map at `expert_map` (engine sglang,
+ * role expert-map); `out` NULL (nothing to write) gives an empty array. */
+void cli_json_emitted(struct json *j, const struct options *o, const struct emit_output *out,
+                      const char *expert_map);
 
 #endif

@@ -245,8 +245,19 @@ static void plan_stages(const struct model *m, const struct topology *t, const s
     free(memory);
 }
 
+struct plan_output {
+    const struct model *model;
+    const struct topology *topology;
+    const struct workload *workload;
+    const struct planned *planned;
+    enum output_format format;
+    const struct options *options;
+    const struct emit_output *emitted; /* --emit: the files written; NULL: none */
+    const char *expert_map;            /* --emit's expert map, written beside them; NULL: none */
+};
+
 static void write_tree(FILE *out, enum json_syntax syntax, const struct model *m, const struct topology *t,
-                       const struct workload *w, const struct planned *p)
+                       const struct workload *w, const struct planned *p, const struct plan_output *o)
 {
     struct json j;
     json_init(&j, out, syntax);
@@ -455,6 +466,8 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct model *m
         json_end_object(&j);
     }
     json_end_object(&j);
+    if (o->options->emit_dir)
+        cli_json_emitted(&j, o->options, o->emitted, o->expert_map);
     json_end_object(&j);
     json_finish(&j);
 }
@@ -570,20 +583,13 @@ static void write_text(FILE *out, const struct model *m, const struct topology *
 }
 
 /* What the main output and the expert map are written from. */
-struct plan_output {
-    const struct model *model;
-    const struct topology *topology;
-    const struct workload *workload;
-    const struct planned *planned;
-    enum output_format format;
-};
 
 static void write_output(FILE *out, const void *data)
 {
     const struct plan_output *o = data;
     enum json_syntax syntax;
     if (cli_tree_format(o->format, &syntax))
-        write_tree(out, syntax, o->model, o->topology, o->workload, o->planned);
+        write_tree(out, syntax, o->model, o->topology, o->workload, o->planned, o);
     else
         write_text(out, o->model, o->topology, o->workload, o->planned);
 }
@@ -1070,7 +1076,8 @@ int cmd_plan(int argc, char **argv)
     setup.efficiency = p.efficiency;
 
     status = p.memory.free_bytes >= 0 ? EXIT_OK : EXIT_NO_FIT;
-    struct plan_output output = {.model = &m, .topology = &t, .workload = &w, .planned = &p, .format = o.format};
+    struct plan_output output = {.model = &m, .topology = &t, .workload = &w, .planned = &p, .format = o.format,
+                                 .options = &o};
     /* --emit: the plan as one aggregated instance (its expert map beside SGLang's scripts) */
     struct emit_output emitted = {0};
     char map_path[4096] = "";
@@ -1101,6 +1108,8 @@ int cmd_plan(int argc, char **argv)
             .chunk_tokens = serving.chunk_tokens ? serving.chunk_tokens : SERVE_DEFAULT_CHUNK_TOKENS,
             .slots = p.moe ? p.slots : 0, .weights_bytes = p.memory.weights_bytes, .kv_bytes = p.memory.kv_bytes,
             .activation_bytes = p.memory.activation_bytes, .hbm_bytes = p.memory.hbm_bytes};
+        output.emitted = &emitted;
+        output.expert_map = with_map ? map_path : NULL;
         int refused = cli_emit_build(&o, &plan, &emitted);
         if (refused >= 0) {
             planned_release(&p);
@@ -1127,6 +1136,14 @@ int cmd_plan(int argc, char **argv)
                             "--ep-num-redundant-experts %lld: %lld slots over %lld experts)\n",
                     map_path, (long long)(p.slots * p.layout.ep - m.moe.experts),
                     (long long)(p.slots * p.layout.ep), (long long)m.moe.experts);
+        else if (p.moe && p.layout.ep > 1)
+            /* only SGLang's --init-expert-location was verified to load a placement: say what the
+             * other engines' files lack rather than let them seem to carry it */
+            fprintf(stderr, "rackplan plan: the expert placement (%lld slots over %lld experts) is not in these "
+                            "files: no %s option verified here loads an expert map (--emit sglang writes it, "
+                            "with --init-expert-location and --ep-num-redundant-experts)\n",
+                    (long long)(p.slots * p.layout.ep), (long long)m.moe.experts,
+                    o.emit_engine == EMIT_DYNAMO ? "Dynamo worker" : emit_engine_name((enum emit_engine)o.emit_engine));
     }
     emit_output_release(&emitted);
     if (p.memory.free_bytes < 0)

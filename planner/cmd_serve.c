@@ -47,6 +47,7 @@ struct answer {
                                               * one's (the answer); -1: the same */
     const struct kv_sizing *sizings;         /* --size-tiers: one a tier below HBM */
     int sizing_count;
+    const struct emit_output *emitted;       /* --emit: the files written; NULL: none */
 };
 
 static void layout_text(const struct layout *l, char *out, size_t size)
@@ -430,6 +431,8 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct answer *
     for (int64_t i = 0; i < r->frontier_count; i++)
         json_frontier_point(&j, &r->frontier[i]);
     json_end_array(&j);
+    if (a->options->emit_dir)
+        cli_json_emitted(&j, a->options, a->emitted, NULL);
     json_end_object(&j);
     json_finish(&j);
 }
@@ -1182,6 +1185,7 @@ int cmd_serve(int argc, char **argv)
     if (o.emit_dir && !result.found)
         fprintf(stderr, "rackplan serve: --emit: no deployment meets the targets, so none is written\n");
     if (emitting) {
+        a.emitted = &emitted;
         char model_path[512];
         struct emit_plan plan;
         cli_model_path(&m, o.positional[0], model_path, sizeof model_path);

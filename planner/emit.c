@@ -5,6 +5,7 @@
 #include "doc.h"
 #include "serve.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,7 +17,15 @@ static const char *const engine_versions[EMIT_ENGINE_COUNT] = {
     "SGLang main at 001067ff (python/sglang/srt/server_args.py)",
     "vLLM main at 99d7eb5d (vllm/engine/arg_utils.py; vllm serve --port from entrypoints/openai/cli_args.py at 00522333)",
     "TensorRT-LLM main at fcd3f316 (tensorrt_llm/llmapi/llm_args.py; trtllm-serve CLI from commands/serve.py at 00209af1)",
-    "Dynamo DynamoGraphDeployment nvidia.com/v1alpha1 (deploy examples, runtime images 1.x)"};
+    "Dynamo DynamoGraphDeployment nvidia.com/v1alpha1 (deploy/operator/api/v1alpha1 at 832a531f and 1d26d921; "
+    "worker flags from components/src/dynamo/{vllm,trtllm}/backend_args.py at d195d280 and b6c87336)"};
+/* sgl-model-gateway/bindings/python/src/sglang_router/router_args.py at 6614f984 (and its predecessor
+ * sgl-router/py_src/sglang_router/router_args.py at 083d6013): --pd-disaggregation, --prefill URL
+ * [BOOTSTRAP_PORT], --decode URL, --host, --port */
+static const char router_version[] = "sglang_router (SGLang's router) router_args.py at 6614f984";
+/* SGLang's ServerArgs.disaggregation_bootstrap_port default: the prefill servers' bootstrap port,
+ * given to the router explicitly (the router's own default for it is none) */
+#define SGLANG_BOOTSTRAP_PORT 8998
 
 const char *emit_engine_name(enum emit_engine engine)
 {
@@ -83,6 +92,7 @@ struct args {
     char flag[MAX_ARGS][48];
     char value[MAX_ARGS][160];    /* "" for a switch */
     bool shell[MAX_ARGS];         /* the value is for the shell to expand ("${NODE_RANK:?}") */
+    char value2[MAX_ARGS][16];    /* a second, literal value ("--prefill URL 8998"); "" for none */
     int count;
 };
 
@@ -93,6 +103,7 @@ static void arg(struct args *a, const char *flag, const char *fmt, ...)
         return;
     snprintf(a->flag[a->count], sizeof a->flag[0], "%s", flag);
     a->value[a->count][0] = 0;
+    a->value2[a->count][0] = 0;
     a->shell[a->count] = false;
     if (fmt) {
         va_list ap;
@@ -165,6 +176,8 @@ static void shell_command(struct text *t, const struct args *a)
         text_add(t, " \\\n  %s", a->flag[i]);
         if (a->value[i][0])
             text_add(t, a->shell[i] ? " \"%s\"" : " '%s'", a->value[i]);
+        if (a->value2[i][0])
+            text_add(t, " '%s'", a->value2[i]);
     }
     text_add(t, "\n");
 }
@@ -351,8 +364,10 @@ static void vllm_args(const struct emit_plan *p, const struct emit_role *r, bool
             (long long)p->mtp);
     if (r->kind != EMIT_AGGREGATED && !dynamo)
         arg(a, "--kv-transfer-config", "{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}");
-    if (dynamo && r->kind == EMIT_PREFILL)
-        arg(a, "--is-prefill-worker", NULL);
+    /* Dynamo's vLLM worker (backend_args.py at d195d280): --disaggregation-mode agg | prefill |
+     * decode; --is-prefill-worker and --is-decode-worker are deprecated there */
+    if (dynamo && r->kind != EMIT_AGGREGATED)
+        arg(a, "--disaggregation-mode", "%s", role_name(r->kind));
 }
 
 /* ---- TensorRT-LLM ---- */
@@ -424,9 +439,12 @@ static struct doc_node *trtllm_options(const struct emit_plan *p, const struct e
 
 /* ---- files ---- */
 
-static void add_file(struct emit_output *out, const char *name, char *text)
+static void add_file(struct emit_output *out, const char *name, enum emit_engine e, const char *role, char *text)
 {
+    assert(out->count < EMIT_MAX_FILES);
     snprintf(out->files[out->count].name, sizeof out->files[0].name, "%s", name);
+    out->files[out->count].engine = engine_names[e];
+    out->files[out->count].role = role;
     out->files[out->count].text = text;
     out->count++;
 }
@@ -441,7 +459,7 @@ static void add_script(struct emit_output *out, enum emit_engine e, const struct
         text_add(&t, "# run %lld instances of this, each on its own %lld devices\n", (long long)r->instances,
                  (long long)r->devices);
     shell_command(&t, a);
-    add_file(out, name, t.data);
+    add_file(out, name, e, r ? role_name(r->kind) : "router", t.data);
 }
 
 /* `root` written as YAML under the file's comment header (and `note`, a comment line, when not
@@ -458,7 +476,7 @@ static bool add_yaml(struct emit_output *out, enum emit_engine e, const struct e
     doc_node_free(root);
     if (!yaml)
         return false;
-    add_file(out, name, yaml);
+    add_file(out, name, e, e == EMIT_DYNAMO ? "deployment" : r ? role_name(r->kind) : "router", yaml);
     return true;
 }
 
@@ -469,6 +487,7 @@ static void router_script(struct emit_output *out, enum emit_engine e, const str
     for (int i = 0; i < p->roles[0].instances && i < 16; i++) {
         arg(&a, "--prefill", "http://${PREFILL_%d:?set PREFILL_%d to prefill instance %d's head host}:30000", i, i, i);
         a.shell[a.count - 1] = true;
+        snprintf(a.value2[a.count - 1], sizeof a.value2[0], "%d", SGLANG_BOOTSTRAP_PORT);
     }
     for (int i = 0; i < p->roles[1].instances && i < 16; i++) {
         arg(&a, "--decode", "http://${DECODE_%d:?set DECODE_%d to decode instance %d's head host}:30001", i, i, i);
@@ -479,9 +498,12 @@ static void router_script(struct emit_output *out, enum emit_engine e, const str
     struct text t = {0};
     text_add(&t, "#!/bin/sh\n");
     comment_header(&t, e, p, NULL);
-    text_add(&t, "# one --prefill and one --decode URL an instance: set each to its instance's head host\n");
+    text_add(&t, "# router flags checked against: %s\n", router_version);
+    text_add(&t, "# one --prefill (with its bootstrap port, SGLang's default %d) and one --decode URL an instance:\n"
+                 "# set each to its instance's head host\n",
+             SGLANG_BOOTSTRAP_PORT);
     shell_command(&t, &a);
-    add_file(out, "sglang-router.sh", t.data);
+    add_file(out, "sglang-router.sh", e, "router", t.data);
 }
 
 static enum emit_status build_engine(enum emit_engine e, const struct emit_plan *p, struct emit_output *out)
@@ -553,10 +575,13 @@ static enum emit_status build_engine(enum emit_engine e, const struct emit_plan 
         comment_header(&t, e, p, NULL);
         text_add(&t, "# trtllm-disagg.yaml names each server as ROLE-N:PORT: set them to the instances' hosts\n");
         shell_command(&t, &a);
-        add_file(out, "trtllm-router.sh", t.data);
+        add_file(out, "trtllm-router.sh", e, "router", t.data);
     }
     return EMIT_OK;
 }
+
+/* where a Dynamo TRT-LLM worker finds its engine YAML (the ConfigMap's mount) */
+#define DYNAMO_CONFIG_DIR "/config"
 
 static enum emit_status build_dynamo(enum emit_engine inner, const struct emit_plan *p, struct emit_output *out)
 {
@@ -573,6 +598,8 @@ static enum emit_status build_dynamo(enum emit_engine inner, const struct emit_p
     char name[64];
     snprintf(name, sizeof name, "rackplan-%s-%s", frameworks[inner], p->role_count == 2 ? "disagg" : "agg");
     put_string(meta, "name", name);
+    char config_map[80];
+    snprintf(config_map, sizeof config_map, "%s-engine-config", name);
     struct doc_node *spec = doc_map_put(root, "spec", doc_new_map());
     put_string(spec, "backendFramework", frameworks[inner]);
     struct doc_node *services = doc_map_put(spec, "services", doc_new_map());
@@ -603,8 +630,8 @@ static enum emit_status build_dynamo(enum emit_engine inner, const struct emit_p
         put_string(limits, "gpu", count);
         if (r->devices > host)
             put_int(doc_map_put(w, "multinode", doc_new_map()), "nodeCount", ceil_div(r->devices, host));
-        struct doc_node *pod = doc_map_put(doc_map_put(w, "extraPodSpec", doc_new_map()), "mainContainer",
-                                           doc_new_map());
+        struct doc_node *extra = doc_map_put(w, "extraPodSpec", doc_new_map());
+        struct doc_node *pod = doc_map_put(extra, "mainContainer", doc_new_map());
         put_string(pod, "image", images[inner]);
         struct doc_node *cmd = doc_map_put(pod, "command", doc_new_seq());
         char module[32];
@@ -618,10 +645,23 @@ static enum emit_status build_dynamo(enum emit_engine inner, const struct emit_p
         else if (inner == EMIT_VLLM)
             vllm_args(p, r, true, &a);
         else {
-            arg(&a, "--model-path", "%s", p->model_path);
-            arg(&a, "--extra-engine-args", "/config/trtllm-%s.yaml", role_name(r->kind));
+            /* Dynamo's TRT-LLM worker (backend_args.py at b6c87336): --model (--model-path is its
+             * obsolete spelling), --extra-engine-args, --disaggregation-mode prefill | decode
+             * (prefill_and_decode, the default, for aggregated) */
+            arg(&a, "--model", "%s", p->model_path);
+            arg(&a, "--extra-engine-args", "%s/trtllm-%s.yaml", DYNAMO_CONFIG_DIR, role_name(r->kind));
             if (r->kind != EMIT_AGGREGATED)
                 arg(&a, "--disaggregation-mode", "%s", role_name(r->kind));
+            /* the role's engine YAML, written beside the deployment, reaches the pod as a ConfigMap
+             * (ExtraPodSpec inlines a core/v1 PodSpec: volumes; the main container: volumeMounts) */
+            struct doc_node *volume = doc_new_map();
+            put_string(volume, "name", "engine-config");
+            put_string(doc_map_put(volume, "configMap", doc_new_map()), "name", config_map);
+            doc_seq_push(doc_map_put(extra, "volumes", doc_new_seq()), volume);
+            struct doc_node *mount = doc_new_map();
+            put_string(mount, "name", "engine-config");
+            put_string(mount, "mountPath", DYNAMO_CONFIG_DIR);
+            doc_seq_push(doc_map_put(pod, "volumeMounts", doc_new_seq()), mount);
         }
         struct doc_node *args = doc_map_put(pod, "args", doc_new_seq());
         for (int k = 0; k < a.count; k++) {
@@ -638,10 +678,29 @@ static enum emit_status build_dynamo(enum emit_engine inner, const struct emit_p
     }
     char file[64];
     snprintf(file, sizeof file, "dynamo-%s.yaml", frameworks[inner]);
-    char note[256];
-    snprintf(note, sizeof note, "# workers run `python3 -m dynamo.%s` with the flags checked against %s\n",
-             frameworks[inner], engine_versions[inner]);
-    return add_yaml(out, EMIT_DYNAMO, p, NULL, note, file, root) ? EMIT_OK : EMIT_FAILED;
+    char note[1024];
+    int n = snprintf(note, sizeof note,
+                     "# workers run `python3 -m dynamo.%s` with the flags checked against %s\n"
+                     "# the runtime image tags were not checked against the registry: set them to the Dynamo\n"
+                     "# release whose worker takes these flags\n",
+                     frameworks[inner], engine_versions[inner]);
+    if (inner == EMIT_TRTLLM)
+        snprintf(note + n, sizeof note - (size_t)n,
+                 "# the workers read their engine YAMLs from the ConfigMap %s:\n"
+                 "#   kubectl create configmap %s%s%s\n",
+                 config_map, config_map, p->role_count == 2 ? " --from-file=trtllm-prefill.yaml" : " --from-file=trtllm-aggregated.yaml",
+                 p->role_count == 2 ? " --from-file=trtllm-decode.yaml" : "");
+    if (!add_yaml(out, EMIT_DYNAMO, p, NULL, note, file, root))
+        return EMIT_FAILED;
+    for (int i = 0; inner == EMIT_TRTLLM && i < p->role_count; i++) {
+        const struct emit_role *r = &p->roles[i];
+        char options[64];
+        snprintf(options, sizeof options, "trtllm-%s.yaml", role_name(r->kind));
+        if (!add_yaml(out, EMIT_TRTLLM, p, r, "# Dynamo's TRT-LLM worker reads this as --extra-engine-args\n", options,
+                      trtllm_options(p, r)))
+            return EMIT_FAILED;
+    }
+    return EMIT_OK;
 }
 
 enum emit_status emit_build(enum emit_engine engine, enum emit_engine inner, const struct emit_plan *p,

@@ -31,8 +31,10 @@
  *                    --speculative-eagle-topk 1, --speculative-num-draft-tokens K + 1
  *   --nnodes, --node-rank, --dist-init-addr when an instance spans hosts (left to the shell:
  *                    $NODE_RANK, $DIST_INIT_ADDR)
- *   P/D router: `python3 -m sglang_router.launch_router --pd-disaggregation --prefill URL
- *                    --decode URL` (sgl-router, see the options file for what was checked)
+ *   P/D router: `python3 -m sglang_router.launch_router --pd-disaggregation --prefill URL 8998
+ *                    --decode URL --host --port` (router_args.py at 6614f984, in
+ *                    sgl-model-gateway/bindings/python; 8998 is SGLang's default bootstrap port,
+ *                    which the prefill servers keep)
  * vLLM, main at 99d7eb5d (vllm/engine/arg_utils.py, EngineArgs.add_cli_args; --port from
  * vllm/entrypoints/openai/cli_args.py FrontendArgs, read at 00522333), `vllm serve MODEL`:
  *   --tensor-parallel-size tp, --data-parallel-size dp, --pipeline-parallel-size pp (> 1),
@@ -59,11 +61,16 @@
  *   backend), the context server with disable_overlap_scheduler, and `trtllm-serve disaggregated
  *   -c disagg.yaml` {hostname, port, backend, context_servers, generation_servers: num_instances,
  *   urls}.
- * Dynamo (nvidia.com/v1alpha1 DynamoGraphDeployment): Frontend (dynamo.frontend, 1 replica) and a
+ * Dynamo (nvidia.com/v1alpha1 DynamoGraphDeployment; keys from deploy/operator/api/v1alpha1 at
+ *   832a531f and 1d26d921): spec.backendFramework, Frontend (dynamo.frontend, 1 replica) and a
  *   worker per role (subComponentType prefill | decode; aggregated none), replicas = the role's
  *   instances, resources.limits.gpu = GPUs a host the worker takes, multinode.nodeCount when an
  *   instance spans hosts, the container running `python3 -m dynamo.ENGINE` with the engine's
- *   flags above.
+ *   flags above and the role as Dynamo names it: SGLang's own --disaggregation-mode; vLLM's
+ *   worker --disaggregation-mode prefill | decode (backend_args.py at d195d280); TensorRT-LLM's
+ *   worker --model, --extra-engine-args /config/trtllm-ROLE.yaml (the role's LLM-API YAML above,
+ *   written beside the deployment and mounted from a ConfigMap) and --disaggregation-mode
+ *   (backend_args.py at b6c87336). The runtime image tags are not verified (the file says so).
  *
  * Hosts: an instance wider than a host runs on ceil(devices / host) hosts; a host has the
  * domain's devices up to 8 (HGX, MI300X), and 4 in a larger NVLink domain (GB200/GB300 NVL72
@@ -123,7 +130,9 @@ struct emit_plan {
 };
 
 struct emit_file {
-    char name[64]; /* within DIR */
+    char name[64];      /* within DIR */
+    const char *engine; /* the program that reads it: "sglang", "vllm", "trtllm", "dynamo" (static) */
+    const char *role;   /* "aggregated", "prefill", "decode", "router" or "deployment" (static) */
     char *text;
 };
 

@@ -7,16 +7,21 @@ set -u
 . "$(dirname "$0")/tap.sh" "$@"
 opts=tests/data/engine-options
 
-# flags_in FILE LIST...: every --flag (and -c) on the file's command lines, every key of its YAML
+# flags_in FILE LIST...: every --flag (and -c) on the file's command lines, every key of its YAML,
+# is in the lists. A Dynamo deployment (a YAML with `spec`) is checked in two parts: its keys
+# against Dynamo's list (dynamo-*.txt) alone, except the service names (spec.services is a map of
+# name to component); its workers' args against the engine's list and Dynamo's worker flags.
 flags_in() {
     python3 - "$@" <<'PY'
-import re, sys, yaml
+import os, re, sys, yaml
 path, lists = sys.argv[1], sys.argv[2:]
-known = set()
+def read(l):
+    return {line.strip() for line in open(l) if line.strip() and not line.startswith("#")}
+known, dynamo = set(), set()
 for l in lists:
-    known |= {line.strip() for line in open(l) if line.strip() and not line.startswith("#")}
+    (dynamo if os.path.basename(l).startswith("dynamo-") else known).update(read(l))
 text = open(path).read()
-used = set()
+used, args = set(), set()
 if path.endswith(".sh"):
     for line in text.splitlines():
         if line.startswith("#"):
@@ -26,22 +31,26 @@ if path.endswith(".sh"):
             used.add(m.group(1))
 else:
     doc = yaml.load(text, Loader=yaml.CLoader)
-    def keys(node):
+    def keys(node, into):
         if isinstance(node, dict):
             for k, v in node.items():
-                used.add(k); keys(v)
+                into.add(k); keys(v, into)
         elif isinstance(node, list):
-            for v in node: keys(v)
-    keys(doc)
-    if "spec" in doc:  # Dynamo: the workers' args are the engine's flags; keys are the CRD's
-        # Dynamo's own worker flags are not the engine's and are not in its list; they were not
-        # verified against Dynamo's source (issue 28, left)
-        dynamo_own = {"--is-prefill-worker"}
-        used = set()
-        for s in doc["spec"]["services"].values():
+            for v in node: keys(v, into)
+    if "spec" in doc:
+        crd = set()
+        services = doc["spec"].pop("services")
+        keys(doc, crd); crd.add("services")
+        for s in services.values():
             for a in s["extraPodSpec"]["mainContainer"].get("args", []):
-                if a.startswith("--") and a not in dynamo_own:
-                    used.add(a)
+                if a.startswith("--"):
+                    args.add(a)
+            keys(s, crd)
+        missing = sorted((crd - dynamo) | (args - known - dynamo))
+        if missing:
+            print("# not in the lists:", " ".join(missing)); sys.exit(1)
+        sys.exit(0)
+    keys(doc, used)
 missing = sorted(used - known)
 if missing:
     print("# not in the list:", " ".join(missing)); sys.exit(1)
@@ -57,15 +66,19 @@ llama="serve models/llama-3.1-70b.yaml topologies/hgx-h200.xml --isl 2048 --osl 
 for case in dsv3 llama; do
     args=${!case}
     $rackplan $args --format json -o "$work/$case.json" 2>/dev/null
-    for engine in sglang vllm trtllm dynamo dynamo-vllm; do
+    for engine in sglang vllm trtllm dynamo dynamo-vllm dynamo-trtllm; do
         dir=$work/$case-$engine
         $rackplan $args --emit $engine "$dir" >/dev/null 2>"$work/err"
         check "$case --emit $engine writes its files" test $? -eq 0 -a -n "$(ls "$dir" 2>/dev/null)"
-        base=${engine#dynamo-}
-        [ "$engine" = dynamo ] && base=sglang
-        list=$(ls $opts/$base-*.txt)
         for f in "$dir"/*; do
-            check "$case $engine $(basename "$f"): every flag and key is an option of $(basename "$list" .txt)" flags_in "$f" $list
+            # the list a file is checked against: its program's (the router's for the SGLang
+            # router; for a Dynamo deployment Dynamo's and the engine its workers run)
+            case $(basename "$f") in
+                sglang-router.sh) list=$(ls $opts/router-sglang-*.txt) ;;
+                dynamo-*.yaml) base=$(basename "$f" .yaml); list="$(ls $opts/dynamo-*.txt) $(ls $opts/${base#dynamo-}-*.txt)" ;;
+                *) list=$(ls $opts/$(basename "$f" | cut -d- -f1)-*.txt) ;;
+            esac
+            check "$case $engine $(basename "$f"): every flag and key is in $(echo $list | xargs -n1 basename | tr '\n' ' ')" flags_in "$f" $list
         done
     done
 done
@@ -91,6 +104,32 @@ check "dsv3 trtllm disagg.yaml: context servers = prefill instances" \
 check "dsv3 dynamo: decode replicas = decode instances" \
     test "$(python3 -c "import yaml; print(yaml.load(open('$work/dsv3-dynamo/dynamo-sglang.yaml'), Loader=yaml.CLoader)['spec']['services']['SglangDecodeWorker']['replicas'])")" = \
     "$(json $d "d['layout']['decode']['instances']")"
+# Dynamo's workers name their role with --disaggregation-mode (Dynamo's vLLM backend_args.py at
+# d195d280 deprecates --is-prefill-worker); SGLang's router gets each prefill's bootstrap port
+# (SGLang's default 8998, server_args.py)
+y() { python3 -c "import yaml,sys; d=yaml.load(open(sys.argv[1]), Loader=yaml.CLoader); print(eval(sys.argv[2]))" "$@"; }
+v=$work/dsv3-dynamo-vllm/dynamo-vllm.yaml
+check "dsv3 dynamo-vllm: the prefill worker passes --disaggregation-mode prefill" \
+    test "$(y $v "' '.join(d['spec']['services']['VllmPrefillWorker']['extraPodSpec']['mainContainer']['args'])" | grep -o -- '--disaggregation-mode prefill')" = "--disaggregation-mode prefill"
+check "dsv3 dynamo-vllm: no worker passes the deprecated --is-prefill-worker" \
+    test -z "$(grep -- '--is-prefill-worker' $v)"
+check "dsv3 sglang router: every --prefill carries bootstrap port 8998" \
+    test "$(grep -c -- "  --prefill .* '8998'" $s/sglang-router.sh)" = "$(json $d "d['layout']['prefill']['instances']")"
+# Dynamo over TensorRT-LLM: the role YAMLs the workers read are written beside the deployment, each
+# --extra-engine-args names one of them under the ConfigMap's mount, and their keys are TensorRT-LLM's
+t=$work/dsv3-dynamo-trtllm
+check "dsv3 dynamo-trtllm: trtllm-prefill.yaml and trtllm-decode.yaml written beside the deployment" \
+    test -f $t/trtllm-prefill.yaml -a -f $t/trtllm-decode.yaml
+for role in Prefill Decode; do
+    a=$(y $t/dynamo-trtllm.yaml "d['spec']['services']['Trtllm${role}Worker']['extraPodSpec']['mainContainer']['args']")
+    f=$(python3 -c "import sys,ast; a=ast.literal_eval(sys.argv[1]); print(a[a.index('--extra-engine-args')+1])" "$a")
+    m=$(y $t/dynamo-trtllm.yaml "d['spec']['services']['Trtllm${role}Worker']['extraPodSpec']['mainContainer']['volumeMounts'][0]['mountPath']")
+    check "dsv3 dynamo-trtllm $role: --extra-engine-args $f is a file written, under the mount $m" \
+        test -f "$t/$(basename "$f")" -a "$(dirname "$f")" = "$m"
+done
+check "dsv3 dynamo-trtllm decode YAML: max_batch_size = ceil(decode batch / DP)" \
+    test "$(y $t/trtllm-decode.yaml "d['max_batch_size']")" = "$(json $d "-(-d['layout']['decode']['batch'] // d['layout']['decode']['layout']['dp'])")"
+
 d=$work/llama.json s=$work/llama-sglang
 check "llama sglang --max-running-requests = batch" \
     test "$(flag $s/sglang-aggregated.sh --max-running-requests)" = "$(json $d "d['batch']")"
@@ -121,6 +160,27 @@ check "plan: every layer of the map places all 256 routed experts" \
     test "$(python3 -c "import json; d=json.load(open('$m'))['physical_to_logical_map']; print(all(sorted(set(r)) == list(range(256)) for r in d))")" = True
 check "plan: --init-expert-location names the map" \
     test "$(flag $work/plan-sglang/sglang-aggregated.sh --init-expert-location)" = "$m"
+
+# plan --emit for an engine with no verified way to load the map: it says the placement is not in
+# its files (issue 28, item 3), and writes no map
+$rackplan plan models/deepseek-v3.yaml topologies/gb200-nvl72.xml --loads loads/dsv3_load.csv --isl 4096 --osl 1024 \
+    --emit vllm "$work/plan-vllm" --format json >"$work/plan-vllm.json" 2>"$work/err"
+check "plan --loads --emit vllm: the placement is said not to be in vLLM's files" \
+    grep -q "expert placement (288 slots over 256 experts) is not in these files: no vllm option" "$work/err"
+check "... and no expert map written" test ! -e "$work/plan-vllm/expert-map.json"
+# --format json lists the files written (key emitted: path, engine, role), the map included
+check "plan --emit sglang --format json: emitted lists the script and the map" \
+    test "$($rackplan plan models/deepseek-v3.yaml topologies/gb200-nvl72.xml --loads loads/dsv3_load.csv --isl 4096 \
+        --osl 1024 --emit sglang "$work/plan-json" --format json 2>/dev/null |
+        python3 -c "import json,sys; print(' '.join(f['role'] + ':' + f['engine'] for f in json.load(sys.stdin)['emitted']))")" = \
+        "aggregated:sglang expert-map:sglang"
+check "plan --emit vllm --format json: emitted lists vllm-aggregated.sh at its path" \
+    test "$(json $work/plan-vllm.json "[f['path'] for f in d['emitted']]")" = "['$work/plan-vllm/vllm-aggregated.sh']"
+$rackplan $dsv3 --emit dynamo-trtllm "$work/serve-json" --format json >"$work/serve-emit.json" 2>/dev/null
+check "serve --emit dynamo-trtllm --format json: emitted lists the deployment and the two role YAMLs" \
+    test "$(json $work/serve-emit.json "' '.join(f['engine'] + ':' + f['role'] for f in d['emitted'])")" = \
+    "dynamo:deployment trtllm:prefill trtllm:decode"
+check "serve without --emit: no emitted key" test "$(json $work/dsv3.json "'emitted' in d")" = False
 
 # refusals: nothing written, the reason said, exit 2
 $rackplan serve models/llama-3.1-70b.yaml topologies/hgx-h200.xml --isl 2048 --osl 512 --mtp 1 --mtp-accept 0.7 \
