@@ -144,7 +144,8 @@ bool kv_cache_input_of(const struct serve_pool *decode_pool, const struct serve_
 
 /* serve_search with the prefix hit the tiers give (at most SERVE_MOST_PREFIX_HIT): from w's
  * prefix_hit, the search, the tiers' hit at its best point, the search again at that hit (moving on
- * as before: extrapolated by Aitken's rule; turning back: halfway), until it moves by less than
+ * as before: extrapolated by Aitken's rule from two substitution steps; turning back: halfway),
+ * until it moves by less than
  * 1e-4 (at most KV_SETTLE_ROUNDS searches). When it does not settle, the best deployment flips as
  * the hit moves (one that would serve more needs a hit it does not hold): the answer is then the
  * round whose deployment served the most among those whose tiers held at least the hit it was
@@ -159,8 +160,10 @@ bool serve_with_reuse(const struct serve_pool *decode_pool, const struct serve_p
                       const struct serve_workload *w, const struct kv_reuse *reuse, struct serve_result *out,
                       struct serve_workload *w_out, struct kv_cache_result *cache);
 
-/* The hit settles by substitution from a cold cache (0); from a warm one (F) it may settle higher,
- * hits keeping the write rate low and so the prefixes held: both are steady states, and the cold
+/* The hit settles by substitution from a cold cache (0). At a given rate the hit does not change
+ * what the tiers hold, so a higher hit only shortens the residencies (more requests a second
+ * touch more tokens): one steady state, unless the deployment flips as the hit moves and there
+ * is none; then a settling from a warm cache (F) can end at another deployment and hit. The cold
  * one is the answer. serve_with_reuse from F at `cold` (the workload a cold settling used, its
  * prefix_hit the cold hit): *warm_hit that hit when it is above the cold one by more than 1e-3,
  * else -1. False only when a search fails (out of memory). */
