@@ -615,7 +615,9 @@ static void text_more_hardware(FILE *out, const struct answer *a)
         return;
     }
     const struct serve_point *n = &o->near_best;
-    if (n->devices < o->best.devices) {
+    if (r->found && n->tokens_per_s_per_device <= r->best.tokens_per_s_per_device * (1 + 1e-6))
+        fprintf(out, "; the deployment above is within %.0f%% of it", (1 - SERVE_NEAR_BEST) * 100);
+    else if (n->devices < o->best.devices) {
         format_count(n->tokens_per_s_per_device, rate, sizeof rate);
         format_count((double)n->devices, devices, sizeof devices);
         point_where(n, where, sizeof where);
@@ -648,13 +650,9 @@ static void text_kv_tiers(FILE *out, const struct answer *a)
         fprintf(out, "    no hit is its own deployment's (the best one flips as the hit moves): %.1f%% used, a deployment "
                      "whose tiers hold at least that\n",
                 a->workload->prefix_hit * 100);
-    if (a->hit_derived && fabs(c->prefix_hit - a->workload->prefix_hit) > 1e-4)
-        fprintf(out, "    no hit is its own deployment's (the best one flips as the hit moves): %.1f%% used, a deployment "
-                     "whose tiers hold at least that\n",
-                a->workload->prefix_hit * 100);
     if (a->warm_hit >= 0)
-        fprintf(out, "    two steady states: a cache started warm holds %.1f%% (its hits keep the writes low, so the "
-                     "prefixes held); from cold, as here, %.1f%%\n",
+        fprintf(out, "    a cache started warm settles elsewhere, at %.1f%% (another deployment, as the best one flips "
+                     "with the hit); from cold, as here, %.1f%%\n",
                 a->warm_hit * 100, a->workload->prefix_hit * 100);
     fprintf(out, "    %-8s %-20s %10s %11s %8s %10s %12s %10s %10s  %s\n", "tier", "name", "GB/device", "residency",
             "hit", "load ms", "recompute ms", "read GB/s", "write GB/s", "worth it");

@@ -168,11 +168,72 @@ bool kv_reuse_read_csv(const char *path, struct kv_reuse *out, struct diags *d)
     return ok;
 }
 
+double kv_interval_survival_s(const struct kv_reuse *r, double t)
+{
+    if (!(t > 0))
+        return 0;
+    switch (r->kind) {
+    case KV_INTERVAL_EXP:
+        return isinf(t) ? r->mean_s : -r->mean_s * expm1(-t / r->mean_s);
+    case KV_INTERVAL_QUANTILES: {
+        /* the law is linear between the points, so Pr[I > u] is too: a trapezoid a segment */
+        double p0 = 0, s0 = 0, area = 0;
+        for (int i = 0; i < r->count && s0 < t; i++) {
+            if (r->s[i] > s0) {
+                double end = fmin(r->s[i], t), p_end = p0 + (r->p[i] - p0) * (end - s0) / (r->s[i] - s0);
+                area += (end - s0) * (1 - (p0 + p_end) / 2);
+            }
+            p0 = r->p[i];
+            s0 = r->s[i];
+        }
+        /* beyond the last point the law stays at its p: the rest is never reused within it */
+        if (t > s0)
+            area += p0 < 1 ? (t - s0) * (1 - p0) : 0;
+        return area;
+    }
+    case KV_INTERVAL_NONE:
+        break;
+    }
+    return t;
+}
+
+double kv_touched_tokens(const struct kv_reuse *r, double new_tokens_per_s, double reused_tokens_per_s, double t)
+{
+    if (!(t > 0))
+        return 0;
+    double reused = reused_tokens_per_s > 0 ? reused_tokens_per_s * kv_interval_survival_s(r, t) : 0;
+    return (new_tokens_per_s > 0 ? new_tokens_per_s * t : 0) + reused;
+}
+
+double kv_residency_s(const struct kv_reuse *r, double new_tokens_per_s, double reused_tokens_per_s,
+                      double capacity_tokens)
+{
+    if (!(capacity_tokens > 0))
+        return 0;
+    /* with no new tokens and every reuse within a finite time the touched set is bounded (the
+     * working set): a cache at least that large keeps everything */
+    if (!(kv_touched_tokens(r, new_tokens_per_s, reused_tokens_per_s, INFINITY) > capacity_tokens))
+        return INFINITY;
+    double lo = 0, hi = 1;
+    while (kv_touched_tokens(r, new_tokens_per_s, reused_tokens_per_s, hi) < capacity_tokens)
+        lo = hi, hi *= 2;
+    /* monotone: bisection to the last bit, the same steps on every machine */
+    for (int i = 0; i < 200 && hi - lo > 1e-15 * hi; i++) {
+        double mid = lo + (hi - lo) / 2;
+        if (kv_touched_tokens(r, new_tokens_per_s, reused_tokens_per_s, mid) < capacity_tokens)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return hi;
+}
+
 void kv_cache_tiers(const struct kv_cache_input *in, struct kv_cache_result *out)
 {
     *out = (struct kv_cache_result){.tier_count = in->tier_count};
-    double share = in->reuse.share, write = in->written_tokens_per_s * in->bytes_per_token;
-    double prefix_bytes = share * in->prompt_tokens * in->bytes_per_token;
+    double share = in->reuse.share, b = in->bytes_per_token;
+    double new_per_s = in->new_tokens_per_s, reused_per_s = share * in->prompt_tokens_per_s;
+    double prefix_bytes = share * in->prompt_tokens * b;
     double held_by_faster = 0; /* the longest residency of the worth-it tiers above */
     for (int i = 0; i < in->tier_count; i++) {
         const struct kv_tier_input *t = &in->tiers[i];
@@ -180,16 +241,19 @@ void kv_cache_tiers(const struct kv_cache_input *in, struct kv_cache_result *out
         r->kind = t->kind;
         memcpy(r->name, t->name, sizeof r->name);
         r->capacity_bytes = t->capacity_bytes;
-        r->residency_s = write > 0 ? t->capacity_bytes / write : INFINITY;
+        r->residency_s = b > 0 ? kv_residency_s(&in->reuse, new_per_s, reused_per_s, t->capacity_bytes / b) : INFINITY;
         r->load_s = t->read_bytes_per_s > 0 ? prefix_bytes / t->read_bytes_per_s : INFINITY;
         r->recompute_s = in->recompute_s;
         r->worth_it = t->capacity_bytes > 0 && r->load_s < in->recompute_s;
-        r->write_bytes_per_s = t->capacity_bytes > 0 ? write : 0;
+        /* what the tier did not hold enters it: new tokens, and the reuses older than its residency
+         * (recomputed, or loaded from another tier: a promotion into HBM is one) */
+        double held = kv_interval_cdf(&in->reuse, r->residency_s);
+        r->write_bytes_per_s = t->capacity_bytes > 0 ? (new_per_s + reused_per_s * (1 - held)) * b : 0;
         if (!r->worth_it || share <= 0)
             continue;
-        double held = kv_interval_cdf(&in->reuse, r->residency_s), before = kv_interval_cdf(&in->reuse, held_by_faster);
+        double before = kv_interval_cdf(&in->reuse, held_by_faster);
         r->hit_share = share * fmax(held - before, 0);
-        r->read_bytes_per_s = r->hit_share * in->prompt_tokens_per_s * in->bytes_per_token;
+        r->read_bytes_per_s = r->hit_share * in->prompt_tokens_per_s * b;
         held_by_faster = fmax(held_by_faster, r->residency_s);
         out->prefix_hit += r->hit_share;
         out->load_s += r->hit_share / share * r->load_s;
@@ -218,8 +282,10 @@ bool kv_cache_input_of(const struct serve_pool *decode_pool, const struct serve_
     double requests = split ? p->decode.requests_per_s * (double)p->decode_instances / (double)p->prefill_instances
                             : p->decode.requests_per_s;
     double per_rank = requests / (double)l->dp;
-    double computed = (double)w->isl * (1 - w->prefix_hit);
-    out->written_tokens_per_s = per_rank * (computed + (split ? 0 : (double)w->osl));
+    /* a hit or a miss touches the reused prefix alike; what is new is the rest of the prompt and,
+     * aggregated, the output a next turn would repeat (disaggregated, the prefill instances cache
+     * the prompts only) */
+    out->new_tokens_per_s = per_rank * ((double)w->isl * (1 - reuse->share) + (split ? 0 : (double)w->osl));
     out->prompt_tokens_per_s = per_rank * (double)w->isl;
     out->recompute_s = serve_prompt_prefill_s(pool, l, reuse->share * (double)w->isl);
     int64_t batch = split ? 0 : p->decode.batch;
@@ -251,6 +317,7 @@ static bool settle(const struct serve_pool *decode_pool, const struct serve_pool
     *cache = (struct kv_cache_result){0};
     *settled = true;
     double last_step = 0; /* the last move of the hit */
+    bool last_plain = false; /* that move was the substitution's own, neither extrapolated nor halved */
     /* the workload of the round whose deployment served the most among those whose tiers hold at
      * least the hit it was searched at: that deployment serves at least as much at its own hit */
     struct serve_workload held = at;
@@ -288,16 +355,19 @@ static bool settle(const struct serve_pool *decode_pool, const struct serve_pool
         }
         serve_result_release(out);
         /* moving on as before: Aitken's extrapolation of the geometric approach (the hit's
-         * rise shrinks by a ratio round to round); turning back: halfway, since a search that moves
-         * to another layout as the hit moves can make the substitution swing between two points */
+         * move shrinks by a ratio round to round), from two substitution steps only (after a halved
+         * or extrapolated move the ratio is not the map's: a halving repeated gives 1, and the
+         * extrapolation runs off to an end); turning back: halfway, since a search that moves to
+         * another layout as the hit moves can make the substitution swing between two points */
         double next = hit, load = cache->load_s;
         if (last_step != 0 && step * last_step < 0) {
             next = at.prefix_hit + step / 2;
             load = (cache->load_s + at.prefix_load_s) / 2;
-        } else if (last_step != 0 && fabs(step) < fabs(last_step)) {
+        } else if (last_plain && fabs(step) < fabs(last_step)) {
             double ratio = step / last_step;
             next = fmin(fmax(at.prefix_hit + step / (1 - ratio), 0), SERVE_MOST_PREFIX_HIT);
         }
+        last_plain = next == hit && load == cache->load_s;
         last_step = next - at.prefix_hit;
         at.prefix_hit = next;
         at.prefix_load_s = load;

@@ -16,7 +16,7 @@
 static struct kv_cache_input two_tiers(double share, double mean_s)
 {
     struct kv_cache_input in = {.tier_count = 2, .prompt_tokens = 1000, .bytes_per_token = 1e5,
-                                .written_tokens_per_s = 1e4, .prompt_tokens_per_s = 2e4, .recompute_s = 0.1};
+                                .new_tokens_per_s = 0, .prompt_tokens_per_s = 2e4, .recompute_s = 0.1};
     in.tiers[0] = (struct kv_tier_input){.kind = TIER_HBM, .name = "HBM", .capacity_bytes = 10e9,
                                          .read_bytes_per_s = 4e12};
     in.tiers[1] = (struct kv_tier_input){.kind = TIER_HOST, .name = "DDR5", .capacity_bytes = 240e9,
@@ -27,47 +27,84 @@ static struct kv_cache_input two_tiers(double share, double mean_s)
 
 static void residency_and_hits(void)
 {
-    /* W = 1e4 tokens/s x 1e5 B = 1 GB/s a device: HBM's 10 GB last 10 s, the host's 240 GB 240 s */
+    /* no new tokens: F q = 0.5 x 2e4 = 1e4 reused tokens a second, each touched again after an
+     * exponential 60 s, so the distinct tokens touched in T seconds are 1e4 x 60 (1 - e^(-T/60)),
+     * at most 6e5 (60 GB at 1e5 B: the working set). HBM's 10 GB (1e5 tokens) keeps what was
+     * touched in the last R, 1 - e^(-R/60) = 1e5 / 6e5 = 1/6: R = 60 ln 1.2 = 10.939 s; the
+     * host's 240 GB keeps the whole working set, forever */
     struct kv_cache_input in = two_tiers(0.5, 60);
     struct kv_cache_result r;
     kv_cache_tiers(&in, &r);
-    CHECK_REL(r.tiers[0].residency_s, 10, 1e-12, "HBM residency 10e9 B / 1e9 B/s = 10 s");
-    CHECK_REL(r.tiers[1].residency_s, 240, 1e-12, "host residency 240e9 / 1e9 = 240 s");
-    /* exponential intervals of mean 60 s: HBM holds those under 10 s, 1 - e^(-1/6) = 0.1535183;
-     * the host those from 10 to 240 s, e^(-1/6) - e^(-4) = 0.8464817 - 0.0183156 = 0.8281661;
-     * each times F = 0.5 */
-    CHECK_REL(r.tiers[0].hit_share, 0.5 * 0.15351827510938587, 1e-12, "HBM hit 0.5 x (1 - e^-1/6)");
-    CHECK_REL(r.tiers[1].hit_share, 0.5 * (0.8464817248906141 - 0.01831563888873418), 1e-12,
-              "host hit 0.5 x (e^-1/6 - e^-4)");
-    CHECK_REL(r.prefix_hit, 0.5 * (1 - 0.01831563888873418), 1e-12, "prefix hit 0.5 x (1 - e^-4)");
+    CHECK_REL(r.tiers[0].residency_s, 60 * log(1.2), 1e-12, "HBM residency 60 ln 1.2 = 10.939 s");
+    CHECK(isinf(r.tiers[1].residency_s), "host residency: the 60 GB working set fits 240 GB, forever");
+    /* HBM holds the reuses within 10.939 s, 1/6 of them; the host the rest, 5/6; each times F */
+    CHECK_REL(r.tiers[0].hit_share, 0.5 / 6, 1e-12, "HBM hit 0.5 x 1/6");
+    CHECK_REL(r.tiers[1].hit_share, 0.5 * 5 / 6, 1e-12, "host hit 0.5 x 5/6");
+    CHECK_REL(r.prefix_hit, 0.5, 1e-12, "prefix hit F = 0.5: everything reused is held");
     /* a hit's prefix: 0.5 x 1000 tokens x 1e5 B = 5e7 B; from the host at 64 GB/s 0.78125 ms,
      * from HBM at 4 TB/s 12.5 us */
     CHECK_REL(r.tiers[1].load_s, 5e7 / 64e9, 1e-12, "host load 5e7 B / 64 GB/s = 0.78125 ms");
     CHECK_REL(r.tiers[0].load_s, 5e7 / 4e12, 1e-12, "HBM load 5e7 B / 4 TB/s = 12.5 us");
     /* the host is read at its hit share of the 2e4 prompt tokens a second, 1e5 B each */
     CHECK_REL(r.tiers[1].read_bytes_per_s, r.tiers[1].hit_share * 2e4 * 1e5, 1e-12, "host read h x 2e4 x 1e5 B/s");
-    CHECK_REL(r.tiers[1].write_bytes_per_s, 1e9, 1e-12, "every tier written at W = 1 GB/s (write through)");
+    /* written is what a tier did not hold: into HBM the 5/6 of the reuses older than its 10.9 s
+     * (the host's hits, promoted), 1e4 x 5/6 x 1e5 B = 0.8333 GB/s; into the host nothing */
+    CHECK_REL(r.tiers[0].write_bytes_per_s, 1e4 * 5 / 6 * 1e5, 1e-12, "HBM written 1e4 x 5/6 x 1e5 B/s");
+    CHECK(r.tiers[1].write_bytes_per_s == 0, "the host written at 0 B/s: it holds every token touched");
     /* mean load a request: (h_hbm L_hbm + h_host L_host) / F */
     CHECK_REL(r.load_s, (r.tiers[0].hit_share * r.tiers[0].load_s + r.tiers[1].hit_share * r.tiers[1].load_s) / 0.5,
               1e-12, "mean load over the hits");
+    /* 1e4 new tokens a second besides: 1e4 T + 6e5 (1 - e^(-T/60)) = C. HBM (1e5): between
+     * 1e5 / 2e4 = 5 s (every touch distinct) and 1e5 / 1e4 = 10 s (only the new); Newton from
+     * 5 s (derivative 1e4 (1 + e^(-T/60))): 5.10555, 5.1055967. The host (2.4e6): from 180 s,
+     * 182.8456, 182.8487095 */
+    in.new_tokens_per_s = 1e4;
+    kv_cache_tiers(&in, &r);
+    CHECK_REL(r.tiers[0].residency_s, 5.1055967, 1e-7, "HBM residency 5.1055967 s with new tokens");
+    CHECK_REL(r.tiers[1].residency_s, 182.8487095, 1e-9, "host residency 182.8487095 s with new tokens");
+    CHECK_REL(kv_touched_tokens(&in.reuse, 1e4, 1e4, r.tiers[0].residency_s), 1e5, 1e-12,
+              "HBM: the tokens touched within its residency fill it");
+    CHECK_REL(r.prefix_hit, 0.5 * (1 - exp(-182.8487095 / 60)), 1e-8, "prefix hit 0.5 (1 - e^(-182.85/60))");
+    CHECK_REL(r.tiers[1].write_bytes_per_s, (1e4 + 1e4 * exp(-182.8487095 / 60)) * 1e5, 1e-8,
+              "host written (1e4 + 1e4 e^(-182.85/60)) x 1e5 B/s");
     /* no reuse: no hit */
     in.reuse.share = 0;
     kv_cache_tiers(&in, &r);
     CHECK(r.prefix_hit == 0 && r.tiers[1].hit_share == 0, "F = 0: no hit");
+    CHECK(kv_residency_s(&in.reuse, 1e4, 1e4, 0) == 0, "no capacity: residency 0");
+    CHECK(isinf(kv_residency_s(&in.reuse, 0, 0, 1e5)), "nothing touched: residency forever");
 }
 
 static void quantile_interval(void)
 {
-    /* 50% of reuses within 30 s, 90% within 600 s (linear from 0 at 0 s): HBM (10 s) holds
-     * 0.5 x 10 / 30 = 1/6; the host (240 s) 0.5 + 0.4 x (240 - 30) / 570 = 0.6473684 */
-    struct kv_cache_input in = two_tiers(1, 1);
-    in.reuse = (struct kv_reuse){.share = 1, .kind = KV_INTERVAL_QUANTILES, .count = 2, .p = {0.5, 0.9}, .s = {30, 600}};
-    CHECK_REL(kv_interval_cdf(&in.reuse, 10), 1.0 / 6, 1e-12, "Pr[I < 10 s] = 0.5 x 10 / 30");
-    CHECK_REL(kv_interval_cdf(&in.reuse, 1e6), 0.9, 1e-12, "beyond the last point: its quantile, 0.9");
+    /* 50% of reuses within 30 s, 90% within 600 s (linear from 0 at 0 s), the last 10% later */
+    struct kv_reuse law = {.share = 1, .kind = KV_INTERVAL_QUANTILES, .count = 2, .p = {0.5, 0.9}, .s = {30, 600}};
+    CHECK_REL(kv_interval_cdf(&law, 10), 1.0 / 6, 1e-12, "Pr[I < 10 s] = 0.5 x 10 / 30");
+    CHECK_REL(kv_interval_cdf(&law, 1e6), 0.9, 1e-12, "beyond the last point: its quantile, 0.9");
+    /* the integral of Pr[I > u]: 30 x (1 - 0.25) = 22.5 s to 30 s; + 570 x (1 - 0.7) = 171, 193.5 s
+     * to 600 s; beyond, 0.1 a second: 203.5 s to 700 s; unbounded */
+    CHECK_REL(kv_interval_survival_s(&law, 30), 22.5, 1e-12, "survival integral to 30 s: 22.5 s");
+    CHECK_REL(kv_interval_survival_s(&law, 600), 193.5, 1e-12, "survival integral to 600 s: 193.5 s");
+    CHECK_REL(kv_interval_survival_s(&law, 700), 203.5, 1e-12, "survival integral to 700 s: 203.5 s");
+    CHECK(isinf(kv_interval_survival_s(&law, INFINITY)), "survival integral unbounded: 10%% never come back");
+    /* uniform on [0, 20 s] (one point, 1 at 20 s), F q = 0.5 x 2e4 = 1e4 and n = 1e4 a second:
+     * D(T) = 1e4 T + 1e4 (T - T^2 / 40) below 20 s, 1e4 T + 1e5 beyond. HBM (1e5 tokens):
+     * T^2 - 80 T + 400 = 0, T = 40 - 20 sqrt 3 = 5.3590 s, holding 5.359 / 20 of the reuses; the
+     * host (2.4e6): 230 s, holding the rest */
+    struct kv_cache_input in = two_tiers(0.5, 1);
+    in.new_tokens_per_s = 1e4;
+    in.reuse = (struct kv_reuse){.share = 0.5, .kind = KV_INTERVAL_QUANTILES, .count = 1, .p = {1}, .s = {20}};
     struct kv_cache_result r;
     kv_cache_tiers(&in, &r);
-    CHECK_REL(r.tiers[0].hit_share, 1.0 / 6, 1e-12, "HBM hit 1/6");
-    CHECK_REL(r.tiers[1].hit_share, 0.5 + 0.4 * 210.0 / 570 - 1.0 / 6, 1e-12, "host hit 0.6473684 - 1/6");
+    double hbm = 40 - 20 * sqrt(3);
+    CHECK_REL(r.tiers[0].residency_s, hbm, 1e-12, "HBM residency 40 - 20 sqrt 3 = 5.359 s");
+    CHECK_REL(r.tiers[1].residency_s, 230, 1e-12, "host residency 230 s");
+    CHECK_REL(r.tiers[0].hit_share, 0.5 * hbm / 20, 1e-12, "HBM hit 0.5 x 5.359 / 20");
+    CHECK_REL(r.tiers[1].hit_share, 0.5 * (1 - hbm / 20), 1e-12, "host hit 0.5 x (1 - 5.359 / 20)");
+    /* HBM is written the new tokens and the reuses it missed; the host the new tokens only */
+    CHECK_REL(r.tiers[0].write_bytes_per_s, (1e4 + 1e4 * (1 - hbm / 20)) * 1e5, 1e-12,
+              "HBM written (1e4 + 1e4 (1 - 0.268)) x 1e5 B/s");
+    CHECK_REL(r.tiers[1].write_bytes_per_s, 1e9, 1e-12, "host written 1e4 x 1e5 = 1 GB/s");
 }
 
 static void deepseek_crossover(void)
@@ -80,7 +117,7 @@ static void deepseek_crossover(void)
     CHECK_REL(bytes, 70272, 0, "61 x 576 x 2 = 70,272 B");
     CHECK_REL(crossover, 1.8794e9, 1e-4, "crossover 1.879 GB/s");
     struct kv_cache_input in = {.tier_count = 3, .prompt_tokens = 4096, .bytes_per_token = bytes,
-                                .written_tokens_per_s = 1e3, .prompt_tokens_per_s = 1e3};
+                                .new_tokens_per_s = 0, .prompt_tokens_per_s = 1e3};
     in.reuse = (struct kv_reuse){.share = 1, .kind = KV_INTERVAL_EXP, .mean_s = 60};
     in.recompute_s = 4096 * per_token_s;
     in.tiers[0] = (struct kv_tier_input){.kind = TIER_HBM, .capacity_bytes = 1e9, .read_bytes_per_s = 3.35e12};
@@ -90,10 +127,12 @@ static void deepseek_crossover(void)
     kv_cache_tiers(&in, &r);
     CHECK(!r.tiers[1].worth_it && r.tiers[1].hit_share == 0, "1.5 GB/s: slower than recomputing, no hits");
     CHECK(r.tiers[2].worth_it, "2.5 GB/s: worth reading");
-    /* the remote tier serves what HBM does not hold and it does: W = 1e3 x 70,272 B/s; HBM
-     * 1e9 / 7.0272e7 = 14.23 s, remote 1e13 / 7.0272e7 = 142,304 s */
-    double w = 1e3 * bytes, hbm = 1e9 / w, remote = 1e13 / w;
-    CHECK_REL(r.tiers[2].hit_share, exp(-hbm / 60) - exp(-remote / 60), 1e-12, "remote hit e^(-14.2/60) - e^(-142304/60)");
+    /* the remote tier serves what HBM does not hold and it does: every prompt token reused after
+     * an exponential 60 s, 1e3 a second, so the working set is 6e4 tokens (4.2 GB), within the
+     * remote tier's 10 TB; HBM's 1 GB holds the reuses of the last R, 1 - e^(-R/60) =
+     * 1e9 / (70,272 x 6e4) = 0.23717 of them */
+    CHECK(isinf(r.tiers[2].residency_s), "remote: the 4.2 GB working set fits, forever");
+    CHECK_REL(r.tiers[2].hit_share, 1 - 1e9 / (bytes * 6e4), 1e-12, "remote hit 1 - 1e9 / (70,272 x 6e4) = 0.76283");
 }
 
 static const char *first_error(const char *text)
@@ -175,28 +214,8 @@ static void settles(void)
 /* ---- Against published tiered caches (README, "Against published tiered caches") ----
  * Each case writes out the source's inputs and asserts the source's published number within the
  * range it states (or, for a number read off a figure, the reading's precision, said beside it).
- * A case whose published number rackplan's model does not reach is not here: the README's table
- * gives it and why. */
-
-/* The hit the tiers settle on when the write rate follows the misses: W = (the prompt tokens a
- * second missed + the output tokens a second) b, as kv_cache_input_of counts them for an
- * aggregated instance, solved by substitution from the hit `start` as serve_with_reuse does (it
- * starts from the workload's prefix_hit, 0 unless given). The substitution can have two fixed
- * points (hits keep W low, which keeps the prefixes, which keeps the hits; misses the reverse):
- * from 0 it finds the cold one. */
-static double settled_hit(struct kv_cache_input *in, double prompt_tokens_per_s, double output_tokens_per_s,
-                          double start, struct kv_cache_result *r)
-{
-    double hit = start;
-    for (int round = 0; round < 200; round++) {
-        in->written_tokens_per_s = prompt_tokens_per_s * (1 - hit) + output_tokens_per_s;
-        kv_cache_tiers(in, r);
-        if (fabs(r->prefix_hit - hit) < 1e-9)
-            break;
-        hit = r->prefix_hit;
-    }
-    return r->prefix_hit;
-}
+ * A case whose published number rackplan's model does not reach is not asserted: the README's
+ * table gives it and why. */
 
 /* Mooncake (FAST'25), Figure 9 and section 5.3.1 (Qin et al., "Mooncake: Trading More Storage for
  * Less Computation", USENIX FAST 2025; the paper and traces at github.com/kvcache-ai/Mooncake,
@@ -212,17 +231,22 @@ static double settled_hit(struct kv_cache_input *in, double prompt_tokens_per_s,
  *   the interval: the quantiles of the seconds since each reused block was last used.
  * b = 80 layers x 8 KV heads x 128 x 2 (K, V) x 2 B = 327,680 B (LLaMA3-70B at BF16, the paper's
  * "320 KB"); one pool of C x b bytes (a host tier: no HBM in the replay), read fast enough to be
- * worth it; W counts the prompt tokens missed only (the figure caches prompts' blocks, not outputs).
- * The range: the figure's labels are whole percents and the released traces are not the paper's
- * sample to the token (an exact LRU replay of them gives 38% and 49% at 3M, 99% and 100% at 50M:
- * the CSVs' headers), so 41% +- 6 points, and below the stated 50%; at 50M at least 95%. The
- * synthetic trace at 3M is not held (57% of the maximum against 46%): a hit's refresh of its
- * prefix is not counted in W, so the residency is overestimated as the hit grows (README). */
+ * worth it; the new tokens are the prompts' unrepeated share, (1 - F) of the prompt tokens a
+ * second (the figure caches prompts' blocks, not outputs).
+ * The range, for both traces: the figure's labels are whole percents and the released traces are
+ * not the paper's sample to the token: an exact LRU replay of them gives 38% and 49% at 3M (the
+ * CSVs' headers), 3 points either side of the figure; the model's own approximation (Che's
+ * characteristic time on a stationary stream) is another 3 points at most on these traces: with
+ * the traces' own intervals instead of the quantiles it gives 38.0% and 51.8%, against the exact
+ * replays' 37.8% and 48.6%. So the figure's value +- 6 points; the text's "under 50%" for the
+ * conversation trace (the synthetic one's 46% is a label, and the model's 51.5% overshoots it as
+ * the exact replay's Che estimate does). At 50M at least 95%. */
 static double mooncake_hit(const char *csv, double share, double isl, double prompt_tokens_per_s, double tokens)
 {
     struct diags d;
     diags_init(&d);
     struct kv_cache_input in = {.tier_count = 2, .prompt_tokens = isl, .bytes_per_token = 327680,
+                                .new_tokens_per_s = (1 - share) * prompt_tokens_per_s,
                                 .prompt_tokens_per_s = prompt_tokens_per_s, .recompute_s = 1e9};
     in.reuse.share = share;
     bool ok = kv_reuse_read_csv(csv, &in.reuse, &d);
@@ -232,7 +256,8 @@ static double mooncake_hit(const char *csv, double share, double isl, double pro
     in.tiers[1] = (struct kv_tier_input){.kind = TIER_HOST, .name = "Mooncake Store pool",
                                          .capacity_bytes = tokens * 327680, .read_bytes_per_s = 1e15};
     struct kv_cache_result r;
-    return ok ? settled_hit(&in, prompt_tokens_per_s, 0, 0, &r) : 0;
+    kv_cache_tiers(&in, &r);
+    return ok ? r.prefix_hit : 0;
 }
 
 static void published_mooncake_traces(void)
@@ -247,8 +272,7 @@ static void published_mooncake_traces(void)
            c3, s3, c50, s50);
     CHECK(c3 >= 0.41 - 0.06 && c3 <= 0.41 + 0.06 && c3 < 0.5,
           "Mooncake conversation, 3M tokens: %.1f%% of the maximum, published 41%% (+-6) and under 50%%", 100 * c3);
-    /* the synthetic trace at 3M is not held: 57% where the figure says 46% (README's table) */
-    CHECK(s3 > 0 && s3 < 1, "Mooncake synthetic, 3M tokens: %.1f%% of the maximum (published 46%%: not held, README)",
+    CHECK(s3 >= 0.46 - 0.06 && s3 <= 0.46 + 0.06, "Mooncake synthetic, 3M tokens: %.1f%% of the maximum, published 46%% (+-6)",
           100 * s3);
     CHECK(c50 >= 0.95 && s50 >= 0.95, "Mooncake, 50M tokens: %.1f%% and %.1f%% of the maximum, published \"nearly\" all",
           100 * c50, 100 * s50);
@@ -267,59 +291,62 @@ static void published_mooncake_traces(void)
  *   + L2 (host memory --hicache-size 30 GB a rank, "8*30 = 240GB"): 49, 66, 64, 34, 27, 21, 15, 9, 8%.
  * Inputs: b a device = 94 layers x 2 (K, V) x 1 KV head (4 KV heads over TP 8: one a GPU, each
  * held twice) x 128 x 2 B = 48,128 B. Round r's prompt is r 2,048 + (r - 1) tokens, its reused
- * prefix (r - 1) 2,049 (F = that share). Time in rounds (only W x I matters, so the round's length
- * drops out): the round writes 80 x (the prompt tokens missed + 1 output) tokens. The prefix's
- * oldest tokens were written in round 1, so it is held while everything written since fits: its
- * interval is (r - 1) rounds plus the difference of two uniform places in a round (triangular on
- * (-1, 1)), as quantiles. The substitution starts warm, at the hit F: the rounds before this one
- * left the cache as it was when they hit (W is what was written since round 1, and while the
- * earlier rounds hit, that was their 2,049 new tokens a client a round); from a cold start
- * (hit 0: every prefix recomputed and written again) it settles on the cold fixed point, near 0
- * from round 3 (+ L2) or 5 (+ Mooncake): the README's table. The tiers: HBM left out (write-through: L2, larger, holds all HBM does,
+ * prefix (r - 1) 2,049 (F = that share). Time in rounds (only the tokens touched between two
+ * touches matter, so the round's length drops out): in round r the 80 clients touch their prompts,
+ * 80 (r 2,048 + r - 1) tokens, of which 80 x 2,049 are new (2,048 prompt tokens and the last
+ * output). A client's whole prefix was touched at its turn in the previous round, so its interval
+ * is 1 round plus the difference of two uniform places in a round (triangular on (-1, 1)), as
+ * quantiles. At a given rate the hit does not feed back (a miss touches the prefix as a hit does):
+ * no warm or cold start. The tiers: HBM left out (write-through: L2, larger, holds all HBM does,
  * so the summed hit is L2's alone); L2 30e9 B a device; Mooncake 816,043,786,240 / 8 B a device.
- * rackplan holds the published hits of + Mooncake in every round and of + L2 up to round 3; from
- * round 4 on + L2 falls off a cliff here (a prefix held whole or not) where SGLang's radix tree
- * keeps partial prefixes: the README's table. */
-static double hicache_round_hit(int round, double bytes_per_device, bool warm)
+ * + Mooncake: everything ever touched, 80 x 10 x 2,049 = 1.64M tokens a device by round 10, fits
+ * the 2.12M of the pool, so the hit is F in every round. + L2 (623k tokens a device): rounds 2-3
+ * fit; from round 4 the model's hit falls gradually, 47, 28, 19, 14, 11, 8.5, 6.9%, held within
+ * +-2 in rounds 9 and 10 only. Round by round the stream is not stationary (contexts grow a round
+ * at a time and the barrier ties a window to the client's places), which the model takes as it is:
+ * an exact LRU replay of these rounds (tests/data/hicache-rounds-lru.py) gives 69, 43, 27, 19, 15,
+ * 11, 9%, with whole conversations evicted instead of tails first within a point of that (so
+ * partial hits are not what is missing): the README's table. */
+static double hicache_round_hit(int round, double bytes_per_device)
 {
     const double b = 48128, clients = 80, added = 2048;
     double prompt = round * added + (round - 1), prefix = (round - 1) * (added + 1);
     struct kv_cache_input in = {.tier_count = 2, .prompt_tokens = prompt, .bytes_per_token = b,
-                                .prompt_tokens_per_s = clients * prompt, .recompute_s = 1e9};
+                                .new_tokens_per_s = clients * (added + 1), .prompt_tokens_per_s = clients * prompt,
+                                .recompute_s = 1e9};
     in.reuse = (struct kv_reuse){.share = prefix / prompt, .kind = KV_INTERVAL_QUANTILES};
-    /* (r - 1) + D, D the difference of two uniforms: Pr[D < d] = (1 + d)^2 / 2 below 0,
+    /* 1 + D, D the difference of two uniforms: Pr[D < d] = (1 + d)^2 / 2 below 0,
      * 1 - (1 - d)^2 / 2 above; its quantiles at p = 1/32 .. 1 */
     for (int i = 1; i <= 32; i++) {
         double p = i / 32.0, d = p <= 0.5 ? -1 + sqrt(2 * p) : 1 - sqrt(2 * (1 - p));
         in.reuse.p[in.reuse.count] = p;
-        in.reuse.s[in.reuse.count++] = fmax((round - 1) + d, 0);
+        in.reuse.s[in.reuse.count++] = 1 + d;
     }
     in.tiers[0] = (struct kv_tier_input){.kind = TIER_HBM, .name = "HBM (within L2)"};
     in.tiers[1] = (struct kv_tier_input){.kind = TIER_HOST, .name = "L2 or L2 + Mooncake",
                                          .capacity_bytes = bytes_per_device, .read_bytes_per_s = 1e15};
     struct kv_cache_result r;
-    return settled_hit(&in, clients * prompt, clients * 1, warm ? in.reuse.share : 0, &r);
+    kv_cache_tiers(&in, &r);
+    return r.prefix_hit;
 }
 
 static void published_hicache_multiturn(void)
 {
-    const double mooncake[] = {49, 66, 75, 80, 83, 85, 87, 89, 90}, l2[] = {49, 66};
+    const double mooncake[] = {49, 66, 75, 80, 83, 85, 87, 89, 90}, l2[] = {49, 66, 64, 34, 27, 21, 15, 9, 8};
     for (int round = 2; round <= 10; round++) {
-        double hit = 100 * hicache_round_hit(round, 816043786240.0 / 8, true);
+        double hit = 100 * hicache_round_hit(round, 816043786240.0 / 8);
         CHECK(fabs(hit - mooncake[round - 2]) <= 2, "HiCache + Mooncake, round %d: %.1f%%, published %.0f%% (+-2)",
               round, hit, mooncake[round - 2]);
     }
-    for (int round = 2; round <= 3; round++) {
-        double hit = 100 * hicache_round_hit(round, 30e9, true);
-        CHECK(fabs(hit - l2[round - 2]) <= 2, "HiCache + L2 (240 GB), round %d: %.1f%%, published %.0f%% (+-2)", round,
-              hit, l2[round - 2]);
+    for (int round = 2; round <= 10; round++) {
+        double hit = 100 * hicache_round_hit(round, 30e9);
+        if (round <= 3 || round >= 9)
+            CHECK(fabs(hit - l2[round - 2]) <= 2, "HiCache + L2 (240 GB), round %d: %.1f%%, published %.0f%% (+-2)",
+                  round, hit, l2[round - 2]);
+        else
+            printf("# HiCache + L2, round %d: rackplan %.1f%%, published %.0f%% (not held: the README's table)\n", round,
+                   hit, l2[round - 2]);
     }
-    for (int round = 4; round <= 10; round++)
-        printf("# HiCache + L2, round %d: rackplan %.1f%% warm, %.1f%% cold (the README's table)\n", round,
-               100 * hicache_round_hit(round, 30e9, true), 100 * hicache_round_hit(round, 30e9, false));
-    for (int round = 2; round <= 10; round++)
-        printf("# HiCache + Mooncake, round %d: from a cold start %.1f%%\n", round,
-               100 * hicache_round_hit(round, 816043786240.0 / 8, false));
 }
 
 int main(int argc, char **argv)

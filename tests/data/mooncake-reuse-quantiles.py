@@ -2,7 +2,7 @@
 """The reuse-interval quantiles and reuse share of a Mooncake FAST'25 trace, for rackplan's
 --reuse-interval CSV (tests/data/mooncake-*-reuse.csv; test_kvcache.c, "published").
 
-Usage: mooncake-reuse-quantiles.py TRACE.jsonl [--lru TOKENS...]
+Usage: mooncake-reuse-quantiles.py TRACE.jsonl [--lru TOKENS...] [--che TOKENS...]
 
 A trace (github.com/kvcache-ai/Mooncake, FAST25-release/traces/*_trace.jsonl) has a request a
 line: timestamp (ms), input_length, output_length and hash_ids, the prompt's 512-token blocks as
@@ -11,7 +11,11 @@ seen before is a reuse: its interval is the time since that block was last used 
 its last hit), weighted by its tokens (512, the last block of a prompt input_length - 512 (n - 1)).
 Printed: the share F of prompt tokens whose block was seen before (the hit of an infinite cache),
 the prompt tokens a second over the trace, the quantiles of the interval, and with --lru the hit
-of an exact LRU cache of that many tokens (Figure 9 of the paper replayed), as a check.
+of an exact LRU cache of that many tokens (Figure 9 of the paper replayed), as a check; with --che
+the hit rackplan's model gives a cache of that many tokens with the trace's own intervals instead of
+the quantiles (kvcache.h: the residency R where the distinct tokens touched in R seconds, the new
+tokens a second times R plus each reuse's min(interval, R) over the trace's span, fill it), to
+tell the model's error from the quantiles' interpolation.
 """
 import json
 import sys
@@ -24,6 +28,13 @@ def blocks(request):
     n = len(request["hash_ids"])
     for i, h in enumerate(request["hash_ids"]):
         yield h, BLOCK if i < n - 1 else request["input_length"] - BLOCK * (n - 1)
+
+
+def numbers_after(flag):
+    """The numbers after `flag` on the command line, up to the next option."""
+    rest = sys.argv[sys.argv.index(flag) + 1:]
+    end = next((i for i, a in enumerate(rest) if a.startswith("--")), len(rest))
+    return [float(a) for a in rest[:end]]
 
 
 def main():
@@ -50,7 +61,7 @@ def main():
             print(f"{quantiles[j]:g},{s:.3f}")
             j += 1
     if "--lru" in sys.argv:
-        for capacity in map(float, sys.argv[sys.argv.index("--lru") + 1:]):
+        for capacity in numbers_after("--lru"):
             cache, used, hit = OrderedDict(), 0, 0
             for r in requests:
                 for h, tokens in blocks(r):
@@ -63,6 +74,20 @@ def main():
                         while used > capacity:
                             used -= cache.popitem(last=False)[1]
             print(f"# exact LRU of {capacity:.0f} tokens: hit {hit / total:.4f}")
+    if "--che" in sys.argv:
+        fresh = (total - reused) / seconds
+        for capacity in numbers_after("--che"):
+            def touched(window):
+                return fresh * window + sum(k * min(s, window) for s, k in intervals) / seconds
+
+            lo, hi = 0.0, 1.0
+            while touched(hi) < capacity:
+                lo, hi = hi, 2 * hi
+            for _ in range(60):
+                mid = (lo + hi) / 2
+                lo, hi = (mid, hi) if touched(mid) < capacity else (lo, mid)
+            hit = sum(k for s, k in intervals if s < hi)
+            print(f"# characteristic time of {capacity:.0f} tokens: {hi:.1f} s, hit {hit / total:.4f}")
 
 
 main()
