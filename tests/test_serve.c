@@ -1185,6 +1185,56 @@ static void poisson_against_simulation(void)
           x.mean_decoding_sequences / (double)p.decode_instances);
 }
 
+/* ---- 12. a stricter percentile serves no more (issue 26) ----
+ * The targets bound the workload's percentile of TTFT and TPOT; p99 >= p50 point by point, so the
+ * best deployment whose p99 meets them serves at most what the best whose p50 meets them serves,
+ * whatever the efficiency: at the bound and at an estimate's (its factors as a fit gives them,
+ * below 1 with a host time a sequence). */
+static void percentile_order(void)
+{
+    struct model m;
+    struct topology t;
+    struct graph_summary g;
+    struct serve_pool pool;
+    llama_h200(&m, &t, &g, &pool);
+    pool.budget_devices = 8;
+    struct model qwen = fixture_model("models/qwen3-30b-a3b.yaml");
+    struct serve_pool moe = pool_of(&qwen, &t);
+    moe.budget_devices = 8;
+    struct serve_pool estimate = pool;
+    estimate.efficiency = (struct efficiency){.compute = 0.55, .memory = 0.8, .scale_up = 0.7, .scale_out = 0.6,
+                                              .experts = 0.7, .latency = 1.5, .sequence_s = 20e-6};
+    const struct {
+        const char *name;
+        const struct serve_pool *pool;
+        int64_t isl, osl;
+        double ttft_s, tpot_s;
+        enum serve_arrivals arrivals;
+    } cases[] = {
+        {"Llama 3.1 70B 1k/1k, TTFT 500 / TPOT 30 ms, closed", &pool, 1024, 1024, 0.5, 0.03, SERVE_CLOSED},
+        {"the same, Poisson", &pool, 1024, 1024, 0.5, 0.03, SERVE_POISSON},
+        {"the same at an estimate's efficiency, Poisson", &estimate, 1024, 1024, 0.5, 0.03, SERVE_POISSON},
+        {"Qwen3-30B-A3B 2k/512, TPOT 20 ms, Poisson", &moe, 2048, 512, 0, 0.02, SERVE_POISSON},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct serve_workload w = workload(cases[i].isl, cases[i].osl);
+        w.ttft_s = cases[i].ttft_s;
+        w.tpot_s = cases[i].tpot_s;
+        w.arrivals = cases[i].arrivals;
+        struct serve_result at50, at99;
+        w.percentile = 50;
+        bool ok = serve_search(cases[i].pool, NULL, &w, &at50);
+        w.percentile = 99;
+        ok = ok && serve_search(cases[i].pool, NULL, &w, &at99);
+        CHECK(ok && at50.found && at99.found &&
+                  at99.best.tokens_per_s_per_device <= at50.best.tokens_per_s_per_device * (1 + 1e-12),
+              "%s: %.0f tokens/s per device at p99 <= %.0f at p50", cases[i].name, at99.best.tokens_per_s_per_device,
+              at50.best.tokens_per_s_per_device);
+        serve_result_release(&at50);
+        serve_result_release(&at99);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && chdir(argv[1]) != 0)
@@ -1204,5 +1254,6 @@ int main(int argc, char **argv)
     poisson_against_simulation();
     tails();
     md1();
+    percentile_order();
     return tap_done();
 }
