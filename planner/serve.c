@@ -3,6 +3,7 @@
 
 #include "graph.h"
 #include "lengths.h"
+#include "prefill_chain.h"
 #include "queueing.h"
 #include "simulate.h"
 
@@ -1067,8 +1068,8 @@ static double skewed_quantile(const struct skewed_mix *m, double p, double x, do
     return x;
 }
 
-static void tpot_tail(const struct serve_workload *w, const struct serve_occupancy *o, bool target_only, double *at,
-                      double *mean_s)
+static void tpot_tail(const struct serve_workload *w, const struct serve_occupancy *o, struct prefill_chain *chain,
+                      bool target_only, double *at, double *mean_s)
 {
     double y = serve_tokens_per_step(w), levels[TAIL_LEVELS];
     tail_levels(w, levels);
@@ -1101,6 +1102,16 @@ static void tpot_tail(const struct serve_workload *w, const struct serve_occupan
         double rho = o->composition_correlation, own = 0;
         if (rho > 0 && o->prompt_delay_s > 0)
             own = o->prompt_delay_s * rho * -expm1(n * log(rho)) / ((1 - rho) * n * y);
+        if (chain) {
+            /* the chain's sum of the n steps after the first token (prefill_chain.h): its runs of
+             * full steps, and the state a first token leaves, in place of the compound law */
+            double sum_mean, sum_variance, sum_third;
+            prefill_chain_window(chain, n, &sum_mean, &sum_variance, &sum_third);
+            own = sum_mean / (n * y) - mean;
+            spread[b] = sqrt(sum_variance) / (n * y);
+            sd = sqrt(keep[b] * keep[b] * o->step_variance_s2 / (y * y) + spread[b] * spread[b]);
+            skew = sd > 0 ? sum_third / pow(n * y, 3) / (sd * sd * sd) : 0;
+        }
         /* a request of one token has no TPOT */
         skewed_add(&mix, osl[b] > 1 ? weight[b] : 0, mean + own, sd, skew);
         shifted += (osl[b] > 1 ? weight[b] : 0) * own;
@@ -1136,6 +1147,8 @@ static void tpot_tail(const struct serve_workload *w, const struct serve_occupan
         at[i] = osl[0] > 1 ? fmax(mean + deviation, 0) : mean;
     }
 }
+
+
 
 /* TTFT as a wait (an atom at 0 and an exponential tail, queueing.h) after an own time given as
  * weighted atoms. */
@@ -1363,6 +1376,66 @@ static void set_tail(const double *ttft, double ttft_mean, const double *tpot, d
     p->tpot_s = tpot[SERVE_PERCENTILES];
 }
 
+/* ---- the chain of an aggregated instance's prefill queue (prefill_chain.h) ---- */
+
+struct chain_pricing {
+    struct composition full; /* priced to the count that fills the budgets */
+    double unit_tokens;
+};
+
+static double chain_step_s(void *context, double tokens)
+{
+    struct chain_pricing *p = context;
+    return composition_at(&p->full, p->unit_tokens > 0 ? tokens / p->unit_tokens : 0);
+}
+
+/* The chain of an instance at `batch` under Poisson arrivals at `arrivals` requests/s: one queue
+ * over the instance's budget dp C when its ranks step together, one rank's (C, arrivals / dp)
+ * when they step on their own; its steps the composition's at the batch searched (not stretched
+ * by the occupancy's mean step, as the other tails' are: the chain's queue lengthens its steps
+ * itself, and near the compute plateau, where the occupancy spreads wide, a step priced below the
+ * batch's would keep up with a rate the batch cannot). NULL, with the reason in *status, when the
+ * chain cannot be built. */
+static struct prefill_chain *chain_of(const struct roof_setup *s, const struct serve_workload *w, int64_t batch,
+                                      double arrivals, enum chain_status *status)
+{
+    double isl[SERVE_PROMPT_BINS], weight[SERVE_PROMPT_BINS], computed[SERVE_PROMPT_BINS];
+    int64_t bins = prompt_bins(w, isl, weight);
+    for (int64_t i = 0; i < bins; i++)
+        computed[i] = isl[i] * (1 - w->prefix_hit);
+    bool alone = ranks_independent(s);
+    double dp = (double)s->layout.dp, chunk = (double)w->chunk_tokens;
+    struct chain_pricing pricing = {.unit_tokens = unit_tokens(w)};
+    composition_init(&pricing.full, s, w, batch, INFINITY);
+    struct chain_input in = {.arrivals_per_s = alone ? arrivals / dp : arrivals,
+                             .budget_tokens = alone ? chunk : dp * chunk,
+                             .rank_tokens = chunk,
+                             .sizes = (int)bins,
+                             .size_tokens = computed,
+                             .size_weight = weight,
+                             .step_s = chain_step_s,
+                             .context = &pricing};
+    struct prefill_chain *c = xmalloc(sizeof *c);
+    *status = prefill_chain_build(&in, c);
+    if (*status != CHAIN_OK) {
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* TTFT's atoms from the chain, for one prompt class. */
+struct chain_atoms {
+    struct ttft_mix *mix;
+    double weight, offset_s;
+};
+
+static void chain_ttft_add(void *context, double weight, double time_s)
+{
+    struct chain_atoms *a = context;
+    ttft_mix_add(a->mix, a->weight * weight, time_s + a->offset_s);
+}
+
 /* An aggregated point's tails, its occupancy `o` and its batch's composition given: TPOT as
  * tpot_tail; TTFT the wait for a slot, then for a chunk budget (below), then, open-loop, the rest
  * of the length-biased step in progress and the step carrying the prompt with what came during it
@@ -1374,44 +1447,62 @@ static bool aggregated_tails(const struct serve_pool *pool, const struct graph_s
                              const struct serve_workload *w, int64_t batch, const struct serve_occupancy *o,
                              struct composition *at_batch, bool judging, struct serve_point *p)
 {
-    double arrivals = p->decode.requests_per_s, step_s = p->decode.step_s;
+    double arrivals = p->decode.requests_per_s, step_s = p->decode.step_s, slower = o->step_mean_s / step_s;
     double tpot[TAIL_LEVELS], tpot_mean, ttft[TAIL_LEVELS] = {0}, ttft_mean = 0;
-    tpot_tail(w, o, judging, tpot, &tpot_mean);
+    /* at random arrivals the prefill queue as a chain (prefill_chain.h); where it cannot be built
+     * (too many prompts a step for its grid), the composition's laws below */
+    struct prefill_chain *chain = NULL;
+    enum chain_status status = CHAIN_OK;
+    if (w->arrivals == SERVE_POISSON && !(chain = chain_of(at_batch->setup, w, batch, arrivals, &status)) &&
+        status == CHAIN_UNSTABLE)
+        return false; /* the prefill queue does not keep up: no wait is finite */
+    tpot_tail(w, o, chain, judging, tpot, &tpot_mean);
     if (judging && (w->ttft_s <= 0 || (w->tpot_s > 0 && tpot[SERVE_PERCENTILES] > w->tpot_s))) {
         /* only whether it meets the targets is asked, and TTFT cannot change the answer */
         set_tail(ttft, ttft_mean, tpot, tpot_mean, p);
+        free(chain);
         return true;
     }
-
-    /* the budgets as servers: floor(dp C / c) prompts a step, each held for a step scaled so that
-     * they take dp C tokens a step, no more; a longer prompt holds its rank for c / C steps, each
-     * of which carries a whole chunk (the mean step, which counts the steps that carry none, would
-     * let a rank that is never idle keep up) */
-    double chunk = (double)w->chunk_tokens, c = prefilled_tokens(w), steps = c > chunk ? c / chunk : 1;
-    double servers = c > chunk ? (double)l->dp : fmax(floor((double)l->dp * chunk / c), 1);
-    double slower = o->step_mean_s / step_s;
-    double service = c > chunk ? steps * fmax(o->step_mean_s, composition_at(at_batch, 1) * fmax(slower, 1))
-                               : o->step_mean_s * servers * c / ((double)l->dp * chunk);
-    struct queue_wait budget, slot = {.wait_probability = o->wait_probability, .mean_wait_s = o->mean_wait_s};
-    if (!prefill_wait(w, arrivals, service, (int64_t)servers, &budget))
-        return false;
-    struct queue_wait wait = waits_added(&slot, &budget);
-    /* An open-loop arrival lands in a step of length-biased length L (the step a gamma law of its
-     * mean m and variance v: E[L] = E[T^2] / m, E[L^2] = E[T^3] / m, E[T^3] = m^3 + 3 m v +
-     * 2 v^2 / m), waits out a uniform share of it, and its first chunk's step carries the K ~
-     * Poisson(lambda L) prompts that arrived with it: the two move together. Closed-loop a request
-     * starts as one ends: no wait, K about the mean. Later chunks' steps are priced at the mean. */
-    double m = o->step_mean_s, v = o->composition_variance_s2 + o->step_variance_s2;
-    double biased = (m * m + v) / m, biased2 = (m * m * m + 3 * m * v + 2 * v * v / m) / m;
-    double biased_variance = fmax(biased2 - biased * biased, 0);
-    bool open = w->arrivals != SERVE_CLOSED;
-    double joining = units_of(at_batch->setup, w, open ? arrivals * biased : step_prefill_tokens(w, batch) / fmax(c, 1));
+    struct queue_wait slot = {.wait_probability = o->wait_probability, .mean_wait_s = o->mean_wait_s}, wait = slot;
     struct ttft_mix mix = {.wait = &wait};
     double isl[SERVE_PROMPT_BINS], weight[SERVE_PROMPT_BINS];
     int64_t bins = prompt_bins(w, isl, weight);
-    for (int64_t i = 0; i < bins; i++) {
-        double own = aggregated_ttft(pool, g, l, w, batch, isl[i]) * slower + w->prefix_load_s;
-        ttft_own_add(&mix, w, at_batch, weight[i], own, slower, arrivals, biased, biased_variance, open, joining);
+    if (chain) {
+        /* the wait for a slot, then the chain's: the step in progress, what is ahead, its own */
+        for (int64_t i = 0; i < bins; i++) {
+            struct chain_atoms atoms = {.mix = &mix, .weight = weight[i], .offset_s = w->prefix_load_s};
+            prefill_chain_ttft(chain, isl[i] * (1 - w->prefix_hit), chain_ttft_add, &atoms);
+        }
+        free(chain);
+    } else {
+        /* the budgets as servers: floor(dp C / c) prompts a step, each held for a step scaled so
+         * that they take dp C tokens a step, no more; a longer prompt holds its rank for c / C
+         * steps, each of which carries a whole chunk (the mean step, which counts the steps that
+         * carry none, would let a rank that is never idle keep up) */
+        double chunk = (double)w->chunk_tokens, c = prefilled_tokens(w), steps = c > chunk ? c / chunk : 1;
+        double servers = c > chunk ? (double)l->dp : fmax(floor((double)l->dp * chunk / c), 1);
+        double service = c > chunk ? steps * fmax(o->step_mean_s, composition_at(at_batch, 1) * fmax(slower, 1))
+                                   : o->step_mean_s * servers * c / ((double)l->dp * chunk);
+        struct queue_wait budget;
+        if (!prefill_wait(w, arrivals, service, (int64_t)servers, &budget))
+            return false;
+        wait = waits_added(&slot, &budget);
+        /* An open-loop arrival lands in a step of length-biased length L (the step a gamma law of
+         * its mean m and variance v: E[L] = E[T^2] / m, E[L^2] = E[T^3] / m, E[T^3] = m^3 + 3 m v +
+         * 2 v^2 / m), waits out a uniform share of it, and its first chunk's step carries the K ~
+         * Poisson(lambda L) prompts that arrived with it: the two move together. Closed-loop a
+         * request starts as one ends: no wait, K about the mean. Later chunks' steps are priced at
+         * the mean. */
+        double m = o->step_mean_s, v = o->composition_variance_s2 + o->step_variance_s2;
+        double biased = (m * m + v) / m, biased2 = (m * m * m + 3 * m * v + 2 * v * v / m) / m;
+        double biased_variance = fmax(biased2 - biased * biased, 0);
+        bool open = w->arrivals != SERVE_CLOSED;
+        double joining =
+            units_of(at_batch->setup, w, open ? arrivals * biased : step_prefill_tokens(w, batch) / fmax(c, 1));
+        for (int64_t i = 0; i < bins; i++) {
+            double own = aggregated_ttft(pool, g, l, w, batch, isl[i]) * slower + w->prefix_load_s;
+            ttft_own_add(&mix, w, at_batch, weight[i], own, slower, arrivals, biased, biased_variance, open, joining);
+        }
     }
     ttft_tail(w, &mix, judging, ttft, &ttft_mean);
     ttft_mix_release(&mix);
@@ -1645,7 +1736,7 @@ double serve_kv_transfer_s(const struct serve_pool *prefill, const struct layout
 static void decode_tpot(const struct serve_workload *w, const struct serve_instance *d, bool target_only, double *at,
                         double *mean_s)
 {
-    tpot_tail(w, &d->occupancy, target_only, at, mean_s);
+    tpot_tail(w, &d->occupancy, NULL, target_only, at, mean_s);
 }
 
 /* A disaggregated point's TTFT at the levels: the wait for one of x prefill instances, each

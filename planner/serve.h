@@ -92,6 +92,16 @@
  *   step (its lognormal law cut at 0.3, 0.6, 0.85, 0.95, 0.985, 0.995, 0.999, finer toward the
  *   tail that p99 reads; a length mix at 0.7, 0.95, 0.995), the share waited and K. A search that
  *   only asks whether a point meets the targets works out the target's percentile alone.
+ *   Aggregated under Poisson arrivals, the prefill queue as a Markov chain (prefill_chain.h) in
+ *   place of the composition's laws and the chunk-budget queue: the prompt tokens waiting at a
+ *   step's start, the step carrying at most the budget (dp C when the ranks step together, one
+ *   rank's C at lambda / dp when they step alone) at the composition's price at B, so that runs
+ *   of full steps and the queue behind them are followed; TTFT the wait for a slot, then the
+ *   chain's (the rest of the step in progress, what is ahead, its own tokens, first come first
+ *   served); TPOT's bins their sums' mean, variance and third moment from the chain, started
+ *   where a first token leaves it, with the batch's own variation in quadrature as above. A
+ *   queue that does not keep up refuses the point; where the chain cannot be built (more prompts
+ *   a step than its grid follows) the laws above stand.
  * Not modelled: retries, priorities, preemption, a decode slot's wait in disaggregated TTFT,
  * the variation of accepted drafts, a rate-sized decode instance below its planned batch.
  *

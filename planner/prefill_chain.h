@@ -1,0 +1,113 @@
+/* prefill_chain.h: the prompt tokens an aggregated instance's steps carry when requests arrive at
+ * random, followed as a Markov chain, for the tails of TTFT and TPOT (issue 26).
+ *
+ * Why. A step carries every decoding sequence and, from the prompts waiting, at most a budget B
+ * of prompt tokens (chunked prefill). Prompts that arrive during a step join the next, so a long
+ * step gathers more; when what waits passes B, the next steps are full and the queue drains by
+ * B - (what arrives) a step. With heavy-tailed prompt lengths such runs of full steps make the
+ * tails: in the simulation of Llama 3.1 70B on an H200 node with the Azure conversation mix,
+ * runs of 2, 3 and 5 or more full steps follow 40%, 21% and 7% of the steps that fill, and a short
+ * prompt that lands in one waits for all of them. A law fitted to the step's mean and variance
+ * misses them; the chain follows them.
+ *
+ * The model. X, the prompt tokens waiting at a step's start, on a grid of g = B / K tokens, K =
+ * CHAIN_UNITS, or fewer where prompts are long, so that the CHAIN_STATES - 1 units above 0 reach
+ * 8 mean prompts and twice the longest (at least CHAIN_BUDGETS B); more is lumped at the top.
+ * Where the top holds more than CHAIN_MOST_TOP, K is halved (the states reach twice as far) down
+ * to 4; past that the chain is refused as unstable. The step carries s = min(X, B) and takes
+ * T(s), the caller's step time; during it prompts arrive as a Poisson process of rate lambda, each
+ * of a size drawn from the classes given (each size split between the two grid points about it,
+ * keeping its mean), so the tokens arriving are a compound Poisson sum of mean lambda T(s) prompts
+ * (Panjer's recursion); X' = X - s + that. The stationary law pi solves pi = pi P exactly
+ * (Gaussian elimination).
+ *
+ * TTFT of a prompt of c tokens arriving at random (Poisson arrivals see time averages): the step
+ * in progress started at X with probability pi(X) T(s(X)) / E[T] (length-biased), the prompt
+ * lands at a share v of it (CHAIN_SHARES midpoints); the prompts that came before it in that step
+ * (compound Poisson over v T) and what waited beyond the step's budget are ahead of it. It then
+ * waits out the rest of the step, (1 - v) T, and the steps that serve, first come first served, what
+ * is ahead, then its own tokens (at most C of them a step, a data-parallel rank's chunk budget),
+ * then, in the step its last token is in, those that came after it, at their mean, within B; its
+ * first token comes at the end of that step. The times of all these cases are gathered on a
+ * geometric grid (CHAIN_TIME_RATIO apart), each bin given at its weighted mean time.
+ *
+ * TPOT: the steps after a prompt's first token start from the state after the step that served
+ * it: sigma = the law of X' after a step started at X with probability proportional to pi(X)
+ * s(X) (prompts finish in proportion to the tokens served). The sum S_n of the next n steps' times
+ * has its mean, variance and third central moment from the chain exactly for n up to
+ * CHAIN_WINDOW (backward recursions over the states); beyond it the mean grows by the stationary
+ * step and the variance and third moment at the rate of their last step (cumulants of a Markov
+ * additive sum are asymptotically linear in n).
+ *
+ * Not modelled here: the decode batch's own variation (the caller's), the ranks of a
+ * data-parallel instance as separate queues (one budget B; a prompt takes at most C of it a step),
+ * a prompt's own chunks waiting on others' (first come first served over the whole budget).
+ * Deterministic: no random numbers, fixed iteration order. */
+#ifndef RACKPLAN_PREFILL_CHAIN_H
+#define RACKPLAN_PREFILL_CHAIN_H
+
+#include <stdbool.h>
+
+#define CHAIN_UNITS 32
+#define CHAIN_BUDGETS 4
+#define CHAIN_STATES (CHAIN_UNITS * CHAIN_BUDGETS + 1)
+#define CHAIN_SHARES 4
+#define CHAIN_WINDOW 32
+#define CHAIN_MOST_TOP 1e-6
+#define CHAIN_TIME_RATIO 1.01
+#define CHAIN_TIME_BINS 1200
+
+struct chain_input {
+    double arrivals_per_s; /* lambda: prompts a second into this queue */
+    double budget_tokens;  /* B: prompt tokens a step carries at most */
+    double rank_tokens;    /* C: of one prompt, a step carries at most this many */
+    int sizes;             /* prompt classes, at least 1 */
+    const double *size_tokens, *size_weight; /* the tokens a prompt computes, and the class's share */
+    double (*step_s)(void *context, double tokens); /* T: a step's time carrying `tokens` prompt
+                                                     * tokens, non-decreasing, finite, > 0 */
+    void *context;
+};
+
+struct prefill_chain {
+    double unit_tokens, rank_units, arrivals_per_s, mean_size_units;
+    int budget;                                       /* K: B in units, at most CHAIN_UNITS */
+    double step_s[CHAIN_UNITS + 1];                   /* T(s) at s = 0 .. K units */
+    double size_pmf[CHAIN_STATES];                    /* a prompt's size, in units */
+    int size_units[CHAIN_STATES], size_count;         /* the sizes (> 0) with mass, increasing */
+    double arrive[CHAIN_UNITS + 1][CHAIN_STATES];     /* units arriving during a step of s units */
+    int arrive_top[CHAIN_UNITS + 1];                  /* the last unit with mass */
+    double ahead[CHAIN_SHARES][CHAIN_UNITS + 2][CHAIN_STATES]; /* the units ahead of a prompt
+                                                      * arriving at share v of a step of class s
+                                                      * (K + 1: a full step with more waiting),
+                                                      * weighted by that case's chance */
+    double stationary[CHAIN_STATES];
+    double top_mass; /* pi at the top state, where the queue's longer stays are lumped */
+    double step_mean_s, step_variance_s2;             /* of a step, over pi */
+    bool windows; /* whether the sums' moments below are worked out (prefill_chain_window) */
+    double start[CHAIN_STATES];                       /* sigma */
+    double window_mean_s[CHAIN_WINDOW + 1], window_variance_s2[CHAIN_WINDOW + 1],
+        window_third_s3[CHAIN_WINDOW + 1];
+};
+
+enum chain_status {
+    CHAIN_OK,
+    CHAIN_UNSTABLE,   /* the queue does not keep up: the mean prompt tokens arriving in a full step
+                       * at least B, or the top state's mass above CHAIN_MOST_TOP */
+    CHAIN_UNSUPPORTED /* invalid input, a step time that falls as it carries more, or more prompts
+                       * a step than the grid follows (exp(-lambda T) underflows) */
+};
+
+/* The chain and its stationary law into *out (large: allocate it). */
+enum chain_status prefill_chain_build(const struct chain_input *in, struct prefill_chain *out);
+
+/* TTFT of a prompt of `tokens` computed tokens: `add(context, weight, time_s)` for each bin of the
+ * geometric grid that holds mass; the weights sum to 1. */
+void prefill_chain_ttft(const struct prefill_chain *c, double tokens,
+                        void (*add)(void *context, double weight, double time_s), void *context);
+
+/* The mean, variance and third central moment of the sum of the `steps` steps (>= 1; fractional
+ * counts between the whole ones) after a prompt's first token. */
+void prefill_chain_window(struct prefill_chain *c, double steps, double *mean_s, double *variance_s2,
+                          double *third_s3);
+
+#endif

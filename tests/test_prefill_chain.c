@@ -1,0 +1,185 @@
+/* The prefill queue as a Markov chain (prefill_chain.h) against closed forms: a queue that empties
+ * every step (its law Poisson, TTFT the rest of a step and one more), the discrete-time queue of
+ * whole-budget prompts N' = (N - 1)+ + A (its empty share 1 - a, its mean a (2 - a) / (2 (1 - a)),
+ * its second state by the balance at 0, the mean TTFT by hand), the window sums' limits, the grid
+ * for long prompts, and the refusals.
+ *
+ * Every expected number is a closed form or hand arithmetic written beside its check. */
+#include "prefill_chain.h"
+#include "tap.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+static double constant_s;
+
+static double constant_step(void *context, double tokens)
+{
+    (void)context;
+    (void)tokens;
+    return constant_s;
+}
+
+/* T(s) = 5 ms + 20 us a token: a decode step and the prefill beside it */
+static double linear_step(void *context, double tokens)
+{
+    (void)context;
+    return 5e-3 + 20e-6 * tokens;
+}
+
+struct moments {
+    double weight, mean, lowest, highest;
+};
+
+static void gather(void *context, double weight, double time_s)
+{
+    struct moments *m = context;
+    m->weight += weight;
+    m->mean += weight * time_s;
+    m->lowest = fmin(m->lowest, time_s);
+    m->highest = fmax(m->highest, time_s);
+}
+
+static struct moments ttft_of(const struct prefill_chain *c, double tokens)
+{
+    struct moments m = {.lowest = INFINITY};
+    prefill_chain_ttft(c, tokens, gather, &m);
+    m.mean /= m.weight;
+    return m;
+}
+
+/* ---- 1. a queue that empties every step ---- */
+
+static void empties(struct prefill_chain *c)
+{
+    /* B = 8,192 tokens, K = 32 units of 256; prompts of one unit at 10/s and steps of 10 ms
+     * whatever they carry: 0.1 prompts a step, never 32, so X is the last step's arrivals,
+     * Poisson(0.1): pi(0) = e^-0.1 = 0.904837, pi(1) = 0.0904837, pi(2) = 0.00452419 */
+    constant_s = 0.01;
+    double size = 256, weight = 1;
+    struct chain_input in = {.arrivals_per_s = 10, .budget_tokens = 8192, .rank_tokens = 8192, .sizes = 1,
+                             .size_tokens = &size, .size_weight = &weight, .step_s = constant_step};
+    CHECK(prefill_chain_build(&in, c) == CHAIN_OK, "one-unit prompts at 0.1 a step: built");
+    CHECK_EQ(c->budget, 32, "the grid: 32 units to the budget");
+    CHECK_REL(c->stationary[0], exp(-0.1), 1e-9, "pi(0) = e^-0.1");
+    CHECK_REL(c->stationary[1], 0.1 * exp(-0.1), 1e-9, "pi(1) = 0.1 e^-0.1");
+    CHECK_REL(c->stationary[2], 0.005 * exp(-0.1), 1e-9, "pi(2) = 0.1^2 / 2 e^-0.1");
+    CHECK_REL(c->step_mean_s, 0.01, 1e-12, "every step 10 ms");
+    /* TTFT: the rest of the step it lands in, (1 - v) T at v = 1/8 .. 7/8, then its own step:
+     * (2 - v) T = 18.75, 16.25, 13.75, 11.25 ms, a quarter each; mean 1.5 T = 15 ms */
+    struct moments m = ttft_of(c, 256);
+    CHECK_REL(m.weight, 1, 1e-12, "TTFT's weights sum to 1");
+    CHECK_REL(m.mean, 0.015, 1e-9, "mean TTFT 1.5 T = 15 ms");
+    CHECK_REL(m.lowest, 0.01125, 1e-9, "shortest 1.125 T (landing at 7/8 of a step)");
+    CHECK_REL(m.highest, 0.01875, 1e-9, "longest 1.875 T (landing at 1/8)");
+    /* a sum of n steps of 10 ms: n T, no spread; past the exact window it goes on linearly */
+    double mean, variance, third;
+    prefill_chain_window(c, 5, &mean, &variance, &third);
+    CHECK(fabs(mean - 0.05) < 1e-12 && fabs(variance) < 1e-15 && fabs(third) < 1e-18,
+          "5 steps: 50 ms, no variance, no skew");
+    prefill_chain_window(c, 400, &mean, &variance, &third);
+    CHECK_REL(mean, 4.0, 1e-9, "400 steps (beyond the window of 32): 4 s");
+}
+
+/* ---- 2. prompts of a whole budget: N' = (N - 1)+ + A ---- */
+
+static void whole_budgets(struct prefill_chain *c)
+{
+    /* prompts of B tokens at 0.3/s, steps of 1 s: a = 0.3 prompts a step, one served a step. The
+     * grid reaches 8 mean prompts: units of B / 16 (K = 16), a prompt 16 units.
+     * Balance: P(N > 0) = a, so pi(0) = 0.7; at 0, pi(0) = (pi(0) + pi(1)) e^-a, so
+     * pi(1) = 0.7 (e^0.3 - 1) = 0.244901; E[N] = a (2 - a) / (2 (1 - a)) = 0.51 / 1.4 = 0.364286
+     * (squaring N' = N - 1{N > 0} + A and taking means). */
+    constant_s = 1;
+    double size = 8192, weight = 1;
+    struct chain_input in = {.arrivals_per_s = 0.3, .budget_tokens = 8192, .rank_tokens = 8192, .sizes = 1,
+                             .size_tokens = &size, .size_weight = &weight, .step_s = constant_step};
+    CHECK(prefill_chain_build(&in, c) == CHAIN_OK, "whole-budget prompts at a = 0.3: built");
+    CHECK_EQ(c->budget, 16, "units of B / 16, so that 128 of them reach 8 mean prompts");
+    CHECK_REL(c->stationary[0], 0.7, 1e-6, "pi(0) = 1 - a = 0.7");
+    CHECK_REL(c->stationary[16], 0.7 * (exp(0.3) - 1), 1e-6, "pi(one prompt) = (1 - a)(e^a - 1) = 0.244901");
+    double prompts = 0;
+    for (int x = 0; x < CHAIN_STATES; x++)
+        prompts += c->stationary[x] * x / 16.0;
+    CHECK_REL(prompts, 0.3 * 1.7 / 1.4, 1e-5, "E[N] = a (2 - a) / (2 (1 - a)) = 0.364286");
+    /* TTFT, steps of 1 s whatever they carry: the rest of the step, E[1 - v] = 0.5 s; then one step
+     * a prompt ahead, those waiting beyond this step E[(N - 1)+] = E[N] - a = 0.064286 and those
+     * that came before it in this step, a E[v] = 0.15; then its own step, 1 s: 1.714286 s */
+    struct moments m = ttft_of(c, 8192);
+    CHECK_REL(m.mean, 0.5 + (0.3 * 1.7 / 1.4 - 0.3) + 0.15 + 1, 1e-5, "mean TTFT 1.714286 s by hand");
+}
+
+/* ---- 3. steps that grow with what they carry ---- */
+
+static void growing(struct prefill_chain *c)
+{
+    /* a mix: 80% of prompts 500 tokens, 20% 4,000 (mean 1,200); 30/s; T(s) = 5 ms + 20 us a
+     * token, B = 8,192 (a full step 168.84 ms brings 30 x 0.16884 x 1,200 = 6,078 tokens < B) */
+    double sizes[2] = {500, 4000}, weights[2] = {0.8, 0.2};
+    struct chain_input in = {.arrivals_per_s = 30, .budget_tokens = 8192, .rank_tokens = 8192, .sizes = 2,
+                             .size_tokens = sizes, .size_weight = weights, .step_s = linear_step};
+    CHECK(prefill_chain_build(&in, c) == CHAIN_OK, "a two-length mix at 30/s: built");
+    /* the steps' mean: T = 5 ms + 20 us x (tokens served); served = arrived in the long run, 30 x
+     * 1,200 = 36,000 tokens/s, so a mean step m carries 36,000 m tokens: m = 5 ms / (1 - 0.72) =
+     * 17.857 ms (the grid splits a prompt between two points, keeping its mean) */
+    CHECK_REL(c->step_mean_s, 5e-3 / (1 - 30 * 1200 * 20e-6), 1e-5,
+              "mean step 5 ms / (1 - rho) = 17.857 ms (to the mass lumped at the top)");
+    double mean, variance, third;
+    prefill_chain_window(c, 1, &mean, &variance, &third);
+    CHECK(mean > c->step_mean_s && variance > 0,
+          "the step after a first token (%.2f ms) is longer than the mean step: prompts finish in full steps",
+          mean * 1e3);
+    double first = mean;
+    prefill_chain_window(c, 5000, &mean, &variance, &third);
+    CHECK(mean / 5000 > c->step_mean_s && mean / 5000 < c->step_mean_s * 1.01,
+          "over 5,000 steps the mean step (%.4f ms) returns to within 1%% of the stationary %.4f ms, above it by the "
+          "first steps' excess (the first %.2f ms)",
+          mean / 5000 * 1e3, c->step_mean_s * 1e3, first * 1e3);
+    struct moments shortp = ttft_of(c, 500), longp = ttft_of(c, 4000);
+    CHECK(longp.mean > shortp.mean + 3500 * 20e-6 * 0.99,
+          "a 4,000-token prompt's mean TTFT (%.1f ms) is at least its 3,500 more tokens' 70 ms above a 500-token one's "
+          "(%.1f ms)",
+          longp.mean * 1e3, shortp.mean * 1e3);
+}
+
+/* ---- 4. long prompts, refusals ---- */
+
+static void refusals(struct prefill_chain *c)
+{
+    /* a full step brings at least what it serves: 30/s x 0.16884 s x 2,000 tokens = 10,130 > B */
+    double size = 2000, weight = 1;
+    struct chain_input in = {.arrivals_per_s = 30, .budget_tokens = 8192, .rank_tokens = 8192, .sizes = 1,
+                             .size_tokens = &size, .size_weight = &weight, .step_s = linear_step};
+    CHECK(prefill_chain_build(&in, c) == CHAIN_UNSTABLE, "30 prompts of 2,000 tokens a second: unstable");
+    in.arrivals_per_s = 0;
+    CHECK(prefill_chain_build(&in, c) == CHAIN_UNSUPPORTED, "no arrivals: nothing to follow");
+    in.arrivals_per_s = 1;
+    weight = 0;
+    CHECK(prefill_chain_build(&in, c) == CHAIN_UNSUPPORTED, "no weight: refused");
+    /* prompts of 20,000 tokens (2.44 budgets): the grid coarsens to reach 8 of them, 160,000
+     * tokens over 128 units = 1,250, so K = floor(8,192 / 1,250) = 6 units of 1,365.3 */
+    weight = 1;
+    size = 20000;
+    in.arrivals_per_s = 0.2;
+    enum chain_status status = prefill_chain_build(&in, c);
+    CHECK(status == CHAIN_OK && c->budget == 6, "20,000-token prompts: K = 6 units to the budget (got %d)",
+          c->budget);
+    /* each takes ceil(20,000 / 8,192) = 3 steps, the last of 3,616 tokens: alone at least
+     * 2 x 168.84 + 77.32 = 415.0 ms */
+    struct moments m = ttft_of(c, 20000);
+    CHECK(m.lowest >= 0.415 * 0.98, "a 20,000-token prompt's TTFT is at least its three steps alone (%.1f ms)",
+          m.lowest * 1e3);
+}
+
+int main(void)
+{
+    struct prefill_chain *c = malloc(sizeof *c);
+    if (!c)
+        return 1;
+    empties(c);
+    whole_budgets(c);
+    growing(c);
+    refusals(c);
+    free(c);
+    return tap_done();
+}
