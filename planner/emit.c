@@ -687,14 +687,19 @@ static enum emit_status build_dynamo(enum emit_engine inner, const struct emit_p
     }
     char file[64];
     snprintf(file, sizeof file, "dynamo-%s.yaml", frameworks[inner]);
-    char note[1024];
+    char note[2048];
     int n = snprintf(note, sizeof note,
                      "# workers run `python3 -m dynamo.%s` with the flags checked against %s\n"
                      "# the runtime image tags were not checked against the registry: set them to the Dynamo\n"
                      "# release whose worker takes these flags\n",
                      frameworks[inner], engine_versions[inner]);
+    /* Dynamo's release artifacts pages list each tensorrtllm-runtime image's TensorRT-LLM: 1.2.0rc6 to
+     * 1.3.0rc19 pre-releases (Dynamo 0.8.1 to 1.3.0), never 1.0.0, the release these keys were
+     * checked against: the file says so rather than imply the image takes exactly these keys */
     if (inner == EMIT_TRTLLM)
         snprintf(note + n, sizeof note - (size_t)n,
+                 "# Dynamo's tensorrtllm-runtime images carry TensorRT-LLM pre-releases (1.2.0rc6 to 1.3.0rc19 by\n"
+                 "# Dynamo's release artifacts), not 1.0.0: check the role YAMLs' keys against the image's\n"
                  "# the workers read their engine YAMLs from the ConfigMap %s:\n"
                  "#   kubectl create configmap %s%s%s\n",
                  config_map, config_map, p->role_count == 2 ? " --from-file=trtllm-prefill.yaml" : " --from-file=trtllm-aggregated.yaml",
