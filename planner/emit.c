@@ -16,7 +16,8 @@ static const char *const engine_names[EMIT_ENGINE_COUNT] = {"sglang", "vllm", "t
 static const char *const engine_versions[EMIT_ENGINE_COUNT] = {
     "SGLang main at 001067ff (python/sglang/srt/server_args.py)",
     "vLLM main at 99d7eb5d (vllm/engine/arg_utils.py; vllm serve --port from entrypoints/openai/cli_args.py at 00522333)",
-    "TensorRT-LLM main at fcd3f316 (tensorrt_llm/llmapi/llm_args.py; trtllm-serve CLI from commands/serve.py at 00209af1)",
+    "TensorRT-LLM 1.0.0 (release; LLM-API keys of tensorrt_llm/llmapi/llm_args.py: TorchLlmArgs, KvCacheConfig, "
+    "CudaGraphConfig, CacheTransceiverConfig, MTPDecodingConfig)",
     "Dynamo DynamoGraphDeployment nvidia.com/v1alpha1 (deploy/operator/api/v1alpha1 at 832a531f and 1d26d921; "
     "worker flags from components/src/dynamo/{vllm,trtllm}/backend_args.py at d195d280 and b6c87336)"};
 /* sgl-model-gateway/bindings/python/src/sglang_router/router_args.py at 6614f984 (and its predecessor
@@ -228,8 +229,8 @@ static bool refused(enum emit_engine e, const struct emit_plan *p, char *why, si
         return refuse(why, size, "vllm: vLLM's --kv-cache-dtype has no FP4 (auto, bfloat16, fp8 and its variants); "
                       "plan with --kv fp8");
     if (p->kv == PREC_FP4 && e == EMIT_TRTLLM)
-        return refuse(why, size, "trtllm: TensorRT-LLM's kv_cache_dtype (main at fcd3f316) is a free string whose FP4 "
-                      "value was not verified; plan with --kv fp8");
+        return refuse(why, size, "trtllm: TensorRT-LLM 1.0.0's kv_cache_config.dtype maps only auto and fp8 to a KV "
+                      "quantisation (any other value is warned about, not applied); plan with --kv fp8");
     if (p->kv == PREC_FP4 && !blackwell_or_later(p))
         return refuse(why, size, "%s: an FP4 KV cache needs Blackwell or later in %s, not %s", engine_names[e], name,
                       p->family);
@@ -396,12 +397,15 @@ static void put_bool(struct doc_node *map, const char *key, bool v)
     doc_map_put(map, key, doc_new_scalar(v ? "true" : "false", false));
 }
 
+/* The role's extra_llm_api_options YAML, keys of TensorRT-LLM 1.0.0 (tests/data/engine-options/
+ * trtllm-1.0.0.txt). Every nested config is a StrictBaseModel (extra "forbid"): a key 1.0.0 lacks
+ * fails the server at start-up, so only listed keys are written. */
 static struct doc_node *trtllm_options(const struct emit_plan *p, const struct emit_role *r)
 {
     bool attention_dp = p->moe && r->dp > 1;
     int64_t rank_batch = ceil_div(r->batch, r->dp);
     struct doc_node *root = doc_new_map();
-    put_string(root, "backend", "pytorch");
+    /* no `backend` key: deprecated in 1.0.0's BaseLlmArgs, trtllm-serve's --backend sets it */
     put_int(root, "tensor_parallel_size", attention_dp ? r->tp * r->dp : r->tp);
     put_int(root, "pipeline_parallel_size", r->pp);
     if (p->moe)
@@ -409,16 +413,18 @@ static struct doc_node *trtllm_options(const struct emit_plan *p, const struct e
     put_bool(root, "enable_attention_dp", attention_dp);
     put_int(root, "max_batch_size", rank_batch);
     put_int(root, "max_num_tokens", batched_tokens(p, r));
-    /* fcd3f316: the KV dtype is TorchLlmArgs.kv_cache_dtype (KvCacheConfig has no dtype field) */
-    put_string(root, "kv_cache_dtype", p->kv == PREC_FP8 ? "fp8" : "auto");
+    /* 1.0.0: the KV dtype is KvCacheConfig.dtype (the PyTorch backend's; auto = the model's) */
     struct doc_node *kv = doc_map_put(root, "kv_cache_config", doc_new_map());
+    put_string(kv, "dtype", p->kv == PREC_FP8 ? "fp8" : "auto");
     double left = r->hbm_bytes - r->weights_bytes - r->activation_bytes;
     put_number(kv, "free_gpu_memory_fraction", fraction_up(left > 0 ? r->kv_bytes / left : 1));
     if (r->kind != EMIT_PREFILL) {
-        /* fcd3f316: TorchLlmArgs' flat CUDA-graph fields (no cuda_graph_config there) */
-        put_bool(root, "use_cuda_graph", true);
-        put_int(root, "cuda_graph_max_batch_size", rank_batch);
-        put_bool(root, "cuda_graph_padding_enabled", true);
+        /* 1.0.0: CUDA graphs through cuda_graph_config (the flat use_cuda_graph / cuda_graph_* keys
+         * are gone); padding rounds a batch up to a captured size, so every batch up to B_r runs
+         * a graph. A prefill server's batches are not decode-only, which graphs need. */
+        struct doc_node *graphs = doc_map_put(root, "cuda_graph_config", doc_new_map());
+        put_bool(graphs, "enable_padding", true);
+        put_int(graphs, "max_batch_size", rank_batch);
     }
     if (p->mtp > 0) {
         struct doc_node *spec = doc_map_put(root, "speculative_config", doc_new_map());
@@ -426,11 +432,14 @@ static struct doc_node *trtllm_options(const struct emit_plan *p, const struct e
         put_int(spec, "num_nextn_predict_layers", p->mtp);
     }
     if (r->kind != EMIT_AGGREGATED) {
-        /* fcd3f316: CacheTransceiverConfig has max_num_tokens only (no backend); the transfer
-         * buffer fits a prompt's tokens and a step's */
+        /* P/D: a cache transceiver on both sides. Its buffer fits a prompt's tokens and a step's.
+         * backend is left unset (None: TensorRT-LLM's default backend): whether 1.0.0 spells its
+         * values "ucx" or "UCX" was not read from a 1.0.0 source (the option list says why) */
         struct doc_node *cache = doc_map_put(root, "cache_transceiver_config", doc_new_map());
         int64_t step = batched_tokens(p, r);
-        put_int(cache, "max_num_tokens", p->isl > step ? p->isl : step);
+        put_int(cache, "max_tokens_in_buffer", p->isl > step ? p->isl : step);
+        /* the context server runs without the overlap scheduler, as TensorRT-LLM's disaggregated
+         * examples configure it (not supported there in disaggregated context servers) */
         if (r->kind == EMIT_PREFILL)
             put_bool(root, "disable_overlap_scheduler", true);
     }
@@ -678,14 +687,19 @@ static enum emit_status build_dynamo(enum emit_engine inner, const struct emit_p
     }
     char file[64];
     snprintf(file, sizeof file, "dynamo-%s.yaml", frameworks[inner]);
-    char note[1024];
+    char note[2048];
     int n = snprintf(note, sizeof note,
                      "# workers run `python3 -m dynamo.%s` with the flags checked against %s\n"
                      "# the runtime image tags were not checked against the registry: set them to the Dynamo\n"
                      "# release whose worker takes these flags\n",
                      frameworks[inner], engine_versions[inner]);
+    /* Dynamo's release artifacts pages list each tensorrtllm-runtime image's TensorRT-LLM: 1.2.0rc6 to
+     * 1.3.0rc19 pre-releases (Dynamo 0.8.1 to 1.3.0), never 1.0.0, the release these keys were
+     * checked against: the file says so rather than imply the image takes exactly these keys */
     if (inner == EMIT_TRTLLM)
         snprintf(note + n, sizeof note - (size_t)n,
+                 "# Dynamo's tensorrtllm-runtime images carry TensorRT-LLM pre-releases (1.2.0rc6 to 1.3.0rc19 by\n"
+                 "# Dynamo's release artifacts), not 1.0.0: check the role YAMLs' keys against the image's\n"
                  "# the workers read their engine YAMLs from the ConfigMap %s:\n"
                  "#   kubectl create configmap %s%s%s\n",
                  config_map, config_map, p->role_count == 2 ? " --from-file=trtllm-prefill.yaml" : " --from-file=trtllm-aggregated.yaml",

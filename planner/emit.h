@@ -46,21 +46,21 @@
  *   allocates); --speculative-config {"method":"deepseek_mtp","num_speculative_tokens":K};
  *   P/D: --kv-transfer-config {"kv_connector":"NixlConnector","kv_role":"kv_both"};
  *   multi-host DP: --data-parallel-size-local, --data-parallel-address, --data-parallel-start-rank
- * TensorRT-LLM, main at fcd3f316 (tensorrt_llm/llmapi/llm_args.py: BaseLlmArgs, TorchLlmArgs,
- * KvCacheConfig, MTPDecodingConfig, CacheTransceiverConfig; the trtllm-serve CLI and the disagg
- * file's keys were read at 00209af1 (commands/serve.py) and 0228a712 (llmapi/disagg_utils.py)):
+ * TensorRT-LLM 1.0.0, the release (LLM-API keys of tensorrt_llm/llmapi/llm_args.py: BaseLlmArgs,
+ * TorchLlmArgs, KvCacheConfig, CudaGraphConfig, CacheTransceiverConfig, MTPDecodingConfig; the
+ * trtllm-serve CLI and the disagg file's keys as tests/data/engine-options/trtllm-1.0.0.txt says):
  *   `trtllm-serve MODEL --backend pytorch --extra_llm_api_options FILE.yaml`, the YAML:
  *   tensor_parallel_size (tp x dp with attention DP, as SGLang), pipeline_parallel_size,
  *   moe_expert_parallel_size ep, enable_attention_dp, max_batch_size B_r, max_num_tokens as
- *   vLLM's batched tokens, kv_cache_dtype auto | fp8 (TorchLlmArgs; fcd3f316's KvCacheConfig has
- *   no dtype), kv_cache_config {free_gpu_memory_fraction K / (H - W - A) rounded up to 0.001: its
- *   fraction is of the memory left after the weights and activations}, use_cuda_graph,
- *   cuda_graph_max_batch_size B_r, cuda_graph_padding_enabled (fcd3f316 has no cuda_graph_config),
+ *   vLLM's batched tokens, kv_cache_config {dtype auto | fp8, free_gpu_memory_fraction
+ *   K / (H - W - A) rounded up to 0.001: its fraction is of the memory left after the weights and
+ *   activations}, cuda_graph_config {enable_padding, max_batch_size B_r} (aggregated, decode),
  *   speculative_config {decoding_type MTP, num_nextn_predict_layers K}; P/D:
- *   cache_transceiver_config {max_num_tokens max(isl, max_num_tokens)} (fcd3f316's has no
- *   backend), the context server with disable_overlap_scheduler, and `trtllm-serve disaggregated
- *   -c disagg.yaml` {hostname, port, backend, context_servers, generation_servers: num_instances,
- *   urls}.
+ *   cache_transceiver_config {max_tokens_in_buffer max(isl, max_num_tokens)} (its backend left to
+ *   TensorRT-LLM's default: the spelling 1.0.0 takes was not verified), the context server with
+ *   disable_overlap_scheduler, and `trtllm-serve disaggregated -c disagg.yaml` {hostname, port,
+ *   backend, context_servers, generation_servers: num_instances, urls}. Not written: moe_config
+ *   (CUTLASS, the default, is kept).
  * Dynamo (nvidia.com/v1alpha1 DynamoGraphDeployment; keys from deploy/operator/api/v1alpha1 at
  *   832a531f and 1d26d921): spec.backendFramework, Frontend (dynamo.frontend, 1 replica) and a
  *   worker per role (subComponentType prefill | decode; aggregated none), replicas = the role's
@@ -80,7 +80,7 @@
  * run (TPU and Trainium for all three: SGLang's and TensorRT-LLM's flags here are CUDA's, vLLM
  * runs them through plugins whose options were not checked; AMD for TensorRT-LLM); a KV precision
  * the engine lacks there or whose value was not verified (fp16/fp32 everywhere, FP4 in vLLM
- * and TensorRT-LLM, FP4 before Blackwell); MTP on a model
+ * and in TensorRT-LLM 1.0.0, FP4 before Blackwell); MTP on a model
  * with no MTP layers (EAGLE would need a draft model rackplan did not plan); vLLM and
  * TensorRT-LLM with an instance's TP x PP wider than a host (they span hosts through Ray or MPI
  * launchers these files do not write). Never a file that fails at start-up for a reason known here.

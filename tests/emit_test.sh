@@ -98,6 +98,17 @@ check "dsv3 sglang router: one --prefill an instance" \
 check "dsv3 trtllm generation: max_batch_size = ceil(batch / DP)" \
     test "$(python3 -c "import yaml; print(yaml.load(open('$work/dsv3-trtllm/trtllm-decode.yaml'), Loader=yaml.CLoader)['max_batch_size'])")" = \
     "$(json $d "-(-d['layout']['decode']['batch'] // d['layout']['decode']['layout']['dp'])")"
+# TensorRT-LLM 1.0.0 (trtllm-*.txt): CUDA graphs through cuda_graph_config (the flat
+# use_cuda_graph / cuda_graph_max_batch_size keys of older mains fail 1.0.0's extra "forbid"), the
+# KV dtype inside kv_cache_config, the transfer buffer as cache_transceiver_config.max_tokens_in_buffer
+check "dsv3 trtllm decode: cuda_graph_config.max_batch_size = ceil(batch / DP)" \
+    test "$(python3 -c "import yaml; print(yaml.load(open('$work/dsv3-trtllm/trtllm-decode.yaml'), Loader=yaml.CLoader)['cuda_graph_config']['max_batch_size'])")" = \
+    "$(json $d "-(-d['layout']['decode']['batch'] // d['layout']['decode']['layout']['dp'])")"
+check "dsv3 trtllm prefill: kv_cache_config.dtype, and max_tokens_in_buffer = max(ISL, max_num_tokens)" \
+    test "$(python3 -c "import yaml; d=yaml.load(open('$work/dsv3-trtllm/trtllm-prefill.yaml'), Loader=yaml.CLoader); print(d['kv_cache_config']['dtype'], d['cache_transceiver_config']['max_tokens_in_buffer'] == max($(json $d "d['workload']['isl']"), d['max_num_tokens']))")" = \
+    "auto True"
+check "dsv3 trtllm: the files name the version of the list they are checked against ($(basename $opts/trtllm-*.txt .txt))" \
+    grep -q "flags checked against: TensorRT-LLM $(basename $opts/trtllm-*.txt .txt | sed 's/^trtllm-//') " "$work/dsv3-trtllm/trtllm-decode.yaml"
 check "dsv3 trtllm disagg.yaml: context servers = prefill instances" \
     test "$(python3 -c "import yaml; print(yaml.load(open('$work/dsv3-trtllm/trtllm-disagg.yaml'), Loader=yaml.CLoader)['context_servers']['num_instances'])")" = \
     "$(json $d "d['layout']['prefill']['instances']")"
@@ -191,5 +202,10 @@ check "... and nothing written" test ! -e "$work/refused"
 $rackplan serve models/llama-3.1-70b.yaml topologies/tpu-v6e-256.xml --isl 2048 --osl 512 \
     --emit trtllm "$work/refused" >/dev/null 2>"$work/err"
 check "TensorRT-LLM on TPUs is refused (exit 2)" test $? -eq 2
+check "... and nothing written" test ! -e "$work/refused"
+$rackplan serve models/deepseek-v3.yaml topologies/gb200-nvl72.xml --isl 4096 --osl 1024 --kv fp4 \
+    --emit trtllm "$work/refused" >/dev/null 2>"$work/err"
+check "an FP4 KV cache is refused for TensorRT-LLM (exit 2)" test $? -eq 2
+check "... citing the version checked against" grep -q "TensorRT-LLM 1.0.0's kv_cache_config.dtype" "$work/err"
 check "... and nothing written" test ! -e "$work/refused"
 tap_finish

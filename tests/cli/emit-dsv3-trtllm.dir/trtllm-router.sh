@@ -8,7 +8,7 @@
 #   a device: weights 100.60 GB, KV 0.29 GB, activations 0.00 GB of 186.00 GB HBM
 # decode: 1 x 16 devices, TP 1 x DP 16 x PP 1, EP 16, batch 4720
 #   a device: weights 59.03 GB, KV 107.88 GB, activations 0.23 GB of 186.00 GB HBM
-# flags checked against: TensorRT-LLM main at fcd3f316 (tensorrt_llm/llmapi/llm_args.py; trtllm-serve CLI from commands/serve.py at 00209af1)
+# flags checked against: TensorRT-LLM 1.0.0 (release; LLM-API keys of tensorrt_llm/llmapi/llm_args.py: TorchLlmArgs, KvCacheConfig, CudaGraphConfig, CacheTransceiverConfig, MTPDecodingConfig)
 # trtllm-disagg.yaml names each server as ROLE-N:PORT: set them to the instances' hosts
 exec trtllm-serve disaggregated \
   -c "$(dirname "$0")/trtllm-disagg.yaml"

@@ -6,7 +6,7 @@
 # predicted (roofline bound): TTFT 46.4 ms, TPOT 47.77 ms, 1389 output tokens/s per device, 11115 in all
 # aggregated: 1 x 8 devices, TP 8 x DP 1 x PP 1, EP 1, batch 531 (this file)
 #   a device: weights 17.64 GB, KV 55.68 GB, activations 0.06 GB of 141.00 GB HBM
-# flags checked against: TensorRT-LLM main at fcd3f316 (tensorrt_llm/llmapi/llm_args.py; trtllm-serve CLI from commands/serve.py at 00209af1)
+# flags checked against: TensorRT-LLM 1.0.0 (release; LLM-API keys of tensorrt_llm/llmapi/llm_args.py: TorchLlmArgs, KvCacheConfig, CudaGraphConfig, CacheTransceiverConfig, MTPDecodingConfig)
 exec trtllm-serve 'meta-llama/Llama-3.1-70B' \
   --host '0.0.0.0' \
   --port '8100' \
