@@ -5,10 +5,10 @@
  * of prompt tokens (chunked prefill). Prompts that arrive during a step join the next, so a long
  * step gathers more; when what waits passes B, the next steps are full and the queue drains by
  * B - (what arrives) a step. With heavy-tailed prompt lengths such runs of full steps make the
- * tails: in the simulation of Llama 3.1 70B on an H200 node with the Azure conversation mix,
- * runs of 2, 3 and 5 or more full steps follow 40%, 21% and 7% of the steps that fill, and a short
- * prompt that lands in one waits for all of them. A law fitted to the step's mean and variance
- * misses them; the chain follows them.
+ * tails: in the simulation of Llama 3.1 70B on an H200 node with the Azure conversation mix, a
+ * run of full steps lasts 2 or more steps in 40% of cases, 3 or more in 21%, 5 or more in 7%, and
+ * a short prompt that lands in one waits out all of it. A law fitted to the step's mean and
+ * variance misses them; the chain follows them.
  *
  * The model. X, the prompt tokens waiting at a step's start, on a grid of g = B / K tokens, K =
  * CHAIN_UNITS, or fewer where prompts are long, so that the CHAIN_STATES - 1 units above 0 reach
