@@ -1115,7 +1115,7 @@ int cmd_serve(int argc, char **argv)
     }
     ok = ok &&
               (!estimate || serve_search(&decode_bound, o.prefill_topology ? &prefill_bound : NULL, &w, &bound)) &&
-              (budget_source || serve_search(&decode_open, o.prefill_topology ? &prefill_open : NULL, &w, &open));
+              (budget_source || serve_search_best(&decode_open, o.prefill_topology ? &prefill_open : NULL, &w, &open));
     if (!ok) {
         fprintf(stderr, "rackplan serve: out of memory in the search\n");
         serve_result_release(&result);

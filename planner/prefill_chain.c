@@ -10,6 +10,8 @@
 
 #define TOP (CHAIN_STATES - 1)
 #define NEGLIGIBLE 1e-15
+/* a TTFT case below this chance is left out: far below what p99.9 reads */
+#define CHAIN_CASE_LEAST 1e-9
 
 /* T at a fractional number of units, linear between the grid's points, the full step's beyond. */
 static double step_at(const struct prefill_chain *c, double units)
@@ -67,8 +69,11 @@ static void advance(const struct prefill_chain *c, const double *law, double *ne
 }
 
 /* pi = pi P, sum pi = 1: (I - P)^T pi = 0 with the last equation replaced by the sum, solved by
- * Gaussian elimination with partial pivoting (N^3 / 3 steps, fewer than iterating to the
- * tolerance where the queue drains slowly). False when the system is singular. */
+ * Gaussian elimination without pivoting: (I - P)^T is diagonally dominant by columns (a column's
+ * entries off the diagonal sum to at most its diagonal, 1 - P(x, x), since P's rows sum to 1),
+ * which elimination keeps, so no pivot is small; and a row y has entries only in columns x <=
+ * y + K (the queue falls by at most K units a step), which elimination keeps too, so a column's
+ * elimination touches K + 1 columns and the sums. False when a pivot vanishes. */
 static bool stationary_law(const struct prefill_chain *c, double *law)
 {
     enum { N = CHAIN_STATES };
@@ -88,26 +93,19 @@ static bool stationary_law(const struct prefill_chain *c, double *law)
     a[N - 1][N] = 1;
     bool ok = true;
     for (int col = 0; col < N && ok; col++) {
-        int pivot = col;
-        for (int i = col + 1; i < N; i++)
-            if (fabs(a[i][col]) > fabs(a[pivot][col]))
-                pivot = i;
-        if (fabs(a[pivot][col]) < 1e-300) {
+        if (!(fabs(a[col][col]) > 1e-300)) {
             ok = false;
             break;
         }
-        if (pivot != col)
-            for (int j = col; j <= N; j++) {
-                double t = a[col][j];
-                a[col][j] = a[pivot][j];
-                a[pivot][j] = t;
-            }
+        double inverse = 1 / a[col][col];
+        int last = col + c->budget < N - 1 ? col + c->budget : N - 1;
         for (int i = col + 1; i < N; i++) {
-            double f = a[i][col] / a[col][col];
-            if (f == 0)
+            if (a[i][col] == 0)
                 continue;
-            for (int j = col; j <= N; j++)
+            double f = a[i][col] * inverse;
+            for (int j = col; j <= last; j++)
                 a[i][j] -= f * a[col][j];
+            a[i][N] -= f * a[col][N];
         }
     }
     for (int i = N - 1; ok && i >= 0; i--) {
@@ -129,41 +127,45 @@ static bool stationary_law(const struct prefill_chain *c, double *law)
     return total > 0;
 }
 
-static enum chain_status build_at(const struct chain_input *in, int budget, struct prefill_chain *c);
+static enum chain_status build_at(const struct chain_input *in, int budget, double unit, struct prefill_chain *c);
 
 enum chain_status prefill_chain_build(const struct chain_input *in, struct prefill_chain *c)
 {
     if (!(in->arrivals_per_s > 0 && in->budget_tokens > 0 && in->rank_tokens > 0 && in->sizes >= 1 && in->step_s))
         return CHAIN_UNSUPPORTED;
-    /* the grid: CHAIN_UNITS to a budget, coarser where prompts are long, so that the states reach
-     * 8 mean prompts and twice the longest (a budget always a whole number of units); where the
-     * queue still reaches the top, half as many units to a budget, twice as far, down to 4 */
-    double mean_tokens = 0, longest = 0, weights = 0;
+    /* the grid (see the header): g = c / m, K = floor(B / g), m the most that keeps K at most
+     * CHAIN_UNITS_FINE, or 1;
+     * where the queue still reaches the top, half as many units to a budget, twice as far, down
+     * to 4 */
+    double mean_tokens = 0, weights = 0;
     for (int i = 0; i < in->sizes; i++) {
         if (!(in->size_weight[i] >= 0 && in->size_tokens[i] >= 0 && isfinite(in->size_tokens[i])))
             return CHAIN_UNSUPPORTED;
         mean_tokens += in->size_weight[i] * in->size_tokens[i];
         weights += in->size_weight[i];
-        if (in->size_weight[i] > 0)
-            longest = fmax(longest, in->size_tokens[i]);
     }
     if (!(weights > 0))
         return CHAIN_UNSUPPORTED;
     mean_tokens /= weights;
-    double finest = fmax(in->budget_tokens / CHAIN_UNITS, fmax(8 * mean_tokens, 2 * longest) / (CHAIN_STATES - 1));
-    int budget = (int)fmax(floor(in->budget_tokens / finest * (1 + 1e-12)), 1);
-    enum chain_status status = build_at(in, budget, c);
+    if (!(mean_tokens > 0))
+        return CHAIN_UNSUPPORTED;
+    double prompts = in->budget_tokens / mean_tokens; /* mean prompts a budget */
+    if (prompts >= CHAIN_UNITS + 1)
+        return CHAIN_UNSUPPORTED;
+    double parts = fmax(floor((CHAIN_UNITS_FINE + 1) / prompts * (1 - 1e-12)), 1), unit = mean_tokens / parts;
+    int budget = (int)floor(in->budget_tokens / unit * (1 + 1e-12));
+    enum chain_status status = build_at(in, budget, unit, c);
     while (status == CHAIN_UNSTABLE && c->top_mass > CHAIN_MOST_TOP && budget >= 8)
-        status = build_at(in, budget /= 2, c);
+        status = build_at(in, budget /= 2, unit *= 2, c);
     return status;
 }
 
-/* The chain at K = `budget` units to the budget. */
-static enum chain_status build_at(const struct chain_input *in, int budget, struct prefill_chain *c)
+/* The chain at K = `budget` units of `unit` tokens to the budget. */
+static enum chain_status build_at(const struct chain_input *in, int budget, double unit, struct prefill_chain *c)
 {
     memset(c, 0, sizeof *c);
     c->budget = budget;
-    c->unit_tokens = in->budget_tokens / c->budget;
+    c->unit_tokens = unit;
     c->rank_units = fmin(in->rank_tokens / c->unit_tokens, c->budget);
     c->arrivals_per_s = in->arrivals_per_s;
     double total = 0;
@@ -229,6 +231,7 @@ static enum chain_status build_at(const struct chain_input *in, int budget, stru
             double weight = law[s] * c->step_s[s] / mean / CHAIN_SHARES;
             for (int k = 0; k <= top; k++)
                 c->ahead[v][s][k] = weight * part[k];
+            c->ahead_top[v][s] = top;
             if (s == c->budget) /* and the full steps with more waiting: what waits is ahead too */
                 for (int x = c->budget + 1; x < CHAIN_STATES; x++) {
                     double wx = law[x] * c->step_s[s] / mean / CHAIN_SHARES;
@@ -237,6 +240,8 @@ static enum chain_status build_at(const struct chain_input *in, int budget, stru
                     for (int k = 0; k <= top; k++) {
                         int y = x - c->budget + k < TOP ? x - c->budget + k : TOP;
                         c->ahead[v][c->budget + 1][y] += wx * part[k];
+                        if (y > c->ahead_top[v][c->budget + 1])
+                            c->ahead_top[v][c->budget + 1] = y;
                     }
                 }
         }
@@ -246,15 +251,33 @@ static enum chain_status build_at(const struct chain_input *in, int budget, stru
 
 /* The geometric grid TTFT's cases are gathered on. */
 struct time_bins {
-    double origin_s;
+    double origin_s, per_log; /* 1 / ln CHAIN_TIME_RATIO */
+    int low, high;            /* the bins touched, [low, high]; the others are not cleared */
     double weight[CHAIN_TIME_BINS], weighted_s[CHAIN_TIME_BINS];
 };
 
+/* ln x to about 1e-4 (frexp and three terms of the atanh series on the mantissa): enough to pick a
+ * bin 1% wide, and a fraction of libm's cost in the loop that gathers TTFT's cases. */
+static double rough_log(double x)
+{
+    int e;
+    double m = frexp(x, &e), z = (m - 1) / (m + 1), z2 = z * z;
+    return e * 0.69314718055994531 + 2 * z * (1 + z2 / 3 + z2 * z2 / 5);
+}
+
 static void bin_add(struct time_bins *b, double weight, double t)
 {
-    int i = t <= b->origin_s ? 0 : (int)(log(t / b->origin_s) / log(CHAIN_TIME_RATIO));
+    int i = t <= b->origin_s ? 0 : (int)(rough_log(t / b->origin_s) * b->per_log);
     if (i >= CHAIN_TIME_BINS)
         i = CHAIN_TIME_BINS - 1;
+    if (b->high < b->low) {
+        b->low = b->high = i;
+        b->weight[i] = b->weighted_s[i] = 0;
+    }
+    for (; i < b->low; b->low--)
+        b->weight[b->low - 1] = b->weighted_s[b->low - 1] = 0;
+    for (; i > b->high; b->high++)
+        b->weight[b->high + 1] = b->weighted_s[b->high + 1] = 0;
     b->weight[i] += weight;
     b->weighted_s[i] += weight * t;
 }
@@ -263,15 +286,20 @@ static void bin_add(struct time_bins *b, double weight, double t)
  * `ahead` units, then its own `own` (at most the rank's share a step), then, in its last step,
  * those `behind` it (the units arriving during the rest of that step, `behind_s`, and during each
  * step after, at their mean) within the budget. */
+static inline double least(double a, double b)
+{
+    return a < b ? a : b;
+}
+
 static double served_s(const struct prefill_chain *c, double ahead, double own, double behind_s)
 {
     double t = 0, behind = c->arrivals_per_s * behind_s * c->mean_size_units;
     for (int steps = 0; own > 1e-9 && steps < 100000; steps++) {
-        double room = c->budget, first = fmin(ahead, room);
+        double room = c->budget, first = least(ahead, room);
         room -= first;
-        double mine = fmin(fmin(own, c->rank_units), room);
+        double mine = least(least(own, c->rank_units), room);
         room -= mine;
-        double after = own - mine <= 1e-9 ? fmin(behind, room) : 0;
+        double after = own - mine <= 1e-9 ? least(behind, room) : 0;
         double step = step_at(c, first + mine + after);
         t += step;
         ahead -= first;
@@ -281,43 +309,72 @@ static double served_s(const struct prefill_chain *c, double ahead, double own, 
     return t;
 }
 
-void prefill_chain_ttft(const struct prefill_chain *c, double tokens,
+void prefill_chain_ttft(const struct prefill_chain *c, int sizes, const double *tokens, const double *weights,
                         void (*add)(void *context, double weight, double time_s), void *context)
 {
-    struct time_bins bins = {0};
+    struct time_bins bins;
     bins.origin_s = c->step_s[0] / 2;
-    double own = tokens / c->unit_tokens;
+    bins.per_log = 1 / log(CHAIN_TIME_RATIO);
+    bins.low = 1;
+    bins.high = 0;
+    double sum = 0, own[CHAIN_STATES], share[CHAIN_STATES];
+    sizes = sizes < CHAIN_STATES ? sizes : CHAIN_STATES;
+    for (int i = 0; i < sizes; i++)
+        sum += weights[i];
+    for (int i = 0; i < sizes; i++) {
+        own[i] = tokens[i] / c->unit_tokens;
+        share[i] = weights[i] / sum;
+    }
     for (int v = 0; v < CHAIN_SHARES; v++) {
         double rest = 1 - (v + 0.5) / CHAIN_SHARES;
         for (int s = 0; s <= c->budget + 1; s++) {
-            double step = c->step_s[s <= c->budget ? s : c->budget];
+            double step = c->step_s[s <= c->budget ? s : c->budget], waited = rest * step;
+            double behind = c->arrivals_per_s * waited * c->mean_size_units;
             const double *ahead = c->ahead[v][s];
-            for (int k = 0; k < CHAIN_STATES; k++) {
-                if (ahead[k] <= NEGLIGIBLE)
+            for (int k = 0; k <= c->ahead_top[v][s]; k++) {
+                if (ahead[k] <= CHAIN_CASE_LEAST)
                     continue;
-                double t = rest * step + served_s(c, k, own, rest * step);
-                bin_add(&bins, ahead[k], t);
+                for (int i = 0; i < sizes; i++) {
+                    /* most often all that is ahead and its own fit the next step: that step alone */
+                    double t = k + own[i] <= c->budget && own[i] <= c->rank_units
+                                   ? step_at(c, least(k + own[i] + behind, c->budget))
+                                   : served_s(c, k, own[i], waited);
+                    bin_add(&bins, ahead[k] * share[i], waited + t);
+                }
             }
         }
     }
     double total = 0;
-    for (int i = 0; i < CHAIN_TIME_BINS; i++)
+    for (int i = bins.low; i <= bins.high; i++)
         total += bins.weight[i];
-    for (int i = 0; i < CHAIN_TIME_BINS; i++)
+    for (int i = bins.low; i <= bins.high; i++)
         if (bins.weight[i] > 0)
             add(context, bins.weight[i] / total, bins.weighted_s[i] / bins.weight[i]);
 }
 
-/* out(x) = sum over y of P(x, y) v(y). */
-static void expect_next(const struct prefill_chain *c, const double *v, double *out)
+/* out_j(x) = sum over y of P(x, y) v_j(y), for the three v_j at once. */
+static void expect_next(const struct prefill_chain *c, const double *v1, const double *v2, const double *v3,
+                        double *out1, double *out2, double *out3)
 {
     for (int x = 0; x < CHAIN_STATES; x++) {
         int s = x < c->budget ? x : c->budget, rest = x - s;
         const double *a = c->arrive[s];
-        double sum = 0;
-        for (int k = 0; k <= c->arrive_top[s]; k++)
-            sum += a[k] * v[rest + k < TOP ? rest + k : TOP];
-        out[x] = sum;
+        double sum1 = 0, sum2 = 0, sum3 = 0;
+        int whole = TOP - rest; /* k below it lands below the top */
+        int last = c->arrive_top[s] < whole ? c->arrive_top[s] : whole - 1;
+        for (int k = 0; k <= last; k++) {
+            sum1 += a[k] * v1[rest + k];
+            sum2 += a[k] * v2[rest + k];
+            sum3 += a[k] * v3[rest + k];
+        }
+        for (int k = last + 1; k <= c->arrive_top[s]; k++) {
+            sum1 += a[k] * v1[TOP];
+            sum2 += a[k] * v2[TOP];
+            sum3 += a[k] * v3[TOP];
+        }
+        out1[x] = sum1;
+        out2[x] = sum2;
+        out3[x] = sum3;
     }
 }
 
@@ -342,9 +399,7 @@ static void windows_work_out(struct prefill_chain *c)
         t[x] = c->step_s[x < c->budget ? x : c->budget];
     for (int n = 1; n <= CHAIN_WINDOW; n++) {
         /* E[S_n^j | X_1 = x] from the sums of n - 1 steps after the first */
-        expect_next(c, m1, p1);
-        expect_next(c, m2, p2);
-        expect_next(c, m3, p3);
+        expect_next(c, m1, m2, m3, p1, p2, p3);
         double e1 = 0, e2 = 0, e3 = 0;
         for (int x = 0; x < CHAIN_STATES; x++) {
             double tx = t[x];

@@ -10,11 +10,16 @@
  * a short prompt that lands in one waits out all of it. A law fitted to the step's mean and
  * variance misses them; the chain follows them.
  *
- * The model. X, the prompt tokens waiting at a step's start, on a grid of g = B / K tokens, K =
- * CHAIN_UNITS, or fewer where prompts are long, so that the CHAIN_STATES - 1 units above 0 reach
- * 8 mean prompts and twice the longest (at least CHAIN_BUDGETS B); more is lumped at the top.
- * Where the top holds more than CHAIN_MOST_TOP, K is halved (the states reach twice as far) down
- * to 4; past that the chain is refused as unstable. The step carries s = min(X, B) and takes
+ * The model. X, the prompt tokens waiting at a step's start, on a grid of g tokens, a whole
+ * number K of them to the budget (B taken as K g, at most one unit less): g = c / m, c the mean
+ * prompt, m the most whole number that keeps K <= CHAIN_UNITS_FINE (K > CHAIN_UNITS_FINE / 2),
+ * or 1 where B holds more than CHAIN_UNITS_FINE prompts (K up to CHAIN_UNITS), so that alike
+ * prompts land on the grid and a mix's are split between the two points about them (keeping
+ * their mean) as finely as the grid allows; where B >= (CHAIN_UNITS + 1) c, more prompts a step
+ * than the grid follows, the chain is not built (CHAIN_UNSUPPORTED: a budget that large hardly
+ * ever fills). X runs from 0 to CHAIN_STATES - 1 units, more lumped at the top; where the top holds
+ * more than CHAIN_MOST_TOP, K is halved (g doubled, the states reaching twice as far) down to 4,
+ * past that the chain is refused as unstable. The step carries s = min(X, B) and takes
  * T(s), the caller's step time; during it prompts arrive as a Poisson process of rate lambda, each
  * of a size drawn from the classes given (each size split between the two grid points about it,
  * keeping its mean), so the tokens arriving are a compound Poisson sum of mean lambda T(s) prompts
@@ -48,9 +53,9 @@
 
 #include <stdbool.h>
 
-#define CHAIN_UNITS 32
-#define CHAIN_BUDGETS 4
-#define CHAIN_STATES (CHAIN_UNITS * CHAIN_BUDGETS + 1)
+#define CHAIN_UNITS 64      /* K at most */
+#define CHAIN_UNITS_FINE 32 /* K that a mean prompt split into parts reaches at most */
+#define CHAIN_STATES 65
 #define CHAIN_SHARES 4
 #define CHAIN_WINDOW 32
 #define CHAIN_MOST_TOP 1e-6
@@ -80,6 +85,7 @@ struct prefill_chain {
                                                       * arriving at share v of a step of class s
                                                       * (K + 1: a full step with more waiting),
                                                       * weighted by that case's chance */
+    int ahead_top[CHAIN_SHARES][CHAIN_UNITS + 2];     /* the last unit with mass */
     double stationary[CHAIN_STATES];
     double top_mass; /* pi at the top state, where the queue's longer stays are lumped */
     double step_mean_s, step_variance_s2;             /* of a step, over pi */
@@ -100,9 +106,10 @@ enum chain_status {
 /* The chain and its stationary law into *out (large: allocate it). */
 enum chain_status prefill_chain_build(const struct chain_input *in, struct prefill_chain *out);
 
-/* TTFT of a prompt of `tokens` computed tokens: `add(context, weight, time_s)` for each bin of the
- * geometric grid that holds mass; the weights sum to 1. */
-void prefill_chain_ttft(const struct prefill_chain *c, double tokens,
+/* TTFT of a prompt of `tokens[i]` computed tokens with probability weights[i] / their sum (i <
+ * sizes): `add(context, weight, time_s)` for each bin of the geometric grid that holds mass; the
+ * weights sum to 1. */
+void prefill_chain_ttft(const struct prefill_chain *c, int sizes, const double *tokens, const double *weights,
                         void (*add)(void *context, double weight, double time_s), void *context);
 
 /* The mean, variance and third central moment of the sum of the `steps` steps (>= 1; fractional

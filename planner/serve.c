@@ -1148,8 +1148,6 @@ static void tpot_tail(const struct serve_workload *w, const struct serve_occupan
     }
 }
 
-
-
 /* TTFT as a wait (an atom at 0 and an exponential tail, queueing.h) after an own time given as
  * weighted atoms. */
 struct ttft_mix {
@@ -1424,25 +1422,26 @@ static struct prefill_chain *chain_of(const struct roof_setup *s, const struct s
     return c;
 }
 
-/* TTFT's atoms from the chain, for one prompt class. */
+/* TTFT's atoms from the chain. */
 struct chain_atoms {
     struct ttft_mix *mix;
-    double weight, offset_s;
+    double offset_s;
 };
 
 static void chain_ttft_add(void *context, double weight, double time_s)
 {
     struct chain_atoms *a = context;
-    ttft_mix_add(a->mix, a->weight * weight, time_s + a->offset_s);
+    ttft_mix_add(a->mix, weight, time_s + a->offset_s);
 }
 
 /* An aggregated point's tails, its occupancy `o` and its batch's composition given: TPOT as
- * tpot_tail; TTFT the wait for a slot, then for a chunk budget (below), then, open-loop, the rest
- * of the length-biased step in progress and the step carrying the prompt with what came during it
- * (ttft_own_add), closed-loop none of the rest and the prompts that start with it, then its later
- * chunks; its own steps priced at the batch searched and stretched by the occupancy's mean step
- * over that batch's. `judging`: only whether the targets are met is asked (TTFT left out where
- * it cannot change that). False when the budgets cannot keep up. */
+ * tpot_tail; under Poisson arrivals TTFT the wait for a slot, then the prefill chain's
+ * (chain_of); otherwise the wait for a slot, then for a chunk budget (below), then, open-loop, the
+ * rest of the length-biased step in progress and the step carrying the prompt with what came
+ * during it (ttft_own_add), closed-loop none of the rest and the prompts that start with it, then
+ * its later chunks; its own steps priced at the batch searched and stretched by the occupancy's
+ * mean step over that batch's. `judging`: only whether the targets are met is asked (TTFT left out
+ * where it cannot change that). False when the budgets cannot keep up. */
 static bool aggregated_tails(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
                              const struct serve_workload *w, int64_t batch, const struct serve_occupancy *o,
                              struct composition *at_batch, bool judging, struct serve_point *p)
@@ -1469,10 +1468,11 @@ static bool aggregated_tails(const struct serve_pool *pool, const struct graph_s
     int64_t bins = prompt_bins(w, isl, weight);
     if (chain) {
         /* the wait for a slot, then the chain's: the step in progress, what is ahead, its own */
-        for (int64_t i = 0; i < bins; i++) {
-            struct chain_atoms atoms = {.mix = &mix, .weight = weight[i], .offset_s = w->prefix_load_s};
-            prefill_chain_ttft(chain, isl[i] * (1 - w->prefix_hit), chain_ttft_add, &atoms);
-        }
+        double computed[SERVE_PROMPT_BINS];
+        for (int64_t i = 0; i < bins; i++)
+            computed[i] = isl[i] * (1 - w->prefix_hit);
+        struct chain_atoms atoms = {.mix = &mix, .offset_s = w->prefix_load_s};
+        prefill_chain_ttft(chain, (int)bins, computed, weight, chain_ttft_add, &atoms);
         free(chain);
     } else {
         /* the budgets as servers: floor(dp C / c) prompts a step, each held for a step scaled so
@@ -2094,6 +2094,7 @@ struct search {
     const struct serve_workload *w;
     struct points all; /* points within the TTFT target, for the frontier */
     struct serve_result *result;
+    bool best_only;    /* serve_search_best */
 };
 
 /* More tokens/s per device; within a part in a million (the same roofline term binding on two
@@ -2244,8 +2245,14 @@ static void search_aggregated(struct search *s, const struct serve_pool *pool, c
             continue;
         struct serve_pool on = pool_on(pool, c);
         int64_t within = largest_within(&on, &c->shape->graph, &c->layout, w, c->max_sequences, aggregated_within);
-        int64_t batches[SERVE_BATCH_POINTS + 2];
-        int64_t count = batches_to_try(c->max_sequences, within, c->layout.dp * c->layout.pp, batches);
+        int64_t batches[SERVE_BATCH_POINTS + 2], step = c->layout.dp * c->layout.pp, count = 0;
+        if (!s->best_only)
+            count = batches_to_try(c->max_sequences, within, step, batches);
+        else if (within >= 1) { /* the layout's most tokens/s within the targets */
+            batches[count++] = within;
+            if (within / step * step >= 1 && within / step * step != within)
+                batches[count++] = within / step * step;
+        }
         for (int64_t b = 0; b < count; b++) {
             struct serve_point p;
             if (!serve_aggregated(&on, &c->shape->graph, &c->layout, w, batches[b], &p))
@@ -2502,11 +2509,26 @@ static struct serve_point fewest_near_best(const struct points *all, const struc
     return kept;
 }
 
+static bool search_with(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
+                        const struct serve_workload *w, bool best_only, struct serve_result *out);
+
 bool serve_search(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
                   const struct serve_workload *w, struct serve_result *out)
 {
+    return search_with(decode_pool, prefill_pool, w, false, out);
+}
+
+bool serve_search_best(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
+                       const struct serve_workload *w, struct serve_result *out)
+{
+    return search_with(decode_pool, prefill_pool, w, true, out);
+}
+
+static bool search_with(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
+                        const struct serve_workload *w, bool best_only, struct serve_result *out)
+{
     *out = (struct serve_result){0};
-    struct search s = {.w = w, .result = out};
+    struct search s = {.w = w, .result = out, .best_only = best_only};
     struct layouts decode_layouts = {0}, prefill_layouts = {0};
     struct prefill_option *options = NULL;
     int64_t option_count = 0;

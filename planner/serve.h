@@ -402,6 +402,14 @@ int64_t serve_largest_decode_batch(const struct serve_pool *pool, const struct g
 bool serve_search(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
                   const struct serve_workload *w, struct serve_result *out);
 
+/* The same for its best, near_best and sized points only: an aggregated layout is tried at its
+ * largest batch within the targets alone (tokens/s per device, and so a replica's rate, rise with
+ * the batch), not along its log grid, so the frontiers hold those points only and `points`
+ * counts fewer. For what more hardware buys, where every point on a grid would cost as much as the
+ * search the answer prints. */
+bool serve_search_best(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
+                       const struct serve_workload *w, struct serve_result *out);
+
 void serve_result_release(struct serve_result *r);
 
 /* One prompt of `tokens` computed tokens prefilled alone on an instance of layout `l` (its slice

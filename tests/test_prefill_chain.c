@@ -43,7 +43,8 @@ static void gather(void *context, double weight, double time_s)
 static struct moments ttft_of(const struct prefill_chain *c, double tokens)
 {
     struct moments m = {.lowest = INFINITY};
-    prefill_chain_ttft(c, tokens, gather, &m);
+    double one = 1;
+    prefill_chain_ttft(c, 1, &tokens, &one, gather, &m);
     m.mean /= m.weight;
     return m;
 }
@@ -52,22 +53,22 @@ static struct moments ttft_of(const struct prefill_chain *c, double tokens)
 
 static void empties(struct prefill_chain *c)
 {
-    /* B = 8,192 tokens, K = 32 units of 256; prompts of one unit at 10/s and steps of 10 ms
-     * whatever they carry: 0.1 prompts a step, never 32, so X is the last step's arrivals,
-     * Poisson(0.1): pi(0) = e^-0.1 = 0.904837, pi(1) = 0.0904837, pi(2) = 0.00452419 */
+    /* B = 8,192 tokens, K = CHAIN_UNITS (16) units of 512; prompts of one unit at 10/s and steps
+     * of 10 ms whatever they carry: 0.1 prompts a step, never K, so X is the last step's
+     * arrivals, Poisson(0.1): pi(0) = e^-0.1 = 0.904837, pi(1) = 0.0904837, pi(2) = 0.00452419 */
     constant_s = 0.01;
-    double size = 256, weight = 1;
+    double size = 8192.0 / CHAIN_UNITS, weight = 1;
     struct chain_input in = {.arrivals_per_s = 10, .budget_tokens = 8192, .rank_tokens = 8192, .sizes = 1,
                              .size_tokens = &size, .size_weight = &weight, .step_s = constant_step};
     CHECK(prefill_chain_build(&in, c) == CHAIN_OK, "one-unit prompts at 0.1 a step: built");
-    CHECK_EQ(c->budget, 32, "the grid: 32 units to the budget");
+    CHECK_EQ(c->budget, CHAIN_UNITS, "the grid: CHAIN_UNITS units to the budget");
     CHECK_REL(c->stationary[0], exp(-0.1), 1e-9, "pi(0) = e^-0.1");
     CHECK_REL(c->stationary[1], 0.1 * exp(-0.1), 1e-9, "pi(1) = 0.1 e^-0.1");
     CHECK_REL(c->stationary[2], 0.005 * exp(-0.1), 1e-9, "pi(2) = 0.1^2 / 2 e^-0.1");
     CHECK_REL(c->step_mean_s, 0.01, 1e-12, "every step 10 ms");
     /* TTFT: the rest of the step it lands in, (1 - v) T at v = 1/8 .. 7/8, then its own step:
      * (2 - v) T = 18.75, 16.25, 13.75, 11.25 ms, a quarter each; mean 1.5 T = 15 ms */
-    struct moments m = ttft_of(c, 256);
+    struct moments m = ttft_of(c, size);
     CHECK_REL(m.weight, 1, 1e-12, "TTFT's weights sum to 1");
     CHECK_REL(m.mean, 0.015, 1e-9, "mean TTFT 1.5 T = 15 ms");
     CHECK_REL(m.lowest, 0.01125, 1e-9, "shortest 1.125 T (landing at 7/8 of a step)");
@@ -86,7 +87,8 @@ static void empties(struct prefill_chain *c)
 static void whole_budgets(struct prefill_chain *c)
 {
     /* prompts of B tokens at 0.3/s, steps of 1 s: a = 0.3 prompts a step, one served a step. The
-     * grid reaches 8 mean prompts: units of B / 16 (K = 16), a prompt 16 units.
+     * grid's CHAIN_STATES - 1 units reach 8 mean prompts: K = (CHAIN_STATES - 1) / 8 units to a
+     * prompt (8 at 64 units), so N = X / K.
      * Balance: P(N > 0) = a, so pi(0) = 0.7; at 0, pi(0) = (pi(0) + pi(1)) e^-a, so
      * pi(1) = 0.7 (e^0.3 - 1) = 0.244901; E[N] = a (2 - a) / (2 (1 - a)) = 0.51 / 1.4 = 0.364286
      * (squaring N' = N - 1{N > 0} + A and taking means). */
@@ -95,12 +97,13 @@ static void whole_budgets(struct prefill_chain *c)
     struct chain_input in = {.arrivals_per_s = 0.3, .budget_tokens = 8192, .rank_tokens = 8192, .sizes = 1,
                              .size_tokens = &size, .size_weight = &weight, .step_s = constant_step};
     CHECK(prefill_chain_build(&in, c) == CHAIN_OK, "whole-budget prompts at a = 0.3: built");
-    CHECK_EQ(c->budget, 16, "units of B / 16, so that 128 of them reach 8 mean prompts");
+    CHECK_EQ(c->budget, (CHAIN_STATES - 1) / 8, "units of B / K, K = (CHAIN_STATES - 1) / 8: the states reach 8 prompts");
     CHECK_REL(c->stationary[0], 0.7, 1e-6, "pi(0) = 1 - a = 0.7");
-    CHECK_REL(c->stationary[16], 0.7 * (exp(0.3) - 1), 1e-6, "pi(one prompt) = (1 - a)(e^a - 1) = 0.244901");
+    CHECK_REL(c->stationary[c->budget], 0.7 * (exp(0.3) - 1), 1e-6,
+              "pi(one prompt) = (1 - a)(e^a - 1) = 0.244901");
     double prompts = 0;
     for (int x = 0; x < CHAIN_STATES; x++)
-        prompts += c->stationary[x] * x / 16.0;
+        prompts += c->stationary[x] * x / c->budget;
     CHECK_REL(prompts, 0.3 * 1.7 / 1.4, 1e-5, "E[N] = a (2 - a) / (2 (1 - a)) = 0.364286");
     /* TTFT, steps of 1 s whatever they carry: the rest of the step, E[1 - v] = 0.5 s; then one step
      * a prompt ahead, those waiting beyond this step E[(N - 1)+] = E[N] - a = 0.064286 and those
@@ -142,7 +145,7 @@ static void growing(struct prefill_chain *c)
           longp.mean * 1e3, shortp.mean * 1e3);
 }
 
-/* ---- 4. long prompts, refusals ---- */
+/* ---- 4. refusals, long prompts ---- */
 
 static void refusals(struct prefill_chain *c)
 {
@@ -156,18 +159,21 @@ static void refusals(struct prefill_chain *c)
     in.arrivals_per_s = 1;
     weight = 0;
     CHECK(prefill_chain_build(&in, c) == CHAIN_UNSUPPORTED, "no weight: refused");
-    /* prompts of 20,000 tokens (2.44 budgets): the grid coarsens to reach 8 of them, 160,000
-     * tokens over 128 units = 1,250, so K = floor(8,192 / 1,250) = 6 units of 1,365.3 */
+    /* prompts of 20,000 tokens (2.44 budgets): units of 20,000 / m, m = floor(33 x 20,000 / 8,192)
+     * = 80, so 250 tokens and K = 32 (8,000 of the budget); 64 units (16,000 tokens) hold less than
+     * a prompt, so K is halved until the queue stays below the top: whatever K, the budget is
+     * 8,000 tokens and the states reach past two prompts */
     weight = 1;
     size = 20000;
     in.arrivals_per_s = 0.2;
     enum chain_status status = prefill_chain_build(&in, c);
-    CHECK(status == CHAIN_OK && c->budget == 6, "20,000-token prompts: K = 6 units to the budget (got %d)",
-          c->budget);
-    /* each takes ceil(20,000 / 8,192) = 3 steps, the last of 3,616 tokens: alone at least
-     * 2 x 168.84 + 77.32 = 415.0 ms */
+    CHECK(status == CHAIN_OK && c->budget < 32 && fabs(c->budget * c->unit_tokens - 8000) < 1e-6 &&
+              (CHAIN_STATES - 1) * c->unit_tokens > 40000,
+          "20,000-token prompts: the grid coarsened to K = %d units of %.0f tokens", c->budget, c->unit_tokens);
+    /* each takes ceil(20,000 / 8,000) = 3 steps, the last of 4,000 tokens: alone at least
+     * 2 x (5 + 160) + (5 + 80) = 415.0 ms */
     struct moments m = ttft_of(c, 20000);
-    CHECK(m.lowest >= 0.415 * 0.98, "a 20,000-token prompt's TTFT is at least its three steps alone (%.1f ms)",
+    CHECK(m.lowest >= 0.415 * (1 - 1e-9), "a 20,000-token prompt's TTFT is at least its three steps alone (%.1f ms)",
           m.lowest * 1e3);
 }
 
