@@ -135,6 +135,19 @@ static void json_point_fields(struct json *j, const struct serve_point *p)
     }
 }
 
+/* `key`: the point's fields as an object, or null when there is none. */
+static void json_point_or_null(struct json *j, const char *key, const struct serve_point *p)
+{
+    json_key(j, key);
+    if (!p) {
+        json_null(j);
+        return;
+    }
+    json_begin_object(j);
+    json_point_fields(j, p);
+    json_end_object(j);
+}
+
 static void json_frontier_point(struct json *j, const struct serve_point *p)
 {
     json_begin_object(j);
@@ -368,22 +381,9 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct answer *
         }
         json_end_array(&j);
     }
-    json_key(&j, "more_hardware");
-    if (a->open && a->open->found) {
-        json_begin_object(&j);
-        json_point_fields(&j, &a->open->best);
-        json_end_object(&j);
-    } else {
-        json_null(&j);
-    }
-    json_key(&j, "more_hardware_near_best");
-    if (a->open && a->open->found) {
-        json_begin_object(&j);
-        json_point_fields(&j, &a->open->near_best);
-        json_end_object(&j);
-    } else {
-        json_null(&j);
-    }
+    bool more = a->open && a->open->found;
+    json_point_or_null(&j, "more_hardware", more ? &a->open->best : NULL);
+    json_point_or_null(&j, "more_hardware_near_best", more ? &a->open->near_best : NULL);
     if (a->workload->rate > 0) {
         const struct serve_result *z = a->sizing;
         json_key(&j, "min_devices");
