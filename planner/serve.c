@@ -1750,7 +1750,15 @@ static bool disaggregated_ttft(const struct serve_workload *w, const struct serv
     if (!prefill_wait(w, arrivals_per_s, 1 / prefill->requests_per_s, instances, &wait))
         return false;
     struct ttft_mix mix = {.wait = &wait};
-    ttft_mix_add(&mix, 1, prefill->step_s + transfer_s + w->prefix_load_s);
+    /* a prompt's own batch: the b - 1 others at the mean and its own tokens, the batch's time and
+     * its KV's transfer in proportion to the tokens (a length mix spreads them) */
+    double isl[SERVE_PROMPT_BINS], weight[SERVE_PROMPT_BINS], mean = (double)w->isl, b = (double)prefill->batch;
+    int64_t bins = prompt_bins(w, isl, weight);
+    for (int64_t i = 0; i < bins; i++) {
+        double own = mean > 0 && b >= 1 ? ((b - 1) * mean + isl[i]) / (b * mean) : 1;
+        double kv = mean > 0 ? isl[i] / mean : 1;
+        ttft_mix_add(&mix, weight[i], prefill->step_s * own + transfer_s * kv + w->prefix_load_s);
+    }
     ttft_tail(w, &mix, target_only, at, mean_s);
     ttft_mix_release(&mix);
     *wait_s = wait.mean_wait_s;

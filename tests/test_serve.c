@@ -462,6 +462,32 @@ static void disaggregated_by_hand(void)
     CHECK(p.kv_over_scale_up, "KV over the rack's NVLink");
     CHECK_REL(p.kv_transfer_s, t_kv, 1e-12, "t_kv = 71,958,528 B / 900 GB/s");
     CHECK_REL(p.ttft_s, S_p + t_kv, 1e-12, "TTFT = S_p + t_kv: closed-loop, alike prompts come evenly and never wait");
+
+    /* A length mix, half of the prompts 512 tokens and half 1,536 (mean 1,024): a prompt's own batch
+     * holds 63 others at the mean and its own tokens, its time and its KV's in proportion, so the
+     * long half's own time is S_p (63 x 1,024 + 1,536) / (64 x 1,024) + 1.5 t_kv and the short
+     * half's S_p (63 x 1,024 + 512) / (64 x 1,024) + 0.5 t_kv; their mean S_p + t_kv, plus the
+     * wait. p99 is at least the long half's, p50 at most the short half's plus the p50 wait. */
+    {
+        const char *csv = "isl,osl,weight\n512,1024,1\n1536,1024,1\n";
+        struct length_mix two;
+        struct diags d;
+        diags_init(&d);
+        bool read = length_mix_read_buffer("two.csv", csv, strlen(csv), &two, &d) == LENGTHS_OK;
+        diags_release(&d);
+        struct serve_workload mixed = w;
+        if (read) {
+            serve_workload_set_lengths(&mixed, &two);
+            length_mix_release(&two);
+        }
+        double longer = S_p * (63.0 * 1024 + 1536) / (64.0 * 1024) + 1.5 * t_kv;
+        bool made = read && serve_disaggregated(&pool, &pre, &pool, &dec, &mixed, 0, &p);
+        CHECK(made && p.tail.ttft_s[2] >= longer * (1 - 1e-12),
+              "a two-length mix: p99 TTFT %.2f ms at least the long half's own %.2f ms", p.tail.ttft_s[2] * 1e3,
+              longer * 1e3);
+        CHECK_REL(p.tail.ttft_mean_s - p.tail.prefill_wait_s, S_p + t_kv, 1e-9,
+                  "and its mean TTFT less the mean wait S_p + t_kv, the halves' own times averaging to it");
+    }
     CHECK_REL(p.tpot_s, T_d, 1e-12, "TPOT = T_d (no MTP)");
     CHECK_REL(p.decode_tokens_per_s_per_device, (double)y * r_d * 1024 / (64.0 * (double)y),
               1e-12, "per decode device: y r_d osl / (64 y)");
