@@ -10,8 +10,6 @@
 
 #define TOP (CHAIN_STATES - 1)
 #define NEGLIGIBLE 1e-15
-/* a TTFT case below this chance is left out: far below what p99.9 reads */
-#define CHAIN_CASE_LEAST 1e-9
 
 /* T at a fractional number of units, linear between the grid's points, the full step's beyond. */
 static double step_at(const struct prefill_chain *c, double units)

@@ -24,7 +24,7 @@
  * of a size drawn from the classes given (each size split between the two grid points about it,
  * keeping its mean), so the tokens arriving are a compound Poisson sum of mean lambda T(s) prompts
  * (Panjer's recursion); X' = X - s + that. The stationary law pi solves pi = pi P exactly
- * (Gaussian elimination).
+ * (Gaussian elimination without pivoting, banded: the queue falls by at most K a step).
  *
  * TTFT of a prompt of c tokens arriving at random (Poisson arrivals see time averages): the step
  * in progress started at X with probability pi(X) T(s(X)) / E[T] (length-biased), the prompt
@@ -33,8 +33,9 @@
  * waits out the rest of the step, (1 - v) T, and the steps that serve, first come first served, what
  * is ahead, then its own tokens (at most C of them a step, a data-parallel rank's chunk budget),
  * then, in the step its last token is in, those that came after it, at their mean, within B; its
- * first token comes at the end of that step. The times of all these cases are gathered on a
- * geometric grid (CHAIN_TIME_RATIO apart), each bin given at its weighted mean time.
+ * first token comes at the end of that step. The times of all these cases, below CHAIN_CASE_LEAST
+ * of chance left out, are gathered on a geometric grid (CHAIN_TIME_RATIO apart), each bin given
+ * at its weighted mean time.
  *
  * TPOT: the steps after a prompt's first token start from the state after the step that served
  * it: sigma = the law of X' after a step started at X with probability proportional to pi(X)
@@ -60,6 +61,7 @@
 #define CHAIN_WINDOW 32
 #define CHAIN_MOST_TOP 1e-6
 #define CHAIN_TIME_RATIO 1.01
+#define CHAIN_CASE_LEAST 1e-9 /* far below what p99.9 reads */
 #define CHAIN_TIME_BINS 1200
 
 struct chain_input {
