@@ -1577,7 +1577,7 @@ static bool aggregated_point(const struct serve_pool *pool, const struct graph_s
                 bound.osl = (int64_t)ceil(full * pow(1.25, k) * (1 - 1e-12));
                 struct serve_point tried;
                 if (aggregated_counted(pool, g, l, &bound, 1, judging, (double)w->osl / (double)bound.osl, &tried)) {
-                    if (!made || !out->meets)
+                    if (!made || (tried.meets && !out->meets)) /* the first that keeps up, or that meets */
                         *out = tried;
                     made = true;
                     if (tried.meets || w->ttft_s <= 0)
