@@ -45,10 +45,10 @@
  *   instead (priced as a workload of osl' outputs of which osl are counted: output tokens/s
  *   y osl / (osl' T n)); closed-loop its one sequence decodes alone, TPOT = the decode step of
  *   batch 1; at random arrivals osl' grows by a quarter at a time (at most 24 tries) until the
- *   ranks' chunk queues keep up (a rank holds a prompt for c / C steps that each carry a whole
- *   chunk, not the mean step) and the TTFT target, if any, is met. There a request's decode steps
- *   carry the queued chunks, which the steps' mean does not see: TPOT is then below the
- *   simulation's (serve --simulate).
+ *   chunks' queue keeps up (the prefill chain's; where it is not built, a rank holding a prompt
+ *   for c / C steps that each carry a whole chunk, not the mean step) and the TTFT target, if
+ *   any, is met. There a request's few decode steps land behind whole chunks more often than
+ *   the chain's start says: TPOT's tail is below the simulation's (serve --simulate).
  * Disaggregated (a prefill pool and a decode pool, each its own layout and batch):
  *   prefill instance: b prompts a batch, S_p = roof_step(b, isl_eff, isl - isl_eff / 2), at most
  *   SERVE_PREFILL_TOKENS_PER_RANK tokens a DP rank; it serves r_p = b / S_p requests/s.
