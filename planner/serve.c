@@ -329,6 +329,15 @@ static int64_t prompt_bins(const struct serve_workload *w, double *isl, double *
     return length_bins(w->lengths.prompt_bins, w->lengths.isl, w->lengths.isl_weight, w->isl, isl, weight);
 }
 
+/* prompt_bins as the tokens a prompt computes (the prefix cache's share taken off). */
+static int64_t computed_bins(const struct serve_workload *w, double *computed, double *weight)
+{
+    int64_t bins = prompt_bins(w, computed, weight);
+    for (int64_t i = 0; i < bins; i++)
+        computed[i] *= 1 - w->prefix_hit;
+    return bins;
+}
+
 /* How variable the arrivals of prompts are, as a squared coefficient of variation: Poisson 1;
  * evenly spaced or closed-loop 0 while every request is alike, 1 when their lengths vary (the
  * ends of requests of different lengths come unevenly). */
@@ -1068,6 +1077,14 @@ static double skewed_quantile(const struct skewed_mix *m, double p, double x, do
     return x;
 }
 
+/* Where only the workload's percentile was asked for (`target_only`), the levels not worked out
+ * take its value. */
+static void fill_unasked(bool target_only, double *at)
+{
+    for (int i = 0; target_only && i < SERVE_PERCENTILES; i++)
+        at[i] = at[SERVE_PERCENTILES];
+}
+
 static void tpot_tail(const struct serve_workload *w, const struct serve_occupancy *o, struct prefill_chain *chain,
                       bool target_only, double *at, double *mean_s)
 {
@@ -1131,8 +1148,7 @@ static void tpot_tail(const struct serve_workload *w, const struct serve_occupan
             at[i] = widest > 0 ? fmax(skewed_quantile(&mix, levels[i], from, mean - 12 * widest, mean + 40 * widest), 0)
                                : mean;
         }
-        for (int i = 0; target_only && i < SERVE_PERCENTILES; i++)
-            at[i] = at[SERVE_PERCENTILES]; /* not asked for */
+        fill_unasked(target_only, at);
         return;
     }
     /* one length: the occupancy's own quantile (skewed where the batch nears its cap), and the steps'
@@ -1221,8 +1237,7 @@ static void ttft_tail(const struct serve_workload *w, const struct ttft_mix *m, 
                 j++;
             at[i] = sorted[j].time_s;
         }
-        for (int i = 0; target_only && i < SERVE_PERCENTILES; i++)
-            at[i] = at[SERVE_PERCENTILES]; /* not asked for */
+        fill_unasked(target_only, at);
         free(sorted);
         return;
     }
@@ -1247,8 +1262,7 @@ static void ttft_tail(const struct serve_workload *w, const struct ttft_mix *m, 
     double tail = m->wait->mean_wait_s / m->wait->wait_probability;
     for (int i = target_only ? SERVE_PERCENTILES : 0; i < TAIL_LEVELS; i++)
         at[i] = queue_quantile(ttft_mix_cdf, &merged, levels[i], low, high + 50 * tail + 1e-12);
-    for (int i = 0; target_only && i < SERVE_PERCENTILES; i++)
-        at[i] = at[SERVE_PERCENTILES]; /* not asked for */
+    fill_unasked(target_only, at);
     ttft_mix_release(&merged);
 }
 
@@ -1397,10 +1411,8 @@ static double chain_step_s(void *context, double tokens)
 static struct prefill_chain *chain_of(const struct roof_setup *s, const struct serve_workload *w, int64_t batch,
                                       double arrivals, enum chain_status *status)
 {
-    double isl[SERVE_PROMPT_BINS], weight[SERVE_PROMPT_BINS], computed[SERVE_PROMPT_BINS];
-    int64_t bins = prompt_bins(w, isl, weight);
-    for (int64_t i = 0; i < bins; i++)
-        computed[i] = isl[i] * (1 - w->prefix_hit);
+    double computed[SERVE_PROMPT_BINS], weight[SERVE_PROMPT_BINS];
+    int64_t bins = computed_bins(w, computed, weight);
     bool alone = ranks_independent(s);
     double dp = (double)s->layout.dp, chunk = (double)w->chunk_tokens;
     struct chain_pricing pricing = {.unit_tokens = unit_tokens(w)};
@@ -1469,8 +1481,7 @@ static bool aggregated_tails(const struct serve_pool *pool, const struct graph_s
     if (chain) {
         /* the wait for a slot, then the chain's: the step in progress, what is ahead, its own */
         double computed[SERVE_PROMPT_BINS];
-        for (int64_t i = 0; i < bins; i++)
-            computed[i] = isl[i] * (1 - w->prefix_hit);
+        computed_bins(w, computed, weight);
         struct chain_atoms atoms = {.mix = &mix, .offset_s = w->prefix_load_s};
         prefill_chain_ttft(chain, (int)bins, computed, weight, chain_ttft_add, &atoms);
         free(chain);
@@ -2163,12 +2174,12 @@ static void consider(struct search *s, const struct serve_point *p, const struct
     }
 }
 
-/* The batches to try up to `most`: a log grid, the largest within the targets (`within`, 0:
- * none) and the largest multiple of `step` at or below it. Returns how many, into `out`
- * (room for SERVE_BATCH_POINTS + 2). */
-static int64_t batches_to_try(int64_t most, int64_t within, int64_t step, int64_t *out)
+/* The batches to try up to `most`: a log grid (`grid`: false for none), the largest within the
+ * targets (`within`, 0: none) and the largest multiple of `step` at or below it. Returns how
+ * many, into `out` (room for SERVE_BATCH_POINTS + 2). */
+static int64_t batches_to_try(int64_t most, int64_t within, int64_t step, bool grid, int64_t *out)
 {
-    int64_t n = roof_sweep_batches(1, most, SERVE_BATCH_POINTS, out);
+    int64_t n = grid ? roof_sweep_batches(1, most, SERVE_BATCH_POINTS, out) : 0;
     if (within >= 1) {
         out[n++] = within;
         if (within / step * step >= 1 && within / step * step != within)
@@ -2253,14 +2264,9 @@ static void search_aggregated(struct search *s, const struct serve_pool *pool, c
             continue;
         struct serve_pool on = pool_on(pool, c);
         int64_t within = largest_within(&on, &c->shape->graph, &c->layout, w, c->max_sequences, aggregated_within);
-        int64_t batches[SERVE_BATCH_POINTS + 2], step = c->layout.dp * c->layout.pp, count = 0;
-        if (!s->best_only)
-            count = batches_to_try(c->max_sequences, within, step, batches);
-        else if (within >= 1) { /* the layout's most tokens/s within the targets */
-            batches[count++] = within;
-            if (within / step * step >= 1 && within / step * step != within)
-                batches[count++] = within / step * step;
-        }
+        /* best only: the layout's most tokens/s within the targets, no grid */
+        int64_t batches[SERVE_BATCH_POINTS + 2];
+        int64_t count = batches_to_try(c->max_sequences, within, c->layout.dp * c->layout.pp, !s->best_only, batches);
         for (int64_t b = 0; b < count; b++) {
             struct serve_point p;
             if (!serve_aggregated(&on, &c->shape->graph, &c->layout, w, batches[b], &p))
@@ -2354,7 +2360,7 @@ static void search_disaggregated(struct search *s, const struct serve_pool *deco
             continue;
         int64_t within = serve_largest_decode_batch(&on, &c->shape->graph, &c->layout, w, c->max_sequences);
         int64_t batches[SERVE_BATCH_POINTS + 2];
-        int64_t count = batches_to_try(c->max_sequences, within, c->layout.dp * c->layout.pp, batches);
+        int64_t count = batches_to_try(c->max_sequences, within, c->layout.dp * c->layout.pp, true, batches);
         for (int64_t b = 0; b < count; b++) {
             struct serve_instance d;
             if (!serve_decode_instance(&on, &c->shape->graph, &c->layout, w, batches[b], &d))
