@@ -1357,7 +1357,7 @@ static void write_text(FILE *out, const void *data)
     fputs(data, out);
 }
 
-static void emit_path(const struct options *o, const char *name, char *out, size_t size)
+void cli_emit_path(const struct options *o, const char *name, char *out, size_t size)
 {
     size_t n = strlen(o->emit_dir);
     snprintf(out, size, "%s%s%s", o->emit_dir, n && o->emit_dir[n - 1] == '/' ? "" : "/", name);
@@ -1373,7 +1373,7 @@ bool cli_emit_write(const struct options *o, const struct emit_output *out, stru
     }
     for (int i = 0; i < out->count; i++) {
         char path[4096];
-        emit_path(o, out->files[i].name, path, sizeof path);
+        cli_emit_path(o, out->files[i].name, path, sizeof path);
         if (!sink_batch_write(b, path, write_text, out->files[i].text))
             return false;
     }
@@ -1384,7 +1384,7 @@ void cli_emit_report(const struct options *o, const struct emit_output *out)
 {
     for (int i = 0; i < out->count; i++) {
         char path[4096];
-        emit_path(o, out->files[i].name, path, sizeof path);
+        cli_emit_path(o, out->files[i].name, path, sizeof path);
         if (path_ends_with(path, ".sh"))
             chmod(path, 0755);
         fprintf(stderr, "rackplan %s: wrote %s\n", o->command->name, path);
@@ -1410,7 +1410,7 @@ void cli_json_emitted(struct json *j, const struct options *o, const struct emit
     json_begin_array(j);
     for (int i = 0; out && i < out->count; i++) {
         char path[4096];
-        emit_path(o, out->files[i].name, path, sizeof path);
+        cli_emit_path(o, out->files[i].name, path, sizeof path);
         json_emitted_file(j, path, out->files[i].engine, out->files[i].role);
     }
     if (out && expert_map)

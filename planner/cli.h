@@ -276,6 +276,8 @@ void cli_model_path(const struct model *m, const char *given, char *out, size_t 
 /* --emit: builds o->emit_engine's files for `p` into *out. Returns -1 to go on, or, after
  * printing why (a refusal names the engine's reason), EXIT_USAGE (refused) or EXIT_IO. */
 int cli_emit_build(const struct options *o, const struct emit_plan *p, struct emit_output *out);
+/* DIR/NAME for the --emit directory DIR (one slash between them) into out. */
+void cli_emit_path(const struct options *o, const char *name, char *out, size_t size);
 /* Adds every file of `out` to the run's outputs, as DIR/NAME (DIR made when missing). */
 bool cli_emit_write(const struct options *o, const struct emit_output *out, struct sink_batch *b);
 /* After the outputs were renamed into place: makes the scripts executable and prints on stderr

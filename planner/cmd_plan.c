@@ -1088,11 +1088,8 @@ int cmd_plan(int argc, char **argv)
     if (emitting) {
         char model_path[512];
         cli_model_path(&m, o.positional[0], model_path, sizeof model_path);
-        if (with_map) {
-            size_t n = strlen(o.emit_dir);
-            snprintf(map_path, sizeof map_path, "%s%sexpert-map.json", o.emit_dir,
-                     n && o.emit_dir[n - 1] == '/' ? "" : "/");
-        }
+        if (with_map)
+            cli_emit_path(&o, "expert-map.json", map_path, sizeof map_path);
         struct emit_plan plan = {
             .command = "plan", .model_name = m.name, .model_path = model_path, .topology_name = t.name,
             .family = t.family, .domain_devices = t.domain_devices, .moe = p.moe,
