@@ -138,6 +138,12 @@ static const char *role_name(enum emit_role_kind k)
     return k == EMIT_PREFILL ? "prefill" : k == EMIT_DECODE ? "decode" : "aggregated";
 }
 
+/* The TensorRT-LLM LLM-API YAML of a role, as trtllm-serve's scripts and Dynamo's workers name it. */
+static void trtllm_role_file(const struct emit_role *r, char *out, size_t size)
+{
+    snprintf(out, size, "trtllm-%s.yaml", role_name(r->kind));
+}
+
 static void comment_header(struct text *t, enum emit_engine engine, const struct emit_plan *p,
                            const struct emit_role *r)
 {
@@ -538,7 +544,7 @@ static enum emit_status build_engine(enum emit_engine e, const struct emit_plan 
             break;
         case EMIT_TRTLLM: {
             char options[64];
-            snprintf(options, sizeof options, "trtllm-%s.yaml", role_name(r->kind));
+            trtllm_role_file(r, options, sizeof options);
             if (!add_yaml(out, e, p, r, NULL, options, trtllm_options(p, r)))
                 return EMIT_FAILED;
             snprintf(program, sizeof program, "trtllm-serve '%s'", p->model_path);
@@ -658,7 +664,9 @@ static enum emit_status build_dynamo(enum emit_engine inner, const struct emit_p
              * obsolete spelling), --extra-engine-args, --disaggregation-mode prefill | decode
              * (prefill_and_decode, the default, for aggregated) */
             arg(&a, "--model", "%s", p->model_path);
-            arg(&a, "--extra-engine-args", "%s/trtllm-%s.yaml", DYNAMO_CONFIG_DIR, role_name(r->kind));
+            char role_file[64];
+            trtllm_role_file(r, role_file, sizeof role_file);
+            arg(&a, "--extra-engine-args", "%s/%s", DYNAMO_CONFIG_DIR, role_file);
             if (r->kind != EMIT_AGGREGATED)
                 arg(&a, "--disaggregation-mode", "%s", role_name(r->kind));
             /* the role's engine YAML, written beside the deployment, reaches the pod as a ConfigMap
@@ -696,20 +704,27 @@ static enum emit_status build_dynamo(enum emit_engine inner, const struct emit_p
     /* Dynamo's release artifacts pages list each tensorrtllm-runtime image's TensorRT-LLM: 1.2.0rc6 to
      * 1.3.0rc19 pre-releases (Dynamo 0.8.1 to 1.3.0), never 1.0.0, the release these keys were
      * checked against: the file says so rather than imply the image takes exactly these keys */
-    if (inner == EMIT_TRTLLM)
-        snprintf(note + n, sizeof note - (size_t)n,
-                 "# Dynamo's tensorrtllm-runtime images carry TensorRT-LLM pre-releases (1.2.0rc6 to 1.3.0rc19 by\n"
-                 "# Dynamo's release artifacts), not 1.0.0: check the role YAMLs' keys against the image's\n"
-                 "# the workers read their engine YAMLs from the ConfigMap %s:\n"
-                 "#   kubectl create configmap %s%s%s\n",
-                 config_map, config_map, p->role_count == 2 ? " --from-file=trtllm-prefill.yaml" : " --from-file=trtllm-aggregated.yaml",
-                 p->role_count == 2 ? " --from-file=trtllm-decode.yaml" : "");
+    if (inner == EMIT_TRTLLM) {
+        n += snprintf(note + n, sizeof note - (size_t)n,
+                      "# Dynamo's tensorrtllm-runtime images carry TensorRT-LLM pre-releases (1.2.0rc6 to 1.3.0rc19 by\n"
+                      "# Dynamo's release artifacts), not 1.0.0: check the role YAMLs' keys against the image's\n"
+                      "# the workers read their engine YAMLs from the ConfigMap %s:\n"
+                      "#   kubectl create configmap %s",
+                      config_map, config_map);
+        for (int i = 0; i < p->role_count && n < (int)sizeof note; i++) {
+            char role_file[64];
+            trtllm_role_file(&p->roles[i], role_file, sizeof role_file);
+            n += snprintf(note + n, sizeof note - (size_t)n, " --from-file=%s", role_file);
+        }
+        if (n < (int)sizeof note)
+            snprintf(note + n, sizeof note - (size_t)n, "\n");
+    }
     if (!add_yaml(out, EMIT_DYNAMO, p, NULL, note, file, root))
         return EMIT_FAILED;
     for (int i = 0; inner == EMIT_TRTLLM && i < p->role_count; i++) {
         const struct emit_role *r = &p->roles[i];
         char options[64];
-        snprintf(options, sizeof options, "trtllm-%s.yaml", role_name(r->kind));
+        trtllm_role_file(r, options, sizeof options);
         if (!add_yaml(out, EMIT_TRTLLM, p, r, "# Dynamo's TRT-LLM worker reads this as --extra-engine-args\n", options,
                       trtllm_options(p, r)))
             return EMIT_FAILED;
