@@ -836,6 +836,7 @@ static void occupancy_of(const struct settled *g, int64_t cap, double arrivals_p
     out->prompt_delay_s = d1 / busy;
     out->wait_probability = (at_cap + beyond) / all;
     out->mean_wait_s = queued / all / arrivals_per_s;
+    out->idle_probability = pi0 / all;
     for (int l = 0; l < TAIL_LEVELS; l++) {
         double below = 0;
         out->step_quantile_s[l] = last;
@@ -1085,14 +1086,38 @@ static void fill_unasked(bool target_only, double *at)
         at[i] = at[SERVE_PERCENTILES];
 }
 
+/* The wait of a sequence that joins a running decode instance (disaggregated) for the step in
+ * progress to end, D: none when the instance is idle, else the rest of a length-biased step, U T
+ * (U uniform, T of the steps' mean m and variance v, normal past them): E[D^k] = (1 - idle)
+ * E[T^(k+1)] / ((k + 1) m). Its mean, variance and third central moment. */
+static void join_moments(const struct serve_occupancy *o, double *mean, double *variance, double *third)
+{
+    double m = o->step_mean_s, v = o->step_variance_s2, busy = 1 - o->idle_probability;
+    if (!(m > 0)) {
+        *mean = *variance = *third = 0;
+        return;
+    }
+    double t2 = m * m + v, t3 = m * m * m + 3 * m * v, t4 = m * m * m * m + 6 * m * m * v + 3 * v * v;
+    double d1 = busy * t2 / (2 * m), d2 = busy * t3 / (3 * m), d3 = busy * t4 / (4 * m);
+    *mean = d1;
+    *variance = fmax(d2 - d1 * d1, 0);
+    *third = d3 - 3 * d1 * d2 + 2 * d1 * d1 * d1;
+}
+
+/* TPOT at the levels. `joins`: the sequence joins a running decode instance after its first token
+ * (disaggregated), whose step in progress it waits out before its own first step: that wait, D
+ * (join_moments), is part of its TPOT, (D + the steps) / (osl - 1), as a client measures it. */
 static void tpot_tail(const struct serve_workload *w, const struct serve_occupancy *o, struct prefill_chain *chain,
-                      bool target_only, double *at, double *mean_s)
+                      bool joins, bool target_only, double *at, double *mean_s)
 {
     double y = serve_tokens_per_step(w), levels[TAIL_LEVELS];
     tail_levels(w, levels);
     double osl[SERVE_LENGTH_BINS], weight[SERVE_LENGTH_BINS];
     int64_t bins = output_bins(w, osl, weight);
     double mean = o->step_mean_s / y;
+    double join_mean = 0, join_variance = 0, join_third = 0;
+    if (joins)
+        join_moments(o, &join_mean, &join_variance, &join_third);
     struct skewed_mix mix = {0};
     double keep[SERVE_LENGTH_BINS], spread[SERVE_LENGTH_BINS], widest = 0, shifted = 0, counted = 0;
     /* the prompts' units a step, as a compound Poisson law: Poisson(m / s) clumps of s units, each
@@ -1128,6 +1153,14 @@ static void tpot_tail(const struct serve_workload *w, const struct serve_occupan
             spread[b] = sqrt(sum_variance) / (n * y);
             sd = sqrt(keep[b] * keep[b] * o->step_variance_s2 / (y * y) + spread[b] * spread[b]);
             skew = sd > 0 ? sum_third / pow(n * y, 3) / (sd * sd * sd) : 0;
+        }
+        if (joins && osl[b] > 1) { /* the wait to join, spread over its osl - 1 tokens */
+            double tokens = osl[b] - 1, third = skew * sd * sd * sd + join_third / (tokens * tokens * tokens);
+            own += join_mean / tokens;
+            sd = sqrt(sd * sd + join_variance / (tokens * tokens));
+            skew = sd > 0 ? third / (sd * sd * sd) : 0;
+            if (bins == 1)
+                spread[b] = sqrt(spread[b] * spread[b] + join_variance / (tokens * tokens));
         }
         /* a request of one token has no TPOT */
         skewed_add(&mix, osl[b] > 1 ? weight[b] : 0, mean + own, sd, skew);
@@ -1467,7 +1500,7 @@ static bool aggregated_tails(const struct serve_pool *pool, const struct graph_s
     if (w->arrivals == SERVE_POISSON && !(chain = chain_of(at_batch->setup, w, batch, arrivals, &status)) &&
         status == CHAIN_UNSTABLE)
         return false; /* the prefill queue does not keep up: no wait is finite */
-    tpot_tail(w, o, chain, judging, tpot, &tpot_mean);
+    tpot_tail(w, o, chain, false, judging, tpot, &tpot_mean);
     if (judging && (w->ttft_s <= 0 || (w->tpot_s > 0 && tpot[SERVE_PERCENTILES] > w->tpot_s))) {
         /* only whether it meets the targets is asked, and TTFT cannot change the answer */
         set_tail(ttft, ttft_mean, tpot, tpot_mean, p);
@@ -1743,11 +1776,11 @@ double serve_kv_transfer_s(const struct serve_pool *prefill, const struct layout
     return bytes / rate + latency;
 }
 
-/* A decode instance's TPOT at the levels: its occupancy, no prefill. */
+/* A decode instance's TPOT at the levels: its occupancy, no prefill, and the wait to join it. */
 static void decode_tpot(const struct serve_workload *w, const struct serve_instance *d, bool target_only, double *at,
                         double *mean_s)
 {
-    tpot_tail(w, &d->occupancy, NULL, target_only, at, mean_s);
+    tpot_tail(w, &d->occupancy, NULL, true, target_only, at, mean_s);
 }
 
 /* A disaggregated point's TTFT at the levels: the wait for one of x prefill instances, each

@@ -53,7 +53,10 @@
  *   prefill instance: b prompts a batch, S_p = roof_step(b, isl_eff, isl - isl_eff / 2), at most
  *   SERVE_PREFILL_TOKENS_PER_RANK tokens a DP rank; it serves r_p = b / S_p requests/s.
  *   decode instance: T_d = roof_step(B, K + 1, S), r_d = y B / (T_d osl) requests/s,
- *   TPOT = T_d / y at the mean.
+ *   TPOT = T_d / y at the mean; a sequence joining it after its first token waits out the step in
+ *   progress first (none when the instance is idle, Poisson pi(0); else the rest of a
+ *   length-biased step, T_d / 2 for steps alike), which counts in its TPOT over its osl - 1 tokens
+ *   (as a client times it: the first token comes from prefill).
  *   KV transfer: the prompt's KV (isl tokens) from the devices that hold one sequence's KV on
  *   the prefill side to those on the decode side, over scale-up when a prefill and a decode
  *   instance fit in one domain of the same topology, else over the NICs:
@@ -102,7 +105,7 @@
  *   where a first token leaves it, with the batch's own variation in quadrature as above. A
  *   queue that does not keep up refuses the point; where the chain cannot be built (more prompts
  *   a step than its grid follows) the laws above stand.
- * Not modelled: retries, priorities, preemption, a decode slot's wait in disaggregated TTFT,
+ * Not modelled: retries, priorities, preemption, a wait for a free decode slot (at the KV cap),
  * the variation of accepted drafts, a rate-sized decode instance below its planned batch.
  *
  * The budget (serve_pool.budget_devices, B; 0: none): the most devices the whole deployment
@@ -244,6 +247,7 @@ struct serve_occupancy {
                                                   * the clumps they come in (0: not at random) */
     double step_quantile_s[SERVE_PERCENTILES + 1]; /* the occupancy's at p50, p90, p99, the workload's */
     double wait_probability, mean_wait_s;
+    double idle_probability; /* that no sequence is in flight (Poisson: pi(0); else 0) */
 };
 
 struct serve_instance {

@@ -3,7 +3,7 @@
 # model: DeepSeek-V3 (deepseek-ai/DeepSeek-V3); topology: GB200 NVL72
 # workload: 4096 prompt and 1024 output tokens a request, MTP 1 draft accepted at 0.80
 # targets: TTFT <= 2000 ms, TPOT <= 20.0 ms
-# predicted (roofline bound): TTFT 77.1 ms, TPOT 15.26 ms, 7734 output tokens/s per device, 309370 in all
+# predicted (roofline bound): TTFT 77.1 ms, TPOT 15.27 ms, 7734 output tokens/s per device, 309370 in all
 # prefill: 3 x 8 devices, TP 1 x DP 8 x PP 1, EP 8, prompts a batch 8
 #   a device: weights 100.60 GB, KV 0.29 GB, activations 0.00 GB of 186.00 GB HBM
 # decode: 1 x 16 devices, TP 1 x DP 16 x PP 1, EP 16, batch 4720
