@@ -970,33 +970,18 @@ int cmd_compare(int argc, char **argv)
                 status = EXIT_USAGE;
                 break;
             }
-            /* the bound beside an estimate; without --estimate the row is the bound */
-            struct compare_row bound;
-            bool built, estimated = !efficiency_is_bound(&efficiency);
-            if (serving.isl > 0) {
-                /* --racks or --devices: the whole deployment's budget; without either no budget,
-                 * instances spanning whole domains up to serve.h's default */
-                int64_t budget = o.racks_count > 0 || by_domain_size ? racks * t->domain_devices
-                                 : o.devices > 0                     ? o.devices
-                                                                     : 0;
-                built = compare_serving_row(&m, t, budget, &w, &serving, &efficiency, price, &rows[row]) &&
-                        (!estimated || compare_serving_row(&m, t, budget, &w, &serving, NULL, price, &bound));
-                if (estimated)
-                    compare_row_release(&bound);
-            } else {
-                built = compare_row(&m, t, racks, &w, &efficiency, o.tpot_s, price, &rows[row]) &&
-                        (!estimated || compare_row(&m, t, racks, &w, NULL, o.tpot_s, price, &bound));
-            }
-            if (!estimated)
-                bound = rows[row];
-            if (!built) {
+            /* --racks or --devices with a workload: the whole deployment's budget; without either
+             * no budget, instances spanning whole domains up to serve.h's default */
+            int64_t budget = o.racks_count > 0 || by_domain_size ? racks * t->domain_devices
+                             : o.devices > 0                     ? o.devices
+                                                                 : 0;
+            if (!compare_row_with_bound(&m, t, racks, budget, &w, &serving, &efficiency, o.tpot_s, price,
+                                        &rows[row])) {
                 fprintf(stderr, "rackplan compare: the interconnect graph could not be built (out of memory)\n");
                 status = EXIT_IO;
                 break;
             }
             rows[row].calibration = calibration;
-            rows[row].bound_tokens_per_s_per_device = bound.point.tokens_per_s_per_device;
-            rows[row].bound_latency_floor_s = bound.latency_floor_s;
         }
     }
     if (status != EXIT_OK)

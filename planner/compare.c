@@ -131,6 +131,30 @@ bool compare_serving_row(const struct model *m, const struct topology *t, int64_
     return true;
 }
 
+bool compare_row_with_bound(const struct model *m, const struct topology *t, int64_t racks, int64_t budget_devices,
+                            const struct workload *w, const struct serve_workload *sw, const struct efficiency *e,
+                            double tpot_s, double price_usd_per_hour, struct compare_row *out)
+{
+    bool serving = sw && sw->isl > 0, estimated = e && !efficiency_is_bound(e);
+    struct compare_row bound;
+    bool built = serving ? compare_serving_row(m, t, budget_devices, w, sw, e, price_usd_per_hour, out)
+                         : compare_row(m, t, racks, w, e, tpot_s, price_usd_per_hour, out);
+    if (!built)
+        return false;
+    if (estimated && !(serving ? compare_serving_row(m, t, budget_devices, w, sw, NULL, price_usd_per_hour, &bound)
+                               : compare_row(m, t, racks, w, NULL, tpot_s, price_usd_per_hour, &bound))) {
+        compare_row_release(&bound); /* both fill it before they can fail */
+        return false;
+    }
+    if (!estimated)
+        bound = *out;
+    out->bound_tokens_per_s_per_device = bound.point.tokens_per_s_per_device;
+    out->bound_latency_floor_s = bound.latency_floor_s;
+    if (estimated)
+        compare_row_release(&bound);
+    return true;
+}
+
 void compare_row_release(struct compare_row *row)
 {
     free(row->frontier);

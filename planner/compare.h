@@ -63,6 +63,14 @@ bool compare_serving_row(const struct model *m, const struct topology *t, int64_
                          const struct serve_workload *sw, const struct efficiency *e, double price_usd_per_hour,
                          struct compare_row *out);
 
+/* The row a comparison prints: compare_serving_row within `budget_devices` when `sw` holds a
+ * workload (isl > 0), else compare_row at `racks` domains within tpot_s; at efficiency `e` (NULL:
+ * the bound), with bound_tokens_per_s_per_device and bound_latency_floor_s from the same row at
+ * the bound (for an estimate a second search, for a bound the row itself). False when out of
+ * memory. Either way *out is released with compare_row_release. */
+bool compare_row_with_bound(const struct model *m, const struct topology *t, int64_t racks, int64_t budget_devices,
+                            const struct workload *w, const struct serve_workload *sw, const struct efficiency *e,
+                            double tpot_s, double price_usd_per_hour, struct compare_row *out);
 void compare_row_release(struct compare_row *row);
 
 /* The decode step of `row`'s layout at each of `count` batches, at the row's efficiency, its
