@@ -1436,11 +1436,10 @@ static double chain_step_s(void *context, double tokens)
 
 /* The chain of an instance at `batch` under Poisson arrivals at `arrivals` requests/s: one queue
  * over the instance's budget dp C when its ranks step together, one rank's (C, arrivals / dp)
- * when they step on their own; its steps the composition's at the batch searched (not stretched
- * by the occupancy's mean step, as the other tails' are: the chain's queue lengthens its steps
- * itself, and near the compute plateau, where the occupancy spreads wide, a step priced below the
- * batch's would keep up with a rate the batch cannot). NULL, with the reason in *status, when the
- * chain cannot be built. */
+ * when they step on their own; its steps the composition's at `batch` (the caller's: the batch
+ * searched, or the occupancy's mean where that runs above it; never below it, where a step priced
+ * below the batch's would keep up with a rate the batch cannot). NULL, with the reason in
+ * *status, when the chain cannot be built. */
 static struct prefill_chain *chain_of(const struct roof_setup *s, const struct serve_workload *w, int64_t batch,
                                       double arrivals, enum chain_status *status)
 {
@@ -1497,7 +1496,10 @@ static bool aggregated_tails(const struct serve_pool *pool, const struct graph_s
      * (too many prompts a step for its grid), the composition's laws below */
     struct prefill_chain *chain = NULL;
     enum chain_status status = CHAIN_OK;
-    if (w->arrivals == SERVE_POISSON && !(chain = chain_of(at_batch->setup, w, batch, arrivals, &status)) &&
+    /* priced at the batch searched, or at the occupancy's mean where it runs above it (near the
+     * compute plateau the batch drifts far above the batch searched, and its steps with it) */
+    int64_t typical = (int64_t)llround(fmax(o->sequences_mean, (double)batch));
+    if (w->arrivals == SERVE_POISSON && !(chain = chain_of(at_batch->setup, w, typical, arrivals, &status)) &&
         status == CHAIN_UNSTABLE)
         return false; /* the prefill queue does not keep up: no wait is finite */
     tpot_tail(w, o, chain, false, judging, tpot, &tpot_mean);

@@ -98,8 +98,9 @@
  *   Aggregated under Poisson arrivals, the prefill queue as a Markov chain (prefill_chain.h) in
  *   place of the composition's laws and the chunk-budget queue: the prompt tokens waiting at a
  *   step's start, the step carrying at most the budget (dp C when the ranks step together, one
- *   rank's C at lambda / dp when they step alone) at the composition's price at B, so that runs
- *   of full steps and the queue behind them are followed; TTFT the wait for a slot, then the
+ *   rank's C at lambda / dp when they step alone) at the composition's price at B (at the
+ *   occupancy's mean where that is above B), so that runs of full steps and the queue behind
+ *   them are followed; TTFT the wait for a slot, then the
  *   chain's (the rest of the step in progress, what is ahead, its own tokens, first come first
  *   served); TPOT's bins their sums' mean, variance and third moment from the chain, started
  *   where a first token leaves it, with the batch's own variation in quadrature as above. A
