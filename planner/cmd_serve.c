@@ -28,6 +28,7 @@ struct answer {
     const struct length_mix *mix;            /* the requests' lengths; count 0: fixed --isl/--osl */
     const struct sim_result *simulated;      /* --simulate: the deployment simulated; else NULL */
     const struct serve_point *simulated_point; /* which: the sized one with --rate, else the best */
+    struct serve_settling settling;          /* what the simulation needs to settle */
     const struct serve_result *result;       /* the estimate with --estimate, else the bound */
     const struct serve_result *bound;        /* with --estimate: the bound's search; else NULL */
     const struct serve_result *open;         /* without --racks/--devices: the search with no budget, at
@@ -293,6 +294,8 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct answer *
         json_number(&j, x->output_tokens_per_s / (double)a->simulated_point->devices);
         json_key(&j, "mean_decoding_sequences");
         json_number(&j, x->mean_decoding_sequences);
+        json_key(&j, "settles_at_requests");
+        json_int(&j, a->settling.requests);
         json_end_object(&j);
     } else {
         json_null(&j);
@@ -704,6 +707,13 @@ static void text_simulated(FILE *out, const struct answer *a)
                  "an instance on average\n",
             requests, (unsigned long long)a->options->seed, rate,
             x->mean_decoding_sequences / (double)p->decode_instances);
+    if (a->options->simulate < a->settling.requests) {
+        char settles[32];
+        format_count((double)a->settling.requests, settles, sizeof settles);
+        fprintf(out, "  not settled: its warm-up (a fifth of the requests) should span %d x the longer of a request's "
+                     "life (%.1f s) and the batch's relaxation time (%.1f s); --simulate %s or more\n",
+                SERVE_SIM_SETTLE, a->settling.life_s, a->settling.relaxation_s, settles);
+    }
     fprintf(out, "    %-6s %12s %12s %12s %12s\n", "ms", "p50", "p90", "p99", "mean");
     const struct sim_percentiles *sim[2] = {&x->ttft_s, &x->tpot_s};
     const double *analytic[2] = {p->tail.ttft_s, p->tail.tpot_s};
@@ -1174,7 +1184,9 @@ int cmd_serve(int argc, char **argv)
                        .sizing = budget_source ? &result : &open, .budget = budget, .prefill_budget = prefill_budget,
                        .budget_source = budget_source, .efficiency = decode.efficiency, .calibration = row,
                        .mix = &mix, .simulated = simulating ? &simulated : NULL,
-                       .simulated_point = simulated_point, .reuse = reusing ? &reuse : NULL,
+                       .simulated_point = simulated_point,
+                       .settling = simulating ? serve_simulation_settles(&w, simulated_point)
+                                             : (struct serve_settling){0}, .reuse = reusing ? &reuse : NULL,
                        .cache = reusing && result.found ? &cache : NULL, .hit_derived = derive,
                        .sizings = sizings, .sizing_count = sizing_count, .warm_hit = warm_hit};
     /* --emit: the best deployment's launch files, refused before anything is written */

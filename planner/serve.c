@@ -2709,6 +2709,16 @@ static double sim_prefill_price(void *context, int64_t prompts, int64_t tokens)
     return p->prefill_s[prompts] * (mean > 0 ? (double)tokens / mean : 1);
 }
 
+struct serve_settling serve_simulation_settles(const struct serve_workload *w, const struct serve_point *p)
+{
+    double arrivals = w->rate > 0 ? w->rate : (double)p->decode_instances * p->decode.requests_per_s;
+    struct serve_settling s = {.life_s = p->tail.ttft_mean_s + fmax((double)w->osl - 1, 0) * p->tail.tpot_mean_s,
+                               .relaxation_s = p->decode.occupancy.relaxation_s};
+    double requests = 5 * arrivals * SERVE_SIM_SETTLE * fmax(s.life_s, s.relaxation_s);
+    s.requests = isfinite(requests) && requests < 1e15 ? (int64_t)ceil(requests) : INT64_MAX;
+    return s;
+}
+
 /* The topology and graph an instance of layout `l` on `t` talks over, as the search built them. */
 static bool instance_shape(const struct topology *t, const struct layout *l, struct shape *out)
 {

@@ -443,6 +443,18 @@ struct sim_result;
  * the workload's means (the derivatives from two more roof_steps at that batch, cached), a
  * prefill batch by its prompts at the mean prompt, scaled by its tokens. `prefill_pool` NULL: the
  * decode pool's hardware. Deterministic for a seed. */
+/* The requests a simulation of point `p` needs before what it measures is the steady state: its
+ * warm-up, a fifth of them, spanning SERVE_SIM_SETTLE times the longer of a request's life (its
+ * mean TTFT and osl - 1 tokens at the mean TPOT) and the decode occupancy's relaxation time
+ * (serve_occupancy.relaxation_s: near the compute plateau, where the batch drifts slowly, far
+ * longer than a life), at the point's arrival rate (w->rate, or what it serves). */
+#define SERVE_SIM_SETTLE 2
+struct serve_settling {
+    double life_s, relaxation_s;
+    int64_t requests; /* INT64_MAX: beyond counting */
+};
+struct serve_settling serve_simulation_settles(const struct serve_workload *w, const struct serve_point *p);
+
 enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
                                      const struct serve_workload *w, const struct length_mix *mix,
                                      const struct serve_point *p, int64_t requests, uint64_t seed,

@@ -1212,6 +1212,16 @@ static void poisson_against_simulation(void)
     CHECK(fabs(p.tail.sequences_mean / (x.mean_decoding_sequences / (double)p.decode_instances) - 1) <= within,
           "sequences in flight: analysis %.1f, simulation %.1f", p.tail.sequences_mean,
           x.mean_decoding_sequences / (double)p.decode_instances);
+    /* a simulation settles when its warm-up, a fifth of its requests, spans twice the longer of a
+     * request's life (TTFT + 1,023 tokens at the mean TPOT) and the batch's relaxation time:
+     * requests = 5 x lambda x 2 x that, lambda what the point serves */
+    struct serve_settling settling = serve_simulation_settles(&w, &p);
+    double life = p.tail.ttft_mean_s + 1023 * p.tail.tpot_mean_s, lambda = p.decode.requests_per_s;
+    double by_hand = ceil(5 * lambda * 2 * fmax(life, p.decode.occupancy.relaxation_s));
+    CHECK(settling.life_s == life && settling.requests == (int64_t)by_hand,
+          "settles at %lld requests: 10 x %.2f req/s x max(life %.2f s, relaxation %.2f s) = %.0f",
+          (long long)settling.requests, lambda, life, p.decode.occupancy.relaxation_s, by_hand);
+    CHECK(settling.requests <= 100000, "the 100,000 simulated here settle (%lld needed)", (long long)settling.requests);
 
     /* The Azure 2023 conversation mix (workloads/, heavy-tailed: prompts to 14,050 tokens) at the
      * batch serve chooses for p99 TTFT 500 ms / TPOT 30 ms, 75: its tails come from runs of full
