@@ -27,6 +27,8 @@ static const double scale_out_prior = 1;
  * us): about 2.5 times the floors. */
 static const double latency_prior = 2.5;
 
+static struct serve_workload workload_of(const struct measurement *m);
+
 bool calibrate_prepare(struct measurement *m, int count, char *why, size_t size)
 {
     for (int i = 0; i < count; i++) {
@@ -37,8 +39,10 @@ bool calibrate_prepare(struct measurement *m, int count, char *why, size_t size)
             return false;
         }
         int64_t devices = x->devices > 0 ? x->devices : x->racks * x->topology->domain_devices;
-        if (x->isl > 0) /* HBM holds a sequence at its longest */
-            x->workload.context = x->isl + x->osl;
+        if (x->isl > 0) { /* HBM holds a sequence at its longest (a mix: the reservation's mean) */
+            struct serve_workload sw = workload_of(x);
+            x->workload.context = serve_held_context(&sw);
+        }
         struct workload w = x->workload;
         w.batch = 1;
         if (!plan_choose_layout(x->model, x->topology, x->racks, devices, &w, &x->layout)) {
@@ -108,11 +112,14 @@ static struct serve_pool pool_of(const struct measurement *m, const struct effic
 
 static struct serve_workload workload_of(const struct measurement *m)
 {
-    if (m->isl > 0)
-        return (struct serve_workload){.isl = m->isl, .osl = m->osl, .ttft_s = m->ttft_s, .tpot_s = m->tpot_s,
-                                       .chunk_tokens = m->chunk_tokens > 0 ? m->chunk_tokens : SERVE_DEFAULT_CHUNK_TOKENS,
-                                       .mode = SERVE_AGGREGATED, .arrivals = m->arrivals,
-                                       .percentile = m->percentile};
+    if (m->isl > 0) {
+        struct serve_workload w = {.isl = m->isl, .osl = m->osl, .ttft_s = m->ttft_s, .tpot_s = m->tpot_s,
+                                   .chunk_tokens = m->chunk_tokens > 0 ? m->chunk_tokens : SERVE_DEFAULT_CHUNK_TOKENS,
+                                   .mode = SERVE_AGGREGATED, .arrivals = m->arrivals, .percentile = m->percentile};
+        if (m->lengths)
+            serve_workload_set_lengths(&w, m->lengths);
+        return w;
+    }
     /* osl 0: a decode step reads the KV at isl + 0 = context; a decode unit measured as a whole
      * holds its batch (closed) */
     return (struct serve_workload){.isl = m->workload.context, .osl = 0, .tpot_s = m->tpot_s,

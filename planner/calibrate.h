@@ -59,6 +59,8 @@ struct measurement {
     double ttft_s;    /* > 0: with isl and osl, a time-to-first-token target too */
     int64_t batch_limit; /* > 0: the serving engine's most sequences, a cap on max and tpot_s */
     int64_t isl, osl; /* mean prompt and output tokens: aggregated serving; 0: a decode pool alone */
+    const struct length_mix *lengths; /* with isl and osl: the requests' lengths, whose means they are
+                                       * (serve_workload_set_lengths); NULL: every request isl and osl */
     int64_t chunk_tokens; /* the engine's prefill tokens a DP rank's step may carry; 0: serve.h's default */
     enum serve_arrivals arrivals; /* with isl and osl: how requests came (closed-loop unless said) */
     double percentile;    /* the percentile tpot_s and ttft_s bound; 0: 50 */

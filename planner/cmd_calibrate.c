@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "doc.h"
+#include "lengths.h"
 #include "model.h"
 #include "topology.h"
 
@@ -21,10 +22,18 @@ enum { PATH_SIZE = 1024 };
 
 struct entry {
     char id[64];
-    char model_path[PATH_SIZE], topology_path[PATH_SIZE];
+    char model_path[PATH_SIZE], topology_path[PATH_SIZE], lengths_path[PATH_SIZE]; /* lengths: "" none */
     struct model model;
     struct topology topology;
+    struct length_mix lengths;
 };
+
+static void entries_release(struct entry *entries, int count)
+{
+    for (int i = 0; entries && i < count; i++)
+        length_mix_release(&entries[i].lengths);
+    free(entries);
+}
 
 struct reader {
     const char *path;
@@ -132,7 +141,7 @@ static void relative_to(const char *data_path, const char *path, char *out, size
 static const char *const known_keys[] = {"id", "source", "note", "assumed", "model", "topology", "racks",
                                          "devices", "tp", "pp", "weights", "kv", "phase", "context",
                                          "batch", "max_batch", "tpot_ms", "ttft_ms", "isl", "osl", "chunk", "measured",
-                                         "arrivals", "percentile"};
+                                         "arrivals", "percentile", "lengths"};
 
 static void read_measurement(struct reader *r, const struct doc_node *item, struct entry *e, struct measurement *m)
 {
@@ -173,7 +182,13 @@ static void read_measurement(struct reader *r, const struct doc_node *item, stru
     if (phase && strcmp(phase->text, "decode") != 0 && strcmp(phase->text, "prefill") != 0)
         error_at(r, phase, "field 'phase' must be decode or prefill, not '%s'", phase->text);
     m->prefill = phase && strcmp(phase->text, "prefill") == 0;
-    bool serving = doc_get(item, "isl") || doc_get(item, "osl");
+    const struct doc_node *lengths = doc_get(item, "lengths");
+    if (lengths && (doc_get(item, "isl") || doc_get(item, "osl")))
+        error_at(r, lengths, "lengths gives the requests' prompt and output tokens, and isl and osl their means: "
+                             "drop isl and osl");
+    else if (lengths && read_text(r, item, "lengths", true, path, sizeof path))
+        relative_to(r->path, path, e->lengths_path, sizeof e->lengths_path);
+    bool serving = doc_get(item, "isl") || doc_get(item, "osl") || lengths;
     if (serving && doc_get(item, "context"))
         error_at(r, doc_get(item, "context"), "with isl and osl the KV a sequence holds follows from them "
                                               "(read at isl + osl/2, held at isl + osl): drop context");
@@ -202,8 +217,8 @@ static void read_measurement(struct reader *r, const struct doc_node *item, stru
         read_count(r, item, "osl", false, 1073741824, &m->osl);
     }
     if (serving && m->prefill)
-        error_at(r, doc_get(item, "isl"), "isl and osl describe aggregated serving; a prefill measurement "
-                                          "gives its prompt length as context");
+        error_at(r, lengths ? lengths : doc_get(item, "isl"), "isl and osl (or lengths) describe aggregated serving; "
+                                                             "a prefill measurement gives its prompt length as context");
     if (doc_get(item, "chunk") && !serving)
         error_at(r, doc_get(item, "chunk"), "chunk is aggregated serving's prefill budget: give isl and osl too");
     else
@@ -276,6 +291,19 @@ static int load(const char *path, struct entry **entries, struct measurement **m
             return loaded;
         (*measurements)[i].model = &e->model;
         (*measurements)[i].topology = &e->topology;
+        if (e->lengths_path[0]) { /* the requests' lengths: isl and osl are their means */
+            diags_init(&d);
+            enum lengths_status read = length_mix_read_csv(e->lengths_path, &e->lengths, &d);
+            diags_print(&d, stderr);
+            diags_release(&d);
+            if (read != LENGTHS_OK)
+                return read == LENGTHS_IO_ERROR ? EXIT_IO : EXIT_INVALID;
+            struct serve_workload means = {0};
+            serve_workload_set_lengths(&means, &e->lengths);
+            (*measurements)[i].isl = means.isl;
+            (*measurements)[i].osl = means.osl;
+            (*measurements)[i].lengths = &e->lengths;
+        }
     }
     return EXIT_OK;
 }
@@ -653,7 +681,7 @@ int cmd_calibrate(int argc, char **argv)
     }
     if (status != EXIT_OK) {
         free(m);
-        free(entries);
+        entries_release(entries, count);
         return status;
     }
     struct calibration_fit fit = {0};
@@ -688,6 +716,6 @@ int cmd_calibrate(int argc, char **argv)
     free(left_out);
     free(r);
     free(m);
-    free(entries);
+    entries_release(entries, count);
     return status;
 }

@@ -2,6 +2,7 @@
  * fit on measurements made from known efficiencies (it must find them again). */
 #include "calibrate.h"
 #include "fixtures.h"
+#include "lengths.h"
 #include "tap.h"
 
 #include <math.h>
@@ -65,6 +66,38 @@ int main(int argc, char **argv)
     CHECK(mixed.compute_s > decode.compute_s && mixed.step_s >= decode.step_s,
           "the prefill share adds compute (%.4g ms over %.4g ms) and never shortens the step",
           mixed.compute_s * 1e3, decode.compute_s * 1e3);
+    /* A measurement of a length mix (the `lengths` field): a mix of one class, 512 and 294,
+     * predicts what the fixed lengths do; half 256/100 and half 768/488 (the same means) holds
+     * E[osl (isl + osl)] / E[osl] = (0.5 x 100 x 356 + 0.5 x 488 x 1,256) / 294 = 1,102.9 -> 1,103
+     * tokens a sequence in HBM, reads the KV at E[osl (isl + osl / 2)] / E[osl] = 891.9 tokens
+     * rather than 659, and so serves less at batch 64. */
+    {
+        const char *alike_csv = "isl,osl,weight\n512,294,1\n", *two_csv = "isl,osl,weight\n256,100,1\n768,488,1\n";
+        struct length_mix alike, two;
+        struct diags d;
+        diags_init(&d);
+        bool read = length_mix_read_buffer("alike.csv", alike_csv, strlen(alike_csv), &alike, &d) == LENGTHS_OK &&
+                    length_mix_read_buffer("two.csv", two_csv, strlen(two_csv), &two, &d) == LENGTHS_OK;
+        diags_release(&d);
+        if (CHECK(read, "the two mixes read")) {
+            struct measurement fixed = llama2_h200(&llama, &h200), one_class = fixed, of_two = fixed;
+            one_class.lengths = &alike;
+            of_two.lengths = &two;
+            bool prepared = calibrate_prepare(&fixed, 1, why, sizeof why) &&
+                            calibrate_prepare(&one_class, 1, why, sizeof why) &&
+                            calibrate_prepare(&of_two, 1, why, sizeof why);
+            CHECK(prepared, "the three measurements lay out");
+            double at_fixed = calibrate_predict(&fixed, &bound, NULL), at_one = calibrate_predict(&one_class, &bound, NULL);
+            double at_two = calibrate_predict(&of_two, &bound, NULL);
+            CHECK(at_one == at_fixed, "a one-class mix predicts as its fixed lengths: %.2f and %.2f tokens/s", at_one,
+                  at_fixed);
+            CHECK_EQ(of_two.workload.context, 1103, "the mix holds 1,103 tokens a sequence");
+            CHECK(at_two < at_fixed, "and serves less at batch 64: %.2f against %.2f tokens/s", at_two, at_fixed);
+            length_mix_release(&alike);
+            length_mix_release(&two);
+        }
+    }
+
     /* a time-per-token target picks the largest batch whose whole step meets it */
     one.batch = 0;
     one.tpot_s = 0.040;
