@@ -1185,8 +1185,8 @@ int cmd_serve(int argc, char **argv)
                        .budget_source = budget_source, .efficiency = decode.efficiency, .calibration = row,
                        .mix = &mix, .simulated = simulating ? &simulated : NULL,
                        .simulated_point = simulated_point,
-                       .settling = simulating ? serve_simulation_settles(&w, simulated_point)
-                                             : (struct serve_settling){0}, .reuse = reusing ? &reuse : NULL,
+                       .settling = simulating ? serve_simulation_settles(&w, simulated_point) : (struct serve_settling){0},
+                       .reuse = reusing ? &reuse : NULL,
                        .cache = reusing && result.found ? &cache : NULL, .hit_derived = derive,
                        .sizings = sizings, .sizing_count = sizing_count, .warm_hit = warm_hit};
     /* --emit: the best deployment's launch files, refused before anything is written */
