@@ -1178,6 +1178,19 @@ static void md1(void)
 
 /* ---- 11. an aggregated instance under Poisson arrivals, against its simulation ---- */
 
+/* The analysis' p50 and p99 TTFT and TPOT each within `within` of the simulation's. */
+static void tails_within(const char *label, const struct serve_point *p, const struct sim_result *x, double within)
+{
+    CHECK(fabs(p->tail.ttft_s[0] / x->ttft_s.p50 - 1) <= within, "%sTTFT p50: analysis %.2f ms, simulation %.2f ms",
+          label, p->tail.ttft_s[0] * 1e3, x->ttft_s.p50 * 1e3);
+    CHECK(fabs(p->tail.ttft_s[2] / x->ttft_s.p99 - 1) <= within, "%sTTFT p99: analysis %.2f ms, simulation %.2f ms",
+          label, p->tail.ttft_s[2] * 1e3, x->ttft_s.p99 * 1e3);
+    CHECK(fabs(p->tail.tpot_s[0] / x->tpot_s.p50 - 1) <= within, "%sTPOT p50: analysis %.3f ms, simulation %.3f ms",
+          label, p->tail.tpot_s[0] * 1e3, x->tpot_s.p50 * 1e3);
+    CHECK(fabs(p->tail.tpot_s[2] / x->tpot_s.p99 - 1) <= within, "%sTPOT p99: analysis %.3f ms, simulation %.3f ms",
+          label, p->tail.tpot_s[2] * 1e3, x->tpot_s.p99 * 1e3);
+}
+
 /* Llama 3.1 70B on an H200 node, TP 8, 1,024/1,024 at 400 sequences, requests at random at the
  * rate that batch serves: the analysis' p50 and p99 TTFT and TPOT within 10% of a simulation of
  * 100,000 requests (issue 26's tolerance; README, "Tail latency": the analysis of this case is
@@ -1201,14 +1214,7 @@ static void poisson_against_simulation(void)
     struct sim_result x;
     CHECK(serve_simulate(&pool, NULL, &w, NULL, &p, 100000, 1, &x) == SERVE_SIM_OK, "the point simulated");
     const double within = 0.10;
-    CHECK(fabs(p.tail.ttft_s[0] / x.ttft_s.p50 - 1) <= within, "TTFT p50: analysis %.2f ms, simulation %.2f ms",
-          p.tail.ttft_s[0] * 1e3, x.ttft_s.p50 * 1e3);
-    CHECK(fabs(p.tail.ttft_s[2] / x.ttft_s.p99 - 1) <= within, "TTFT p99: analysis %.2f ms, simulation %.2f ms",
-          p.tail.ttft_s[2] * 1e3, x.ttft_s.p99 * 1e3);
-    CHECK(fabs(p.tail.tpot_s[0] / x.tpot_s.p50 - 1) <= within, "TPOT p50: analysis %.3f ms, simulation %.3f ms",
-          p.tail.tpot_s[0] * 1e3, x.tpot_s.p50 * 1e3);
-    CHECK(fabs(p.tail.tpot_s[2] / x.tpot_s.p99 - 1) <= within, "TPOT p99: analysis %.3f ms, simulation %.3f ms",
-          p.tail.tpot_s[2] * 1e3, x.tpot_s.p99 * 1e3);
+    tails_within("", &p, &x, within);
     CHECK(fabs(p.tail.sequences_mean / (x.mean_decoding_sequences / (double)p.decode_instances) - 1) <= within,
           "sequences in flight: analysis %.1f, simulation %.1f", p.tail.sequences_mean,
           x.mean_decoding_sequences / (double)p.decode_instances);
@@ -1241,14 +1247,7 @@ static void poisson_against_simulation(void)
     CHECK(serve_aggregated(&pool, &g, &tp8, &azure, 75, &p), "Azure mix, 75 sequences, Poisson arrivals: a point");
     CHECK(serve_simulate(&pool, NULL, &azure, &mix, &p, 100000, 1, &x) == SERVE_SIM_OK, "the point simulated");
     length_mix_release(&mix);
-    CHECK(fabs(p.tail.ttft_s[0] / x.ttft_s.p50 - 1) <= within, "Azure TTFT p50: analysis %.2f ms, simulation %.2f ms",
-          p.tail.ttft_s[0] * 1e3, x.ttft_s.p50 * 1e3);
-    CHECK(fabs(p.tail.ttft_s[2] / x.ttft_s.p99 - 1) <= within, "Azure TTFT p99: analysis %.2f ms, simulation %.2f ms",
-          p.tail.ttft_s[2] * 1e3, x.ttft_s.p99 * 1e3);
-    CHECK(fabs(p.tail.tpot_s[0] / x.tpot_s.p50 - 1) <= within,
-          "Azure TPOT p50: analysis %.3f ms, simulation %.3f ms", p.tail.tpot_s[0] * 1e3, x.tpot_s.p50 * 1e3);
-    CHECK(fabs(p.tail.tpot_s[2] / x.tpot_s.p99 - 1) <= within,
-          "Azure TPOT p99: analysis %.3f ms, simulation %.3f ms", p.tail.tpot_s[2] * 1e3, x.tpot_s.p99 * 1e3);
+    tails_within("Azure ", &p, &x, within);
 
     /* The Azure 2023 code mix (outputs of 28 tokens on average) served disaggregated on the node,
      * TP 2 instances, one prompt a prefill batch, decode batch 3, as serve chooses it for p99 TTFT
@@ -1283,14 +1282,7 @@ static void poisson_against_simulation(void)
     length_mix_release(&mix);
     if (!CHECK(simulated, "the disaggregated point simulated"))
         return;
-    CHECK(fabs(p.tail.ttft_s[0] / x.ttft_s.p50 - 1) <= within, "code TTFT p50: analysis %.2f ms, simulation %.2f ms",
-          p.tail.ttft_s[0] * 1e3, x.ttft_s.p50 * 1e3);
-    CHECK(fabs(p.tail.ttft_s[2] / x.ttft_s.p99 - 1) <= within, "code TTFT p99: analysis %.2f ms, simulation %.2f ms",
-          p.tail.ttft_s[2] * 1e3, x.ttft_s.p99 * 1e3);
-    CHECK(fabs(p.tail.tpot_s[0] / x.tpot_s.p50 - 1) <= within, "code TPOT p50: analysis %.3f ms, simulation %.3f ms",
-          p.tail.tpot_s[0] * 1e3, x.tpot_s.p50 * 1e3);
-    CHECK(fabs(p.tail.tpot_s[2] / x.tpot_s.p99 - 1) <= within, "code TPOT p99: analysis %.3f ms, simulation %.3f ms",
-          p.tail.tpot_s[2] * 1e3, x.tpot_s.p99 * 1e3);
+    tails_within("code ", &p, &x, within);
 }
 
 /* ---- 12. a stricter percentile serves no more (issue 26) ----
