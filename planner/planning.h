@@ -14,8 +14,9 @@
  * device's) and in memory as they are; a stage holds devices / pp x (HBM - reserve); the first
  * stage also holds the embedding, the last the LM head and, when the MTP modules run, those
  * modules and (pipelined) a copy of the embedding. Compute, network and activations do not enter
- * the split. The DP's split is exact; GLPK's integer program proves it within the time limit
- * (stages.h). The memory, and an unasked batch, are then taken again on the solved stages.
+ * the split. The DP's split is exact; GLPK's integer program (stages.h), given the time limit,
+ * proves it or finds one as good and is taken then. The memory, and an unasked batch, are then
+ * taken again on the solved stages.
  *
  * Experts (MoE): the EP group of a stage is ep_devices = min(ep, domain size) devices in each of
  * ep_domains = ep / ep_devices domains, each device with slots = ceil((experts + redundant) / ep)
@@ -88,7 +89,7 @@ struct planning_result {
     struct device_memory memory; /* the most loaded device (free_bytes < 0: the plan does not fit) */
     struct graph_summary graph;
     struct stage_split split;
-    bool have_stage_stats;    /* GLPK proved the split within the limit */
+    bool have_stage_stats;    /* GLPK found a split within the limit (stage_stats: proven or not) */
     struct lp_result stage_stats;
     bool moe;
     bool uniform;             /* no loads were given */
