@@ -107,7 +107,11 @@
  *   queue that does not keep up refuses the point; where the chain cannot be built (more prompts
  *   a step than its grid follows) the laws above stand.
  * Not modelled: retries, priorities, preemption, a wait for a free decode slot (at the KV cap),
- * the variation of accepted drafts, a rate-sized decode instance below its planned batch.
+ * the variation of accepted drafts, a rate-sized decode instance below its planned batch, and a
+ * prefill pool's partial batches (a free instance takes what waits, often fewer than b prompts,
+ * for nearly a full batch's time under data-parallel attention: the pool is busier and its
+ * TTFT longer than the M/G/x above says; DeepSeek-V3 on GB200, README: 13-23% below a
+ * simulation).
  *
  * The budget (serve_pool.budget_devices, B; 0: none): the most devices the whole deployment
  * may use, every replica and both pools counted (on one topology x n_p + y n_d <= B; a prefill
