@@ -100,9 +100,8 @@
  *   step's start, the step carrying at most the budget (dp C when the ranks step together, one
  *   rank's C at lambda / dp when they step alone) at the composition's price at B (at the
  *   occupancy's mean where that is above B), so that runs of full steps and the queue behind
- *   them are followed; TTFT the wait for a slot, then the
- *   chain's (the rest of the step in progress, what is ahead, its own tokens, first come first
- *   served); TPOT's bins their sums' mean, variance and third moment from the chain, started
+ *   them are followed; TTFT the wait for a slot, then the chain's (the rest of the step in
+ *   progress, what is ahead, its own tokens, first come first served); TPOT's bins their sums' mean, variance and third moment from the chain, started
  *   where a first token leaves it, with the batch's own variation in quadrature as above. A
  *   queue that does not keep up refuses the point; where the chain cannot be built (more prompts
  *   a step than its grid follows) the laws above stand.
@@ -437,16 +436,6 @@ double serve_free_hbm_bytes(const struct serve_pool *pool, const struct layout *
 
 enum serve_sim_status { SERVE_SIM_OK, SERVE_SIM_NO_MEMORY, SERVE_SIM_INVALID };
 
-struct sim_result;
-/* Simulates point `p` of a search for `requests` requests after requests / 5 of warm-up
- * (simulate.h: continuous batching with chunked prefill, or the P/D pools; Poisson arrivals at the
- * point's served rate, or w->rate; the mix's lengths, or isl and osl): each instance admits
- * what its KV holds (the most sequences of the workload's mean reservation that fit in HBM, in
- * tokens, paged in SERVE_KV_BLOCK_TOKENS blocks). A step is priced by roof_step at its exact
- * batch, on the instance's layout and pool; its context and prefill tokens enter linearly about
- * the workload's means (the derivatives from two more roof_steps at that batch, cached), a
- * prefill batch by its prompts at the mean prompt, scaled by its tokens. `prefill_pool` NULL: the
- * decode pool's hardware. Deterministic for a seed. */
 /* The requests a simulation of point `p` needs before what it measures is the steady state: its
  * warm-up, a fifth of them, spanning SERVE_SIM_SETTLE times the longer of a request's life (its
  * mean TTFT and osl - 1 tokens at the mean TPOT) and the decode occupancy's relaxation time
@@ -459,6 +448,16 @@ struct serve_settling {
 };
 struct serve_settling serve_simulation_settles(const struct serve_workload *w, const struct serve_point *p);
 
+struct sim_result;
+/* Simulates point `p` of a search for `requests` requests after requests / 5 of warm-up
+ * (simulate.h: continuous batching with chunked prefill, or the P/D pools; Poisson arrivals at the
+ * point's served rate, or w->rate; the mix's lengths, or isl and osl): each instance admits
+ * what its KV holds (the most sequences of the workload's mean reservation that fit in HBM, in
+ * tokens, paged in SERVE_KV_BLOCK_TOKENS blocks). A step is priced by roof_step at its exact
+ * batch, on the instance's layout and pool; its context and prefill tokens enter linearly about
+ * the workload's means (the derivatives from two more roof_steps at that batch, cached), a
+ * prefill batch by its prompts at the mean prompt, scaled by its tokens. `prefill_pool` NULL: the
+ * decode pool's hardware. Deterministic for a seed. */
 enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
                                      const struct serve_workload *w, const struct length_mix *mix,
                                      const struct serve_point *p, int64_t requests, uint64_t seed,
