@@ -2709,12 +2709,21 @@ static double sim_prefill_price(void *context, int64_t prompts, int64_t tokens)
     return p->prefill_s[prompts] * (mean > 0 ? (double)tokens / mean : 1);
 }
 
+/* A simulation's warm-up is requests / SIM_WARMUP_PARTS of them (serve.h). */
+enum { SIM_WARMUP_PARTS = 5 };
+
+/* The requests a second a simulation of `p` sends: w->rate, or what the point serves. */
+static double simulated_arrivals_per_s(const struct serve_workload *w, const struct serve_point *p)
+{
+    return w->rate > 0 ? w->rate : (double)p->decode_instances * p->decode.requests_per_s;
+}
+
 struct serve_settling serve_simulation_settles(const struct serve_workload *w, const struct serve_point *p)
 {
-    double arrivals = w->rate > 0 ? w->rate : (double)p->decode_instances * p->decode.requests_per_s;
     struct serve_settling s = {.life_s = p->tail.ttft_mean_s + fmax((double)w->osl - 1, 0) * p->tail.tpot_mean_s,
                                .relaxation_s = p->decode.occupancy.relaxation_s};
-    double requests = 5 * arrivals * SERVE_SIM_SETTLE * fmax(s.life_s, s.relaxation_s);
+    double requests = SIM_WARMUP_PARTS * simulated_arrivals_per_s(w, p) * SERVE_SIM_SETTLE *
+                      fmax(s.life_s, s.relaxation_s);
     s.requests = isfinite(requests) && requests < 1e15 ? (int64_t)ceil(requests) : INT64_MAX;
     return s;
 }
@@ -2797,9 +2806,9 @@ enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const
     sim_config_init(&c);
     c.mode = p->mode == SERVE_AGGREGATED ? SIM_AGGREGATED : SIM_DISAGGREGATED;
     c.requests = requests;
-    c.warmup = requests / 5;
+    c.warmup = requests / SIM_WARMUP_PARTS;
     c.seed = seed;
-    c.arrivals_per_s = w->rate > 0 ? w->rate : (double)p->decode_instances * p->decode.requests_per_s;
+    c.arrivals_per_s = simulated_arrivals_per_s(w, p);
     c.arrivals = w->arrivals == SERVE_CLOSED ? SIM_CLOSED : w->arrivals == SERVE_CONSTANT ? SIM_CONSTANT : SIM_POISSON;
     c.concurrency = p->decode.batch;
     c.isl = isl;
