@@ -100,6 +100,16 @@ static int64_t serving_batch(const struct planning_request *r, const struct plan
     return within > 0 ? within : 1;
 }
 
+/* The batch the plan takes when none is asked for: the largest that fits the layout at the
+ * context and, with a serve workload, whose serving step meets the targets; at least 1. */
+static int64_t largest_batch(const struct planning_request *r, const struct planning_result *p)
+{
+    int64_t most = plan_max_batch(r->model, r->topology, &p->layout, &p->workload);
+    if (r->serving && most > 0)
+        most = serving_batch(r, p, most);
+    return most > 0 ? most : 1;
+}
+
 /* traffic_layer_times' arguments, so that the naive map is timed on a second thread while this
  * placement is timed on the first (each walks the whole trace). */
 struct timed_map {
@@ -281,12 +291,9 @@ enum planning_status planning_solve(const struct planning_request *r, struct pla
     if (r->ep && r->ep != p->layout.ep)
         return PLANNING_EP_MISMATCH;
     p->layout.redundant = r->redundant;
-    int64_t most = r->batch ? 0 : plan_max_batch(m, t, &p->layout, w);
     if (graph_analyse(t, r->racks, &p->graph) != GRAPH_OK)
         return PLANNING_NO_GRAPH;
-    if (r->serving && most > 0)
-        most = serving_batch(r, p, most);
-    w->batch = r->batch ? r->batch : (most > 0 ? most : 1);
+    w->batch = r->batch ? r->batch : largest_batch(r, p);
     p->redundant_auto = r->redundant_auto && p->moe;
     if (p->redundant_auto)
         p->layout.redundant = redundant_that_fits(m, t, &p->layout, w);
@@ -296,12 +303,8 @@ enum planning_status planning_solve(const struct planning_request *r, struct pla
     if (p->layout.pp > 1) {
         split_stages(m, t, w, r->time_limit_s, p);
         p->layout.stage_start = p->split.start; /* memory and time on the solved stages */
-        if (!r->batch) {
-            most = plan_max_batch(m, t, &p->layout, w);
-            if (r->serving && most > 0)
-                most = serving_batch(r, p, most);
-            w->batch = most > 0 ? most : 1;
-        }
+        if (!r->batch)
+            w->batch = largest_batch(r, p);
         plan_memory(m, t, &p->layout, w, &p->memory);
     }
 
