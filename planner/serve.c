@@ -2290,6 +2290,34 @@ static struct serve_pool pool_on(const struct serve_pool *pool, const struct can
     return sliced;
 }
 
+/* In a best-only search without a rate, the tokens/s per device below which a point can be
+ * neither the best nor near it (SERVE_NEAR_BEST of the best so far, which only rises); 0 where
+ * every point counts. */
+static double worth_working_out(const struct search *s)
+{
+    if (!s->best_only || s->w->rate > 0 || !s->result->found)
+        return 0;
+    return SERVE_NEAR_BEST * s->result->best.tokens_per_s_per_device * (1 - 1e-9);
+}
+
+/* The fewest sequences in [1, most] whose aggregated step makes `floor` tokens/s per device (they
+ * rise with the batch); 0: none. */
+static int64_t fewest_reaching(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
+                               const struct serve_workload *w, int64_t most, double floor)
+{
+    if (most < 1 || serve_aggregated_rate(pool, g, l, w, most) < floor)
+        return 0;
+    int64_t low = 1, high = most;
+    while (low < high) {
+        int64_t mid = low + (high - low) / 2;
+        if (serve_aggregated_rate(pool, g, l, w, mid) >= floor)
+            high = mid;
+        else
+            low = mid + 1;
+    }
+    return low;
+}
+
 static void search_aggregated(struct search *s, const struct serve_pool *pool, const struct layouts *ls)
 {
     const struct serve_workload *w = s->w;
@@ -2298,6 +2326,14 @@ static void search_aggregated(struct search *s, const struct serve_pool *pool, c
         if (c->max_sequences < 1)
             continue;
         struct serve_pool on = pool_on(pool, c);
+        /* best only: a layout is not worth the tails' work when the fewest sequences that reach the
+         * floor do not meet the targets (no larger batch does), or when none reaches it */
+        double floor = worth_working_out(s);
+        if (floor > 0) {
+            int64_t least = fewest_reaching(&on, &c->shape->graph, &c->layout, w, c->max_sequences, floor);
+            if (least < 1 || !aggregated_within(&on, &c->shape->graph, &c->layout, w, least))
+                continue;
+        }
         int64_t within = largest_within(&on, &c->shape->graph, &c->layout, w, c->max_sequences, aggregated_within);
         /* best only: the layout's most tokens/s within the targets, no grid */
         int64_t batches[SERVE_BATCH_POINTS + 2];
@@ -2365,6 +2401,20 @@ static bool prefill_options(const struct serve_pool *pool, const struct layouts 
     return true;
 }
 
+/* The most tokens/s per device a disaggregated pair with decode instances of layout `c` at `batch`
+ * and prefill instances `prefill` can make: each decode instance's requests/s r_d need r_d / r_p
+ * prefill instances at least, so tokens/s per device is at most r_d osl / (n_d + n_p r_d / r_p)
+ * (whole instances and the TTFT target take more). */
+static double pair_rate_bound(const struct serve_pool *decode_pool, const struct candidate_layout *c,
+                              const struct serve_workload *w, int64_t batch, const struct serve_instance *prefill)
+{
+    struct roof_point step;
+    serve_decode_step(decode_pool, &c->shape->graph, &c->layout, w, batch, &step);
+    double r_d = serve_tokens_per_step(w) * (double)batch / step.step_s / (double)w->osl;
+    double devices = (double)c->layout.devices + (double)prefill->layout.devices * r_d / prefill->requests_per_s;
+    return r_d * (double)w->osl / devices;
+}
+
 static void search_disaggregated(struct search *s, const struct serve_pool *decode_pool, const struct layouts *dls,
                                  const struct serve_pool *prefill_pool, const struct prefill_option *options,
                                  int64_t option_count)
@@ -2393,12 +2443,19 @@ static void search_disaggregated(struct search *s, const struct serve_pool *deco
         }
         if (!chosen)
             continue;
+        /* best only: a batch whose pair cannot reach the floor (pair_rate_bound) is not worked out,
+         * nor a layout whose largest batch's cannot (the bound rises with the batch) */
+        double floor = worth_working_out(s);
+        if (floor > 0 && pair_rate_bound(&on, c, w, c->max_sequences, &chosen->instance) < floor)
+            continue;
         int64_t within = serve_largest_decode_batch(&on, &c->shape->graph, &c->layout, w, c->max_sequences);
         int64_t batches[SERVE_BATCH_POINTS + 2];
         int64_t count = batches_to_try(c->max_sequences, within, c->layout.dp * c->layout.pp, true, batches);
         for (int64_t b = 0; b < count; b++) {
             struct serve_instance d;
-            if (!serve_decode_instance(&on, &c->shape->graph, &c->layout, w, batches[b], &d))
+            floor = worth_working_out(s);
+            if ((floor > 0 && pair_rate_bound(&on, c, w, batches[b], &chosen->instance) < floor) ||
+                !serve_decode_instance(&on, &c->shape->graph, &c->layout, w, batches[b], &d))
                 continue;
             /* the whole pools, not the instances' slices: whether a prefill and a decode instance
              * share a domain is a question about the topology */

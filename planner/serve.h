@@ -412,9 +412,13 @@ bool serve_search(const struct serve_pool *decode_pool, const struct serve_pool 
 
 /* The same for its best, near_best and sized points only: an aggregated layout is tried at its
  * largest batch within the targets alone (tokens/s per device, and so a replica's rate, rise with
- * the batch), not along its log grid, so the frontiers hold those points only and `points`
- * counts fewer. For what more hardware buys, where every point on a grid would cost as much as the
- * search the answer prints. */
+ * the batch), not along its log grid; and without a rate, once a point meets the targets, nothing
+ * that cannot reach SERVE_NEAR_BEST of the best so far is worked out: not an aggregated layout
+ * whose fewest sequences that reach it miss the targets (no larger batch meets them), nor a
+ * disaggregated batch whose step makes too few tokens even with the fewest prefill devices that
+ * keep up with it (r_d osl / (n_d + n_p r_d / r_p)). So the frontiers and the lowest_* points hold
+ * those points only and `points` counts fewer. For what more hardware buys, where every point on
+ * a grid would cost as much as the search the answer prints. */
 bool serve_search_best(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
                        const struct serve_workload *w, struct serve_result *out);
 
