@@ -12,7 +12,6 @@
 #include "../reports/json.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -35,43 +34,23 @@ static void entries_release(struct entry *entries, int count)
     free(entries);
 }
 
-struct reader {
-    const char *path;
-    struct diags *diags;
-    int errors;
-};
-
-static void error_at(struct reader *r, const struct doc_node *at, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void error_at(struct reader *r, const struct doc_node *at, const char *fmt, ...)
-{
-    char message[512];
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(message, sizeof message, fmt, args);
-    va_end(args);
-    diags_add(r->diags, r->path, at ? at->line : 0, at ? at->col : 0, "%s", message);
-    r->errors++;
-}
-
-static const struct doc_node *scalar(struct reader *r, const struct doc_node *map, const char *key, bool required)
+static const struct doc_node *scalar(struct doc_reader *r, const struct doc_node *map, const char *key, bool required)
 {
     const struct doc_node *n = doc_get(map, key);
     if (!n) {
         if (required)
-            error_at(r, map, "missing field '%s'", key);
+            doc_error_at(r, map, "missing field '%s'", key);
         return NULL;
     }
     if (n->kind != DOC_SCALAR) {
-        error_at(r, n, "field '%s' must be a value, not %s", key, doc_kind_name(n));
+        doc_error_at(r, n, "field '%s' must be a value, not %s", key, doc_kind_name(n));
         return NULL;
     }
     return n;
 }
 
 /* A number in [low, high]; false (reported) when absent and required, or not such a number. */
-static bool read_number(struct reader *r, const struct doc_node *map, const char *key, bool required,
+static bool read_number(struct doc_reader *r, const struct doc_node *map, const char *key, bool required,
                         double low, double high, double *out)
 {
     const struct doc_node *n = scalar(r, map, key, required);
@@ -81,48 +60,48 @@ static bool read_number(struct reader *r, const struct doc_node *map, const char
     errno = 0;
     double v = strtod(n->text, &end);
     if (n->quoted || !*n->text || *end || errno || !isfinite(v) || v < low || v > high) {
-        error_at(r, n, "field '%s' is '%s'; it must be a number from %g to %g", key, n->text, low, high);
+        doc_error_at(r, n, "field '%s' is '%s'; it must be a number from %g to %g", key, n->text, low, high);
         return false;
     }
     *out = v;
     return true;
 }
 
-static bool read_count(struct reader *r, const struct doc_node *map, const char *key, bool required,
+static bool read_count(struct doc_reader *r, const struct doc_node *map, const char *key, bool required,
                        int64_t high, int64_t *out)
 {
     double v;
     if (!read_number(r, map, key, required, 1, (double)high, &v))
         return false;
     if (v != floor(v)) {
-        error_at(r, doc_get(map, key), "field '%s' must be a whole number, not %g", key, v);
+        doc_error_at(r, doc_get(map, key), "field '%s' must be a whole number, not %g", key, v);
         return false;
     }
     *out = (int64_t)v;
     return true;
 }
 
-static bool read_text(struct reader *r, const struct doc_node *map, const char *key, bool required, char *out,
+static bool read_text(struct doc_reader *r, const struct doc_node *map, const char *key, bool required, char *out,
                       size_t size)
 {
     const struct doc_node *n = scalar(r, map, key, required);
     if (!n)
         return false;
     if (!*n->text || strlen(n->text) >= size) {
-        error_at(r, n, "field '%s' must be 1 to %zu characters", key, size - 1);
+        doc_error_at(r, n, "field '%s' must be 1 to %zu characters", key, size - 1);
         return false;
     }
     strcpy(out, n->text);
     return true;
 }
 
-static bool read_precision(struct reader *r, const struct doc_node *map, const char *key, enum precision *out)
+static bool read_precision(struct doc_reader *r, const struct doc_node *map, const char *key, enum precision *out)
 {
     const struct doc_node *n = scalar(r, map, key, true);
     if (!n)
         return false;
     if (!precision_parse(n->text, out)) {
-        error_at(r, n, "field '%s' must be one of fp4, fp8, bf16, fp16, fp32, not '%s'", key, n->text);
+        doc_error_at(r, n, "field '%s' must be one of fp4, fp8, bf16, fp16, fp32, not '%s'", key, n->text);
         return false;
     }
     return true;
@@ -143,10 +122,10 @@ static const char *const known_keys[] = {"id", "source", "note", "assumed", "mod
                                          "batch", "max_batch", "tpot_ms", "ttft_ms", "isl", "osl", "chunk", "measured",
                                          "arrivals", "percentile", "lengths"};
 
-static void read_measurement(struct reader *r, const struct doc_node *item, struct entry *e, struct measurement *m)
+static void read_measurement(struct doc_reader *r, const struct doc_node *item, struct entry *e, struct measurement *m)
 {
     if (item->kind != DOC_MAP) {
-        error_at(r, item, "a measurement must be a mapping, not %s", doc_kind_name(item));
+        doc_error_at(r, item, "a measurement must be a mapping, not %s", doc_kind_name(item));
         return;
     }
     for (size_t k = 0; k < item->count; k++) {
@@ -154,7 +133,7 @@ static void read_measurement(struct reader *r, const struct doc_node *item, stru
         for (size_t i = 0; i < sizeof known_keys / sizeof known_keys[0]; i++)
             known |= strcmp(item->keys[k]->text, known_keys[i]) == 0;
         if (!known)
-            error_at(r, item->keys[k], "unknown field '%s'", item->keys[k]->text);
+            doc_error_at(r, item->keys[k], "unknown field '%s'", item->keys[k]->text);
     }
     read_text(r, item, "id", true, e->id, sizeof e->id);
     char source[2048];
@@ -168,7 +147,7 @@ static void read_measurement(struct reader *r, const struct doc_node *item, stru
     struct workload *w = &m->workload;
     *w = (struct workload){.reserve_fraction = PLAN_DEFAULT_RESERVE_FRACTION, .reserve_bytes = -1};
     if ((doc_get(item, "racks") != NULL) == (doc_get(item, "devices") != NULL))
-        error_at(r, item, "give racks (whole scale-up domains) or devices (part of one), one of them");
+        doc_error_at(r, item, "give racks (whole scale-up domains) or devices (part of one), one of them");
     else if (doc_get(item, "racks"))
         read_count(r, item, "racks", true, 1000000, &m->racks);
     else
@@ -180,51 +159,51 @@ static void read_measurement(struct reader *r, const struct doc_node *item, stru
     read_precision(r, item, "kv", &w->kv);
     const struct doc_node *phase = scalar(r, item, "phase", true);
     if (phase && strcmp(phase->text, "decode") != 0 && strcmp(phase->text, "prefill") != 0)
-        error_at(r, phase, "field 'phase' must be decode or prefill, not '%s'", phase->text);
+        doc_error_at(r, phase, "field 'phase' must be decode or prefill, not '%s'", phase->text);
     m->prefill = phase && strcmp(phase->text, "prefill") == 0;
     const struct doc_node *lengths = doc_get(item, "lengths");
     if (lengths && (doc_get(item, "isl") || doc_get(item, "osl")))
-        error_at(r, lengths, "lengths gives the requests' prompt and output tokens, and isl and osl their means: "
+        doc_error_at(r, lengths, "lengths gives the requests' prompt and output tokens, and isl and osl their means: "
                              "drop isl and osl");
     else if (lengths && read_text(r, item, "lengths", true, path, sizeof path))
         relative_to(r->path, path, e->lengths_path, sizeof e->lengths_path);
     bool serving = doc_get(item, "isl") || doc_get(item, "osl") || lengths;
     if (serving && doc_get(item, "context"))
-        error_at(r, doc_get(item, "context"), "with isl and osl the KV a sequence holds follows from them "
+        doc_error_at(r, doc_get(item, "context"), "with isl and osl the KV a sequence holds follows from them "
                                               "(read at isl + osl/2, held at isl + osl): drop context");
     else if (!serving)
         read_count(r, item, "context", true, 1073741824, &w->context);
     const struct doc_node *batch = doc_get(item, "batch");
     bool tpot = doc_get(item, "tpot_ms") != NULL;
     if (batch && tpot)
-        error_at(r, batch, "give batch or tpot_ms, not both");
+        doc_error_at(r, batch, "give batch or tpot_ms, not both");
     else if (!batch && !tpot)
-        error_at(r, item, "missing field 'batch' (a number or max) or 'tpot_ms'");
+        doc_error_at(r, item, "missing field 'batch' (a number or max) or 'tpot_ms'");
     else if (batch && !(batch->kind == DOC_SCALAR && strcmp(batch->text, "max") == 0))
         read_count(r, item, "batch", true, (int64_t)1 << 40, &m->batch);
     if (tpot && read_number(r, item, "tpot_ms", true, 0.001, 1e6, &m->tpot_s))
         m->tpot_s /= 1e3;
     if (doc_get(item, "max_batch") && m->batch > 0)
-        error_at(r, doc_get(item, "max_batch"), "max_batch caps batch: max or tpot_ms, not a number");
+        doc_error_at(r, doc_get(item, "max_batch"), "max_batch caps batch: max or tpot_ms, not a number");
     else
         read_count(r, item, "max_batch", false, (int64_t)1 << 40, &m->batch_limit);
     if (m->prefill && m->batch < 1 && (batch || tpot))
-        error_at(r, batch ? batch : item, "a prefill measurement needs its batch of prompts as a number");
+        doc_error_at(r, batch ? batch : item, "a prefill measurement needs its batch of prompts as a number");
     if ((doc_get(item, "isl") != NULL) != (doc_get(item, "osl") != NULL)) {
-        error_at(r, item, "give isl and osl together (the requests' mean prompt and output tokens), or neither");
+        doc_error_at(r, item, "give isl and osl together (the requests' mean prompt and output tokens), or neither");
     } else {
         read_count(r, item, "isl", false, 1073741824, &m->isl);
         read_count(r, item, "osl", false, 1073741824, &m->osl);
     }
     if (serving && m->prefill)
-        error_at(r, lengths ? lengths : doc_get(item, "isl"), "isl and osl (or lengths) describe aggregated serving; "
+        doc_error_at(r, lengths ? lengths : doc_get(item, "isl"), "isl and osl (or lengths) describe aggregated serving; "
                                                              "a prefill measurement gives its prompt length as context");
     if (doc_get(item, "chunk") && !serving)
-        error_at(r, doc_get(item, "chunk"), "chunk is aggregated serving's prefill budget: give isl and osl too");
+        doc_error_at(r, doc_get(item, "chunk"), "chunk is aggregated serving's prefill budget: give isl and osl too");
     else
         read_count(r, item, "chunk", false, 1073741824, &m->chunk_tokens);
     if (doc_get(item, "ttft_ms") && !serving)
-        error_at(r, doc_get(item, "ttft_ms"), "ttft_ms is a serving target: give isl and osl too");
+        doc_error_at(r, doc_get(item, "ttft_ms"), "ttft_ms is a serving target: give isl and osl too");
     else if (read_number(r, item, "ttft_ms", false, 0.001, 1e7, &m->ttft_s))
         m->ttft_s /= 1e3;
     /* how the benchmark sent its requests: closed-loop (a concurrency, an offline batch) unless
@@ -232,15 +211,15 @@ static void read_measurement(struct reader *r, const struct doc_node *item, stru
     m->arrivals = SERVE_CLOSED;
     const struct doc_node *arrivals = doc_get(item, "arrivals") ? scalar(r, item, "arrivals", false) : NULL;
     if (arrivals && !serving)
-        error_at(r, arrivals, "arrivals describe aggregated serving: give isl and osl too");
+        doc_error_at(r, arrivals, "arrivals describe aggregated serving: give isl and osl too");
     else if (arrivals && strcmp(arrivals->text, "poisson") == 0)
         m->arrivals = SERVE_POISSON;
     else if (arrivals && strcmp(arrivals->text, "constant") == 0)
         m->arrivals = SERVE_CONSTANT;
     else if (arrivals && strcmp(arrivals->text, "closed") != 0)
-        error_at(r, arrivals, "field 'arrivals' must be poisson, constant or closed, not '%s'", arrivals->text);
+        doc_error_at(r, arrivals, "field 'arrivals' must be poisson, constant or closed, not '%s'", arrivals->text);
     if (doc_get(item, "percentile") && !serving)
-        error_at(r, doc_get(item, "percentile"), "percentile is of a serving target: give isl and osl too");
+        doc_error_at(r, doc_get(item, "percentile"), "percentile is of a serving target: give isl and osl too");
     else
         read_number(r, item, "percentile", false, 1, 99.9, &m->percentile);
     read_number(r, item, "measured", true, 1e-6, 1e12, &m->measured);
@@ -253,16 +232,16 @@ static int load(const char *path, struct entry **entries, struct measurement **m
     diags_init(&d);
     struct doc *doc = NULL;
     int status = doc_load(path, &doc, &d);
-    struct reader r = {.path = path, .diags = &d};
+    struct doc_reader r = {.path = path, .diags = &d};
     *count = 0;
     *entries = NULL;
     *measurements = NULL;
     if (status == 0) {
         const struct doc_node *list = doc->root && doc->root->kind == DOC_MAP ? doc_get(doc->root, "measurements") : NULL;
         if (!list || list->kind != DOC_SEQ || list->count == 0) {
-            error_at(&r, list ? list : doc->root, "the file needs a list 'measurements' of at least one measurement");
+            doc_error_at(&r, list ? list : doc->root, "the file needs a list 'measurements' of at least one measurement");
         } else if (list->count > CALIBRATE_MAX_MEASUREMENTS) {
-            error_at(&r, list, "%zu measurements; at most %d are fitted", list->count, CALIBRATE_MAX_MEASUREMENTS);
+            doc_error_at(&r, list, "%zu measurements; at most %d are fitted", list->count, CALIBRATE_MAX_MEASUREMENTS);
         } else {
             *entries = xcalloc(list->count, sizeof **entries);
             *measurements = xcalloc(list->count, sizeof **measurements);
@@ -270,7 +249,7 @@ static int load(const char *path, struct entry **entries, struct measurement **m
                 read_measurement(&r, list->items[i], &(*entries)[i], &(*measurements)[i]);
                 for (size_t j = 0; j < i && (*entries)[i].id[0]; j++)
                     if (strcmp((*entries)[i].id, (*entries)[j].id) == 0)
-                        error_at(&r, doc_get(list->items[i], "id"), "id '%s' is given twice", (*entries)[i].id);
+                        doc_error_at(&r, doc_get(list->items[i], "id"), "id '%s' is given twice", (*entries)[i].id);
             }
             *count = (int)list->count;
         }

@@ -2,7 +2,9 @@
 #include "doc.h"
 
 #include <assert.h>
+#include <stdarg.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
@@ -430,6 +432,17 @@ bool doc_is_null(const struct doc_node *n)
 {
     return n && n->kind == DOC_SCALAR && !n->quoted &&
            (strcmp(n->text, "null") == 0 || strcmp(n->text, "~") == 0 || n->text[0] == '\0');
+}
+
+void doc_error_at(struct doc_reader *r, const struct doc_node *at, const char *fmt, ...)
+{
+    char message[900];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    diags_add(r->diags, r->path, at ? at->line : 0, at ? at->col : 0, "%s", message);
+    r->errors++;
 }
 
 const char *doc_kind_name(const struct doc_node *node)

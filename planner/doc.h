@@ -57,6 +57,17 @@ const char *doc_kind_name(const struct doc_node *node);
 /* A plain (unquoted) null, ~ or empty scalar: YAML's null, which a reader takes as "not given". */
 bool doc_is_null(const struct doc_node *node);
 
+/* A reader of one file's tree: where its errors go and how many it has found. */
+struct doc_reader {
+    const char *path;
+    struct diags *diags;
+    int errors;
+};
+
+/* An error at `at`'s line and column (0:0 without a node), added to r's diagnostics and counted. */
+void doc_error_at(struct doc_reader *r, const struct doc_node *at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Writing: a tree built from these (line and col 0), each node owned by the collection it is
  * added to; doc_node_free releases a tree and accepts NULL. Adding to a node of the wrong kind is
  * an internal error (assert). */

@@ -9,7 +9,6 @@
 #include "doc.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
@@ -36,9 +35,7 @@ struct field_origin {
 };
 
 struct reader {
-    const char *path;
-    struct diags *diags;
-    int errors;
+    struct doc_reader doc;
     struct field_origin origins[READER_MAX_FIELDS];
     int origin_count;
 };
@@ -80,20 +77,6 @@ static const struct doc_node *field_node(const struct reader *r, const void *fie
     return o ? o->node : fallback;
 }
 
-static void error_at(struct reader *r, const struct doc_node *at, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void error_at(struct reader *r, const struct doc_node *at, const char *fmt, ...)
-{
-    char message[900];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(message, sizeof message, fmt, ap);
-    va_end(ap);
-    diags_add(r->diags, r->path, at ? at->line : 0, at ? at->col : 0, "%s", message);
-    r->errors++;
-}
-
 /* The value of `key`, or NULL when absent or null. A missing required field is reported at the
  * mapping that should hold it. */
 static const struct doc_node *field(struct reader *r, const struct doc_node *map, const char *key,
@@ -102,11 +85,11 @@ static const struct doc_node *field(struct reader *r, const struct doc_node *map
     const struct doc_node *n = doc_get(map, key);
     if (doc_is_null(n)) {
         if (required)
-            error_at(r, n, "field '%s' is null; it needs a value", display);
+            doc_error_at(&r->doc, n, "field '%s' is null; it needs a value", display);
         return NULL;
     }
     if (!n && required)
-        error_at(r, map, "missing field '%s'", display);
+        doc_error_at(&r->doc, map, "missing field '%s'", display);
     return n;
 }
 
@@ -138,13 +121,13 @@ static bool read_int(struct reader *r, const struct doc_node *map, const char *k
         return false;
     int64_t v;
     if (n->kind != DOC_SCALAR || n->quoted || !parse_integer(n->text, &v)) {
-        error_at(r, n, "field '%s' must be an integer, not %s%s%s%s", display, doc_kind_name(n),
+        doc_error_at(&r->doc, n, "field '%s' must be an integer, not %s%s%s%s", display, doc_kind_name(n),
                  n->kind == DOC_SCALAR ? " '" : "", n->kind == DOC_SCALAR ? n->text : "",
                  n->kind == DOC_SCALAR ? "'" : "");
         return false;
     }
     if (v < min || v > max) {
-        error_at(r, n, "field '%s' is %s; it must be between %" PRId64 " and %" PRId64, display,
+        doc_error_at(&r->doc, n, "field '%s' is %s; it must be between %" PRId64 " and %" PRId64, display,
                  n->text, min, max);
         return false;
     }
@@ -164,7 +147,7 @@ static bool read_bool(struct reader *r, const struct doc_node *map, const char *
         *out = n->text[0] == 't';
         return true;
     }
-    error_at(r, n, "field '%s' must be true or false, not %s%s%s%s", display, doc_kind_name(n),
+    doc_error_at(&r->doc, n, "field '%s' must be true or false, not %s%s%s%s", display, doc_kind_name(n),
              n->kind == DOC_SCALAR ? " '" : "", n->kind == DOC_SCALAR ? n->text : "",
              n->kind == DOC_SCALAR ? "'" : "");
     return false;
@@ -177,11 +160,11 @@ static bool read_string(struct reader *r, const struct doc_node *map, const char
     if (!n)
         return false;
     if (n->kind != DOC_SCALAR) {
-        error_at(r, n, "field '%s' must be a string, not %s", display, doc_kind_name(n));
+        doc_error_at(&r->doc, n, "field '%s' must be a string, not %s", display, doc_kind_name(n));
         return false;
     }
     if (strlen(n->text) >= size) {
-        error_at(r, n, "field '%s' is longer than %zu characters", display, size - 1);
+        doc_error_at(&r->doc, n, "field '%s' is longer than %zu characters", display, size - 1);
         return false;
     }
     strcpy(out, n->text);
@@ -195,7 +178,7 @@ static bool read_precision(struct reader *r, const struct doc_node *map, const c
     if (!n)
         return false;
     if (n->kind != DOC_SCALAR || !precision_parse(n->text, out)) {
-        error_at(r, n, "field '%s' must be one of fp4, fp8, bf16, fp16, fp32, not '%s'", display,
+        doc_error_at(&r->doc, n, "field '%s' must be one of fp4, fp8, bf16, fp16, fp32, not '%s'", display,
                  n->kind == DOC_SCALAR ? n->text : doc_kind_name(n));
         return false;
     }
@@ -207,7 +190,7 @@ static const struct doc_node *read_map(struct reader *r, const struct doc_node *
 {
     const struct doc_node *n = field(r, map, key, display, required);
     if (n && n->kind != DOC_MAP) {
-        error_at(r, n, "field '%s' must be a mapping, not %s", display, doc_kind_name(n));
+        doc_error_at(&r->doc, n, "field '%s' must be a mapping, not %s", display, doc_kind_name(n));
         return NULL;
     }
     return n;
@@ -264,10 +247,10 @@ static void check_keys(struct reader *r, const struct doc_node *map, const char 
         if (found)
             continue;
         if (nearest)
-            error_at(r, map->keys[i], "unknown field '%s%s' (did you mean '%s%s'?)", prefix, key,
+            doc_error_at(&r->doc, map->keys[i], "unknown field '%s%s' (did you mean '%s%s'?)", prefix, key,
                      prefix, nearest);
         else
-            error_at(r, map->keys[i], "unknown field '%s%s'", prefix, key);
+            doc_error_at(&r->doc, map->keys[i], "unknown field '%s%s'", prefix, key);
     }
 }
 
@@ -301,10 +284,10 @@ static void check_layer_kinds(struct reader *r, const struct doc_node *at, const
     for (size_t i = 0; i < sizeof mixers / sizeof mixers[0]; i++) {
         int64_t layers = model_mixer_layers(m, mixers[i].kind);
         if (layers > 0 && !mixers[i].described)
-            error_at(r, at, "%" PRId64 " layers are %s but the model has no '%s' section", layers,
+            doc_error_at(&r->doc, at, "%" PRId64 " layers are %s but the model has no '%s' section", layers,
                      mixer_name(mixers[i].kind), mixers[i].section);
         else if (layers == 0 && mixers[i].described)
-            error_at(r, at, "the model has a '%s' section but no %s layer (see 'layer_pattern')",
+            doc_error_at(&r->doc, at, "the model has a '%s' section but no %s layer (see 'layer_pattern')",
                      mixers[i].section, mixer_name(mixers[i].kind));
     }
     bool seen_attention = false;
@@ -312,29 +295,29 @@ static void check_layer_kinds(struct reader *r, const struct doc_node *at, const
         enum mixer mixer = model_layer_mixer(m, i);
         bool shares = m->pattern.shares_indexer[i % m->pattern.length];
         if (mixer == MIXER_NONE && !model_layer_is_moe(m, i) && !model_layer_is_dense(m, i)) {
-            error_at(r, at, "layer %" PRId64 " has neither a mixer nor an FFN", i);
+            doc_error_at(&r->doc, at, "layer %" PRId64 " has neither a mixer nor an FFN", i);
             return;
         }
         if (model_layer_is_moe(m, i) && !model_is_moe(m)) {
-            error_at(r, at, "layer %" PRId64 " is MoE but the model has no 'moe' section", i);
+            doc_error_at(&r->doc, at, "layer %" PRId64 " is MoE but the model has no 'moe' section", i);
             return;
         }
         if (shares && (m->attention.indexer.heads == 0 || mixer != MIXER_ATTENTION)) {
-            error_at(r, at, "layer %" PRId64 " shares an indexer but is not a sparse attention layer", i);
+            doc_error_at(&r->doc, at, "layer %" PRId64 " shares an indexer but is not a sparse attention layer", i);
             return;
         }
         if (shares && !seen_attention) {
-            error_at(r, at, "layer %" PRId64 " shares the indexer of an earlier layer, and none comes before it", i);
+            doc_error_at(&r->doc, at, "layer %" PRId64 " shares the indexer of an earlier layer, and none comes before it", i);
             return;
         }
         seen_attention |= mixer == MIXER_ATTENTION;
     }
     if (m->linear.value_heads > 0 && m->linear.value_heads % m->linear.key_heads != 0)
-        error_at(r, field_node(r, &m->linear.key_heads, at), "field '%s' (%" PRId64 ") must divide '%s' (%" PRId64 ")",
+        doc_error_at(&r->doc, field_node(r, &m->linear.key_heads, at), "field '%s' (%" PRId64 ") must divide '%s' (%" PRId64 ")",
                  field_name(r, &m->linear.key_heads, "linear_attention.key_heads"), m->linear.key_heads,
                  field_name(r, &m->linear.value_heads, "linear_attention.value_heads"), m->linear.value_heads);
     if (m->mamba.heads > 0 && m->mamba.heads % m->mamba.groups != 0)
-        error_at(r, field_node(r, &m->mamba.groups, at), "field '%s' (%" PRId64 ") must divide '%s' (%" PRId64 ")",
+        doc_error_at(&r->doc, field_node(r, &m->mamba.groups, at), "field '%s' (%" PRId64 ") must divide '%s' (%" PRId64 ")",
                  field_name(r, &m->mamba.groups, "mamba.groups"), m->mamba.groups,
                  field_name(r, &m->mamba.heads, "mamba.heads"), m->mamba.heads);
 }
@@ -344,58 +327,58 @@ static void check_model(struct reader *r, const struct doc_node *at, struct mode
 {
     if (m->attention.type == ATTENTION_GQA && m->attention.kv_heads > 0 &&
         m->attention.heads % m->attention.kv_heads != 0)
-        error_at(r, field_node(r, &m->attention.kv_heads, at),
+        doc_error_at(&r->doc, field_node(r, &m->attention.kv_heads, at),
                  "field '%s' (%" PRId64 ") must divide '%s' (%" PRId64 ")",
                  field_name(r, &m->attention.kv_heads, "kv_heads"), m->attention.kv_heads,
                  field_name(r, &m->attention.heads, "heads"), m->attention.heads);
     if (m->moe.experts > 0) {
         if (m->moe.experts_per_token > m->moe.experts)
-            error_at(r, field_node(r, &m->moe.experts_per_token, at),
+            doc_error_at(&r->doc, field_node(r, &m->moe.experts_per_token, at),
                      "field '%s' (%" PRId64 ") is more than '%s' (%" PRId64 ")",
                      field_name(r, &m->moe.experts_per_token, "experts_per_token"),
                      m->moe.experts_per_token, field_name(r, &m->moe.experts, "experts"),
                      m->moe.experts);
         if (m->moe.first_dense_layers > m->layers)
-            error_at(r, field_node(r, &m->moe.first_dense_layers, at),
+            doc_error_at(&r->doc, field_node(r, &m->moe.first_dense_layers, at),
                      "field '%s' (%" PRId64 ") is more than '%s' (%" PRId64 ")",
                      field_name(r, &m->moe.first_dense_layers, "first_dense_layers"),
                      m->moe.first_dense_layers, field_name(r, &m->layers, "layers"), m->layers);
         if (m->moe.experts % m->moe.groups != 0)
-            error_at(r, field_node(r, &m->moe.groups, at),
+            doc_error_at(&r->doc, field_node(r, &m->moe.groups, at),
                      "field '%s' (%" PRId64 ") must divide '%s' (%" PRId64 ")",
                      field_name(r, &m->moe.groups, "groups"), m->moe.groups,
                      field_name(r, &m->moe.experts, "experts"), m->moe.experts);
         if (m->moe.groups_per_token > m->moe.groups)
-            error_at(r, field_node(r, &m->moe.groups_per_token, at),
+            doc_error_at(&r->doc, field_node(r, &m->moe.groups_per_token, at),
                      "field '%s' (%" PRId64 ") is more than '%s' (%" PRId64 ")",
                      field_name(r, &m->moe.groups_per_token, "groups_per_token"),
                      m->moe.groups_per_token, field_name(r, &m->moe.groups, "groups"),
                      m->moe.groups);
         if (m->moe.shared_intermediate_size == 0)
             m->moe.shared_intermediate_size = m->moe.intermediate_size;
-        if (r->errors == 0 && model_moe_layers(m) == 0)
-            error_at(r, field_node(r, &m->moe.experts, at),
+        if (r->doc.errors == 0 && model_moe_layers(m) == 0)
+            doc_error_at(&r->doc, field_node(r, &m->moe.experts, at),
                      "the model has MoE settings but no MoE layer (check '%s' and '%s')",
                      field_name(r, &m->moe.first_dense_layers, "first_dense_layers"),
                      field_name(r, &m->moe.interleave, "interleave"));
     }
-    if (r->errors)
+    if (r->doc.errors)
         return;
     check_layer_kinds(r, at, m);
-    if (r->errors)
+    if (r->doc.errors)
         return;
     bool has_dense = false;
     for (int64_t i = 0; i < m->layers; i++)
         has_dense |= model_layer_is_dense(m, i);
     if (has_dense && m->ffn.intermediate_size == 0)
-        error_at(r, at, "missing field '%s' (the model has dense layers)",
+        doc_error_at(&r->doc, at, "missing field '%s' (the model has dense layers)",
                  field_name(r, &m->ffn.intermediate_size, "ffn.intermediate_size"));
-    if (r->errors)
+    if (r->doc.errors)
         return;
     struct model_params p;
     model_params(m, &p);
     if (!(p.total <= LIMIT_TOTAL_PARAMS))
-        error_at(r, field_node(r, &m->layers, at),
+        doc_error_at(&r->doc, field_node(r, &m->layers, at),
                  "the model has %.3g parameters, more than the %.0e rackplan accepts; check the sizes",
                  p.total, LIMIT_TOTAL_PARAMS);
 }
@@ -415,14 +398,14 @@ static void read_window(struct reader *r, const struct doc_node *window, struct 
         else if (kind->kind == DOC_SCALAR && strcmp(kind->text, "chunked") == 0)
             m->attention.window_kind = WINDOW_CHUNKED;
         else
-            error_at(r, kind, "field 'attention.window.kind' must be sliding or chunked, not '%s'",
+            doc_error_at(&r->doc, kind, "field 'attention.window.kind' must be sliding or chunked, not '%s'",
                      kind->kind == DOC_SCALAR ? kind->text : doc_kind_name(kind));
     }
     const struct doc_node *pattern = field(r, window, "pattern", "attention.window.pattern", true);
     if (!pattern)
         return;
     if (pattern->kind != DOC_SEQ || pattern->count == 0 || pattern->count > MODEL_MAX_PATTERN) {
-        error_at(r, pattern, "field 'attention.window.pattern' must be a list of 1 to %d items, each 0 or 1",
+        doc_error_at(&r->doc, pattern, "field 'attention.window.pattern' must be a list of 1 to %d items, each 0 or 1",
                  MODEL_MAX_PATTERN);
         return;
     }
@@ -431,7 +414,7 @@ static void read_window(struct reader *r, const struct doc_node *window, struct 
         const struct doc_node *item = pattern->items[i];
         if (item->kind != DOC_SCALAR || item->quoted ||
             (strcmp(item->text, "0") != 0 && strcmp(item->text, "1") != 0)) {
-            error_at(r, item, "items of 'attention.window.pattern' must be 0 or 1, not '%s'",
+            doc_error_at(&r->doc, item, "items of 'attention.window.pattern' must be 0 or 1, not '%s'",
                      item->kind == DOC_SCALAR ? item->text : doc_kind_name(item));
             return;
         }
@@ -440,7 +423,7 @@ static void read_window(struct reader *r, const struct doc_node *window, struct 
     }
     m->attention.window_pattern_length = (int)pattern->count;
     if (!any)
-        error_at(r, pattern, "field 'attention.window.pattern' has no windowed layer (no 1)");
+        doc_error_at(&r->doc, pattern, "field 'attention.window.pattern' has no windowed layer (no 1)");
 }
 
 static void read_attention(struct reader *r, const struct doc_node *a, struct model *m)
@@ -457,7 +440,7 @@ static void read_attention(struct reader *r, const struct doc_node *a, struct mo
         else if (type->kind == DOC_SCALAR && strcmp(type->text, "mla") == 0)
             m->attention.type = ATTENTION_MLA;
         else {
-            error_at(r, type, "field 'attention.type' must be gqa or mla, not '%s' (MHA and MQA are gqa with kv_heads = heads or 1)",
+            doc_error_at(&r->doc, type, "field 'attention.type' must be gqa or mla, not '%s' (MHA and MQA are gqa with kv_heads = heads or 1)",
                      type->kind == DOC_SCALAR ? type->text : doc_kind_name(type));
             return;
         }
@@ -470,7 +453,7 @@ static void read_attention(struct reader *r, const struct doc_node *a, struct mo
     for (const char **k = mla ? gqa_only : mla_only; *k; k++) {
         const struct doc_node *misplaced = doc_get(a, *k);
         if (misplaced)
-            error_at(r, misplaced, "field 'attention.%s' does not apply to %s attention", *k,
+            doc_error_at(&r->doc, misplaced, "field 'attention.%s' does not apply to %s attention", *k,
                      mla ? "mla" : "gqa");
     }
     if (mla) {
@@ -518,7 +501,7 @@ static int read_pattern_list(struct reader *r, const struct doc_node *list, cons
                              const char *const *names, unsigned char *out)
 {
     if (list->kind != DOC_SEQ || list->count == 0 || list->count > MODEL_MAX_LAYER_PATTERN) {
-        error_at(r, list, "field '%s' must be a list of 1 to %d items", display, MODEL_MAX_LAYER_PATTERN);
+        doc_error_at(&r->doc, list, "field '%s' must be a list of 1 to %d items", display, MODEL_MAX_LAYER_PATTERN);
         return 0;
     }
     for (size_t i = 0; i < list->count; i++) {
@@ -532,7 +515,7 @@ static int read_pattern_list(struct reader *r, const struct doc_node *list, cons
             for (int k = 0; names[k]; k++)
                 snprintf(choices + strlen(choices), sizeof choices - strlen(choices), "%s%s",
                          k ? (names[k + 1] ? ", " : " or ") : "", names[k]);
-            error_at(r, item, "items of '%s' must be %s, not '%s'", display, choices,
+            doc_error_at(&r->doc, item, "items of '%s' must be %s, not '%s'", display, choices,
                      item->kind == DOC_SCALAR ? item->text : doc_kind_name(item));
             return 0;
         }
@@ -564,12 +547,12 @@ static void read_layer_pattern(struct reader *r, const struct doc_node *pattern,
         if (length == 0)
             return;
         if (first && length != m->pattern.length) {
-            error_at(r, list, "field '%s' has %d items but '%s' has %d; the lists go layer by layer together",
+            doc_error_at(&r->doc, list, "field '%s' has %d items but '%s' has %d; the lists go layer by layer together",
                      lists[i].display, length, first, m->pattern.length);
             return;
         }
         if (m->layers > 0 && length > m->layers) {
-            error_at(r, list, "field '%s' has %d items but the model has %" PRId64 " layers", lists[i].display,
+            doc_error_at(&r->doc, list, "field '%s' has %d items but the model has %" PRId64 " layers", lists[i].display,
                      length, m->layers);
             return;
         }
@@ -578,7 +561,7 @@ static void read_layer_pattern(struct reader *r, const struct doc_node *pattern,
         m->pattern.length = length;
     }
     if (!first)
-        error_at(r, pattern, "field 'layer_pattern' needs at least one of 'mixer', 'ffn' or 'indexer'");
+        doc_error_at(&r->doc, pattern, "field 'layer_pattern' needs at least one of 'mixer', 'ffn' or 'indexer'");
 }
 
 /* The integer fields of the recurrent mixers, by their spec and config.json names. */
@@ -765,7 +748,7 @@ static void hf_precision(const struct doc_node *root, struct model *m)
 static void hf_layer_types(struct reader *r, const struct doc_node *types, struct model *m)
 {
     if (types->kind != DOC_SEQ || (int64_t)types->count != m->layers) {
-        error_at(r, types, "field 'layer_types' must list one type for each of the %" PRId64 " layers",
+        doc_error_at(&r->doc, types, "field 'layer_types' must list one type for each of the %" PRId64 " layers",
                  m->layers);
         return;
     }
@@ -773,7 +756,7 @@ static void hf_layer_types(struct reader *r, const struct doc_node *types, struc
         const struct doc_node *t = types->items[i];
         if (t->kind != DOC_SCALAR || (strcmp(t->text, "sliding_attention") != 0 &&
                                       strcmp(t->text, "full_attention") != 0)) {
-            error_at(r, t, "unsupported layer type (rackplan reads sliding_attention and full_attention)");
+            doc_error_at(&r->doc, t, "unsupported layer type (rackplan reads sliding_attention and full_attention)");
             return;
         }
     }
@@ -793,7 +776,7 @@ static void hf_layer_types(struct reader *r, const struct doc_node *types, struc
             m->attention.window_kind = WINDOW_NONE;
         return;
     }
-    error_at(r, types, "field 'layer_types' does not repeat with a period of at most %d layers",
+    doc_error_at(&r->doc, types, "field 'layer_types' does not repeat with a period of at most %d layers",
              MODEL_MAX_PATTERN);
 }
 
@@ -839,7 +822,7 @@ static void hf_gqa(struct reader *r, const struct doc_node *c, struct model *m)
     if (!read_int(r, c, "head_dim", "head_dim", false, 1, LIMIT_WIDTH, &m->attention.head_dim) &&
         m->attention.heads > 0) {
         if (m->hidden_size % m->attention.heads != 0)
-            error_at(r, c, "missing field 'head_dim' (hidden_size is not a multiple of num_attention_heads)");
+            doc_error_at(&r->doc, c, "missing field 'head_dim' (hidden_size is not a multiple of num_attention_heads)");
         m->attention.head_dim = m->hidden_size / m->attention.heads;
     }
     read_bool(r, c, "attention_bias", "attention_bias", &m->attention.bias);
@@ -902,7 +885,7 @@ static void hf_indexer(struct reader *r, const struct doc_node *c, struct model 
 static bool hf_layers_fit_pattern(struct reader *r, const struct doc_node *at, const struct model *m)
 {
     if (m->layers > MODEL_MAX_LAYER_PATTERN) {
-        error_at(r, at, "a hybrid model of %" PRId64 " layers; rackplan reads at most %d", m->layers,
+        doc_error_at(&r->doc, at, "a hybrid model of %" PRId64 " layers; rackplan reads at most %d", m->layers,
                  MODEL_MAX_LAYER_PATTERN);
         return false;
     }
@@ -923,14 +906,14 @@ static void hf_indexer_sharing(struct reader *r, const struct doc_node *c, struc
     read_int(r, c, "index_skip_topk_offset", "index_skip_topk_offset", false, 0, LIMIT_LAYERS, &offset);
     if (!types && !letters && freq == 1)
         return;
-    if (r->errors || !hf_layers_fit_pattern(r, c, m))
+    if (r->doc.errors || !hf_layers_fit_pattern(r, c, m))
         return;
     if (types && (types->kind != DOC_SEQ || (int64_t)types->count != m->layers)) {
-        error_at(r, types, "field 'indexer_types' must list one type for each of the %" PRId64 " layers", m->layers);
+        doc_error_at(&r->doc, types, "field 'indexer_types' must list one type for each of the %" PRId64 " layers", m->layers);
         return;
     }
     if (!types && letters && (letters->kind != DOC_SCALAR || (int64_t)strlen(letters->text) != m->layers)) {
-        error_at(r, letters, "field 'index_topk_pattern' must have one letter for each of the %" PRId64 " layers",
+        doc_error_at(&r->doc, letters, "field 'index_topk_pattern' must have one letter for each of the %" PRId64 " layers",
                  m->layers);
         return;
     }
@@ -940,14 +923,14 @@ static void hf_indexer_sharing(struct reader *r, const struct doc_node *c, struc
         if (types) {
             const struct doc_node *t = types->items[i];
             if (t->kind != DOC_SCALAR || (strcmp(t->text, "full") != 0 && strcmp(t->text, "shared") != 0)) {
-                error_at(r, t, "items of 'indexer_types' must be full or shared");
+                doc_error_at(&r->doc, t, "items of 'indexer_types' must be full or shared");
                 return;
             }
             shared = t->text[0] == 's';
         } else if (letters) {
             char letter = letters->text[i];
             if (letter != 'F' && letter != 'S') {
-                error_at(r, letters, "field 'index_topk_pattern' may hold only F (full) and S (shared)");
+                doc_error_at(&r->doc, letters, "field 'index_topk_pattern' may hold only F (full) and S (shared)");
                 return;
             }
             shared = letter == 'S';
@@ -964,14 +947,14 @@ static void hf_indexer_sharing(struct reader *r, const struct doc_node *c, struc
 static void hf_linear_attention(struct reader *r, const struct doc_node *c, struct model *m)
 {
     read_mixer_fields(r, c, NULL, linear_fields, NULL, m);
-    if (r->errors || !hf_layers_fit_pattern(r, c, m))
+    if (r->doc.errors || !hf_layers_fit_pattern(r, c, m))
         return;
     const struct doc_node *types = field(r, c, "layer_types", "layer_types", false);
     int64_t interval = 4; /* transformers' Qwen3NextConfig default */
     if (!types)
         read_int(r, c, "full_attention_interval", "full_attention_interval", false, 1, LIMIT_LAYERS, &interval);
     if (types && (types->kind != DOC_SEQ || (int64_t)types->count != m->layers)) {
-        error_at(r, types, "field 'layer_types' must list one type for each of the %" PRId64 " layers", m->layers);
+        doc_error_at(&r->doc, types, "field 'layer_types' must list one type for each of the %" PRId64 " layers", m->layers);
         return;
     }
     m->pattern.length = (int)m->layers;
@@ -981,7 +964,7 @@ static void hf_linear_attention(struct reader *r, const struct doc_node *c, stru
             const struct doc_node *t = types->items[i];
             if (t->kind != DOC_SCALAR ||
                 (strcmp(t->text, "linear_attention") != 0 && strcmp(t->text, "full_attention") != 0)) {
-                error_at(r, t, "unsupported layer type (rackplan reads linear_attention and full_attention here)");
+                doc_error_at(&r->doc, t, "unsupported layer type (rackplan reads linear_attention and full_attention here)");
                 return;
             }
             full = t->text[0] == 'f';
@@ -1003,7 +986,7 @@ static void hf_state_precision(struct reader *r, const struct doc_node *c, const
     else if (n->kind == DOC_SCALAR && strcmp(n->text, "float16") == 0)
         m->state_precision = PREC_FP16;
     else if (!(n->kind == DOC_SCALAR && strcmp(n->text, "auto") == 0))
-        error_at(r, n, "field '%s' must be float32, bfloat16, float16 or auto", key);
+        doc_error_at(&r->doc, n, "field '%s' must be float32, bfloat16, float16 or auto", key);
 }
 
 /* Qwen's `mlp_only_layers`: these layers have a dense FFN instead of the MoE. The layer pattern
@@ -1014,7 +997,7 @@ static void hf_mlp_only_layers(struct reader *r, const struct doc_node *c, struc
     if (!list)
         return;
     if (list->kind != DOC_SEQ) {
-        error_at(r, list, "field 'mlp_only_layers' must be a list of layer numbers");
+        doc_error_at(&r->doc, list, "field 'mlp_only_layers' must be a list of layer numbers");
         return;
     }
     for (size_t i = 0; i < list->count; i++) {
@@ -1022,7 +1005,7 @@ static void hf_mlp_only_layers(struct reader *r, const struct doc_node *c, struc
         char *end = NULL;
         long long layer = item->kind == DOC_SCALAR && !item->quoted ? strtoll(item->text, &end, 10) : -1;
         if (!end || *end != '\0' || layer < 0 || layer >= m->layers) {
-            error_at(r, item, "items of 'mlp_only_layers' must be layer numbers from 0 to %" PRId64, m->layers - 1);
+            doc_error_at(&r->doc, item, "items of 'mlp_only_layers' must be layer numbers from 0 to %" PRId64, m->layers - 1);
             return;
         }
         m->pattern.ffn[layer] = LAYER_FFN_DENSE;
@@ -1059,9 +1042,9 @@ static void hf_qwen3_hybrid(struct reader *r, const struct doc_node *c, bool moe
     if (!read_int(r, c, "mtp_num_hidden_layers", "mtp_num_hidden_layers", false, 0, 64, &m->mtp_layers))
         read_int(r, c, "num_nextn_predict_layers", "num_nextn_predict_layers", false, 0, 64, &m->mtp_layers);
     hf_state_precision(r, c, "mamba_ssm_dtype", m);
-    if (r->errors == 0)
+    if (r->doc.errors == 0)
         hf_linear_attention(r, c, m);
-    if (r->errors == 0 && moe)
+    if (r->doc.errors == 0 && moe)
         hf_mlp_only_layers(r, c, m);
 }
 
@@ -1076,7 +1059,7 @@ static const struct doc_node *hf_block_letters(struct reader *r, const struct do
     } blocks[] = {{"mamba", 'M'}, {"linear_attention", 'M'}, {"attention", '*'}, {"full_attention", '*'},
                   {"mlp", '-'}, {"moe", 'E'}};
     if (list->kind != DOC_SEQ || list->count == 0 || list->count > MODEL_MAX_LAYER_PATTERN) {
-        error_at(r, list, "field 'layers_block_type' must be a list of 1 to %d block types", MODEL_MAX_LAYER_PATTERN);
+        doc_error_at(&r->doc, list, "field 'layers_block_type' must be a list of 1 to %d block types", MODEL_MAX_LAYER_PATTERN);
         return NULL;
     }
     for (size_t i = 0; i < list->count; i++) {
@@ -1086,7 +1069,7 @@ static const struct doc_node *hf_block_letters(struct reader *r, const struct do
             if (strcmp(item->text, blocks[k].name) == 0)
                 out[i] = blocks[k].letter;
         if (!out[i]) {
-            error_at(r, item, "items of 'layers_block_type' must be mamba, attention, mlp or moe");
+            doc_error_at(&r->doc, item, "items of 'layers_block_type' must be mamba, attention, mlp or moe");
             return NULL;
         }
     }
@@ -1104,7 +1087,7 @@ static void hf_nemotron_h(struct reader *r, const struct doc_node *c, struct mod
     const struct doc_node *blocks = pattern ? NULL : field(r, c, "layers_block_type", "layers_block_type", false);
     if (pattern) {
         if (pattern->kind != DOC_SCALAR || pattern->text[0] == '\0') {
-            error_at(r, pattern, "field 'hybrid_override_pattern' must be a string of M, *, - and E");
+            doc_error_at(&r->doc, pattern, "field 'hybrid_override_pattern' must be a string of M, *, - and E");
             return;
         }
         text = pattern->text;
@@ -1113,7 +1096,7 @@ static void hf_nemotron_h(struct reader *r, const struct doc_node *c, struct mod
             return;
         text = letters_of_blocks;
     } else {
-        error_at(r, c, "missing field 'hybrid_override_pattern' (or 'layers_block_type'): the kind of each block");
+        doc_error_at(&r->doc, c, "missing field 'hybrid_override_pattern' (or 'layers_block_type'): the kind of each block");
         return;
     }
     const char *pattern_name = blocks ? "layers_block_type" : "hybrid_override_pattern";
@@ -1121,7 +1104,7 @@ static void hf_nemotron_h(struct reader *r, const struct doc_node *c, struct mod
     if (!read_int(r, c, "num_hidden_layers", "num_hidden_layers", false, 1, LIMIT_LAYERS, &m->layers))
         m->layers = letters;
     if (m->layers != letters) {
-        error_at(r, pattern, "field '%s' has %" PRId64 " blocks but num_hidden_layers is %" PRId64, pattern_name,
+        doc_error_at(&r->doc, pattern, "field '%s' has %" PRId64 " blocks but num_hidden_layers is %" PRId64, pattern_name,
                  letters, m->layers);
         return;
     }
@@ -1156,18 +1139,18 @@ static void hf_nemotron_h(struct reader *r, const struct doc_node *c, struct mod
         m->moe.router_bias = true; /* NemotronHTopkRouter's e_score_correction_bias */
         const struct doc_node *latent = field(r, c, "moe_latent_size", "moe_latent_size", false);
         if (latent)
-            error_at(r, latent, "field 'moe_latent_size' (experts in a latent space, Nemotron 3 Super) "
+            doc_error_at(&r->doc, latent, "field 'moe_latent_size' (experts in a latent space, Nemotron 3 Super) "
                                 "is not supported");
     }
     read_int(r, c, "num_nextn_predict_layers", "num_nextn_predict_layers", false, 0, 64, &m->mtp_layers);
-    if (r->errors || !hf_layers_fit_pattern(r, pattern, m))
+    if (r->doc.errors || !hf_layers_fit_pattern(r, pattern, m))
         return;
     m->pattern.length = (int)m->layers;
     for (int64_t i = 0; i < m->layers; i++) {
         char letter = text[i];
         const char *kinds = "M*-E";
         if (!strchr(kinds, letter)) {
-            error_at(r, pattern, "field 'hybrid_override_pattern' has '%c' at layer %" PRId64
+            doc_error_at(&r->doc, pattern, "field 'hybrid_override_pattern' has '%c' at layer %" PRId64
                                  "; rackplan reads M (Mamba-2), * (attention), - (MLP) and E (MoE)",
                      letter, i);
             return;
@@ -1181,15 +1164,15 @@ static void read_hf(struct reader *r, const struct doc_node *root, struct model 
 {
     const struct doc_node *type_node = doc_get(root, "model_type");
     if (!type_node || type_node->kind != DOC_SCALAR) {
-        error_at(r, type_node ? type_node : root,
+        doc_error_at(&r->doc, type_node ? type_node : root,
                  "not a rackplan model spec, and no 'model_type' to read it as a Hugging Face config.json");
         return;
     }
     const char *type = type_node->text;
     const struct doc_node *c = root;
     hf_precision(root, m);
-    hf_name(root, r->path, type, m->name, sizeof m->name);
-    snprintf(m->source, sizeof m->source, "%s", r->path);
+    hf_name(root, r->doc.path, type, m->name, sizeof m->name);
+    snprintf(m->source, sizeof m->source, "%s", r->doc.path);
 
     if (strcmp(type, "deepseek_v3") == 0 || strcmp(type, "deepseek_v2") == 0 ||
         strcmp(type, "kimi_k2") == 0 || strcmp(type, "deepseek_v32") == 0 || strcmp(type, "glm_moe_dsa") == 0) {
@@ -1199,7 +1182,7 @@ static void read_hf(struct reader *r, const struct doc_node *root, struct model 
         read_int(r, c, "num_nextn_predict_layers", "num_nextn_predict_layers", false, 0, 64, &m->mtp_layers);
         if (strcmp(type, "deepseek_v32") == 0 || strcmp(type, "glm_moe_dsa") == 0)
             hf_indexer(r, c, m);
-        if (strcmp(type, "glm_moe_dsa") == 0 && r->errors == 0)
+        if (strcmp(type, "glm_moe_dsa") == 0 && r->doc.errors == 0)
             hf_indexer_sharing(r, c, m);
     } else if (strcmp(type, "qwen3_next") == 0) {
         hf_qwen3_hybrid(r, c, true, m);
@@ -1238,12 +1221,12 @@ static void read_hf(struct reader *r, const struct doc_node *root, struct model 
                      &m->moe.interleave);
             const struct doc_node *mlp_only = doc_get(c, "mlp_only_layers");
             if (mlp_only && mlp_only->kind == DOC_SEQ && mlp_only->count > 0)
-                error_at(r, mlp_only, "field 'mlp_only_layers' is not supported (rackplan needs the dense layers to be a leading block or an interleave)");
+                doc_error_at(&r->doc, mlp_only, "field 'mlp_only_layers' is not supported (rackplan needs the dense layers to be a leading block or an interleave)");
         }
         bool sliding = false;
         read_bool(r, c, "use_sliding_window", "use_sliding_window", &sliding);
         if (sliding)
-            error_at(r, doc_get(c, "use_sliding_window"), "field 'use_sliding_window' true is not supported for qwen3; write a model spec with attention.window");
+            doc_error_at(&r->doc, doc_get(c, "use_sliding_window"), "field 'use_sliding_window' true is not supported for qwen3; write a model spec with attention.window");
     } else if (strcmp(type, "llama") == 0) {
         hf_common(r, c, m);
         hf_gqa(r, c, m);
@@ -1273,7 +1256,7 @@ static void read_hf(struct reader *r, const struct doc_node *root, struct model 
                      &m->attention.window_tokens)) {
             m->attention.window_kind = WINDOW_SLIDING;
             const struct doc_node *types = doc_get(c, "layer_types");
-            if (types && r->errors == 0)
+            if (types && r->doc.errors == 0)
                 hf_layer_types(r, types, m);
             else if (!types) {
                 m->attention.window_pattern[0] = 1; /* transformers' default: even layers slide */
@@ -1310,7 +1293,7 @@ static void read_hf(struct reader *r, const struct doc_node *root, struct model 
                     bool rope = strcmp(no_rope->items[i]->text, "0") != 0;
                     bool expected = (i + 1) % period != 0;
                     if (rope != expected) {
-                        error_at(r, no_rope->items[i],
+                        doc_error_at(&r->doc, no_rope->items[i],
                                  "field 'no_rope_layers' is not every 4th layer; rackplan needs a repeating pattern");
                         return;
                     }
@@ -1321,7 +1304,7 @@ static void read_hf(struct reader *r, const struct doc_node *root, struct model 
             m->attention.window_pattern_length = 4;
         }
     } else {
-        error_at(r, type_node,
+        doc_error_at(&r->doc, type_node,
                  "unsupported model_type '%s': rackplan reads %s; for another architecture write a "
                  "model spec (schemas/model.schema.yaml)",
                  type, hf_supported);
@@ -1343,10 +1326,10 @@ static bool looks_like_hf_config(const struct doc_node *root)
 
 static enum model_status read_doc(const struct doc *doc, struct model *out, struct diags *d)
 {
-    struct reader r = {.path = doc->path, .diags = d};
+    struct reader r = {.doc = {.path = doc->path, .diags = d}};
     const struct doc_node *root = doc->root;
     if (root->kind != DOC_MAP) {
-        error_at(&r, root, "a model must be a mapping, not %s", doc_kind_name(root));
+        doc_error_at(&r.doc, root, "a model must be a mapping, not %s", doc_kind_name(root));
         return MODEL_INVALID;
     }
     struct model m;
@@ -1355,9 +1338,9 @@ static enum model_status read_doc(const struct doc *doc, struct model *out, stru
         read_hf(&r, root, &m);
     else
         read_spec(&r, root, &m);
-    if (r.errors == 0)
+    if (r.doc.errors == 0)
         check_model(&r, root, &m);
-    if (r.errors)
+    if (r.doc.errors)
         return MODEL_INVALID;
     *out = m;
     return MODEL_OK;

@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,58 +17,38 @@
 #define LIMIT_RETENTION_S 1e9 /* about 30 years */
 #define LIMIT_KV_BYTES 1e8 /* 100 MB a token: a thousand times the largest model's KV */
 
-struct reader {
-    const char *path;
-    struct diags *diags;
-    int errors;
-};
-
-static void error_at(struct reader *r, const struct doc_node *at, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void error_at(struct reader *r, const struct doc_node *at, const char *fmt, ...)
-{
-    char message[900];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(message, sizeof message, fmt, ap);
-    va_end(ap);
-    diags_add(r->diags, r->path, at ? at->line : 0, at ? at->col : 0, "%s", message);
-    r->errors++;
-}
-
 /* The value of `key`, or NULL when absent (reported when required). A null value is an error:
  * a field that is not known is left out, not written as null. */
-static const struct doc_node *field(struct reader *r, const struct doc_node *map, const char *key,
+static const struct doc_node *field(struct doc_reader *r, const struct doc_node *map, const char *key,
                                     bool required)
 {
     const struct doc_node *n = doc_get(map, key);
     if (doc_is_null(n)) {
-        error_at(r, n, "field '%s' is null; leave it out when it is not published", key);
+        doc_error_at(r, n, "field '%s' is null; leave it out when it is not published", key);
         return NULL;
     }
     if (!n && required)
-        error_at(r, map, "missing field '%s'", key);
+        doc_error_at(r, map, "missing field '%s'", key);
     return n;
 }
 
 /* A number in [low, high] from a plain (unquoted) scalar; reported otherwise. */
-static bool number_of(struct reader *r, const struct doc_node *n, const char *display,
+static bool number_of(struct doc_reader *r, const struct doc_node *n, const char *display,
                       double low, double high, const char *unit, double *out)
 {
     if (n->kind != DOC_SCALAR) {
-        error_at(r, n, "field '%s' must be a number, not %s", display, doc_kind_name(n));
+        doc_error_at(r, n, "field '%s' must be a number, not %s", display, doc_kind_name(n));
         return false;
     }
     char *end;
     errno = 0;
     double v = strtod(n->text, &end);
     if (n->quoted || !*n->text || *end || errno || !isfinite(v)) {
-        error_at(r, n, "field '%s' must be a number, not '%s'", display, n->text);
+        doc_error_at(r, n, "field '%s' must be a number, not '%s'", display, n->text);
         return false;
     }
     if (v < low || v > high) {
-        error_at(r, n, "field '%s' is %s; it must be %s from %g to %g", display, n->text, unit,
+        doc_error_at(r, n, "field '%s' is %s; it must be %s from %g to %g", display, n->text, unit,
                  low, high);
         return false;
     }
@@ -77,32 +56,32 @@ static bool number_of(struct reader *r, const struct doc_node *n, const char *di
     return true;
 }
 
-static bool read_number(struct reader *r, const struct doc_node *map, const char *key,
+static bool read_number(struct doc_reader *r, const struct doc_node *map, const char *key,
                         bool required, double low, double high, const char *unit, double *out)
 {
     const struct doc_node *n = field(r, map, key, required);
     return n && number_of(r, n, key, low, high, unit, out);
 }
 
-static bool read_price(struct reader *r, const struct doc_node *map, const char *key,
+static bool read_price(struct doc_reader *r, const struct doc_node *map, const char *key,
                        bool required, double *out)
 {
     return read_number(r, map, key, required, 0, PRICES_MAX_USD_PER_MTOK,
                        "a price in $ per million tokens", out);
 }
 
-static void read_text(struct reader *r, const struct doc_node *map, const char *key, char *out,
+static void read_text(struct doc_reader *r, const struct doc_node *map, const char *key, char *out,
                       size_t size)
 {
     const struct doc_node *n = field(r, map, key, true);
     if (!n)
         return;
     if (n->kind != DOC_SCALAR) {
-        error_at(r, n, "field '%s' must be a string, not %s", key, doc_kind_name(n));
+        doc_error_at(r, n, "field '%s' must be a string, not %s", key, doc_kind_name(n));
         return;
     }
     if (!*n->text || strlen(n->text) >= size) {
-        error_at(r, n, "field '%s' must be 1 to %zu characters", key, size - 1);
+        doc_error_at(r, n, "field '%s' must be 1 to %zu characters", key, size - 1);
         return;
     }
     strcpy(out, n->text);
@@ -121,18 +100,18 @@ static bool is_date(const char *text)
 }
 
 /* A list of at most PRICES_MAX_RETENTIONS numbers in [low, high]; returns the count or -1. */
-static int read_list(struct reader *r, const struct doc_node *map, const char *key, double low,
+static int read_list(struct doc_reader *r, const struct doc_node *map, const char *key, double low,
                      double high, const char *unit, double *out)
 {
     const struct doc_node *n = field(r, map, key, false);
     if (!n)
         return -1;
     if (n->kind != DOC_SEQ) {
-        error_at(r, n, "field '%s' must be a list, not %s", key, doc_kind_name(n));
+        doc_error_at(r, n, "field '%s' must be a list, not %s", key, doc_kind_name(n));
         return -1;
     }
     if (n->count == 0 || n->count > PRICES_MAX_RETENTIONS) {
-        error_at(r, n, "field '%s' has %zu entries; it needs 1 to %d", key, n->count,
+        doc_error_at(r, n, "field '%s' has %zu entries; it needs 1 to %d", key, n->count,
                  PRICES_MAX_RETENTIONS);
         return -1;
     }
@@ -175,7 +154,7 @@ static const char *const known_fields[] = {
     "long_context_step_tokens", "input_long", "output_long", "cached_input_long",
     "cache_retention_s", "cache_write", "storage_per_mtok_hour", "kv_bytes_per_token", NULL};
 
-static void check_keys(struct reader *r, const struct doc_node *map)
+static void check_keys(struct doc_reader *r, const struct doc_node *map)
 {
     for (size_t i = 0; i < map->count; i++) {
         const char *key = map->keys[i]->text;
@@ -193,13 +172,13 @@ static void check_keys(struct reader *r, const struct doc_node *map)
         if (found)
             continue;
         if (nearest)
-            error_at(r, map->keys[i], "unknown field '%s' (did you mean '%s'?)", key, nearest);
+            doc_error_at(r, map->keys[i], "unknown field '%s' (did you mean '%s'?)", key, nearest);
         else
-            error_at(r, map->keys[i], "unknown field '%s'", key);
+            doc_error_at(r, map->keys[i], "unknown field '%s'", key);
     }
 }
 
-static void read_sheet(struct reader *r, const struct doc_node *root, struct price_sheet *s)
+static void read_sheet(struct doc_reader *r, const struct doc_node *root, struct price_sheet *s)
 {
     check_keys(r, root);
     read_text(r, root, "provider", s->provider, sizeof s->provider);
@@ -207,7 +186,7 @@ static void read_sheet(struct reader *r, const struct doc_node *root, struct pri
     read_text(r, root, "source", s->source, sizeof s->source);
     const struct doc_node *date = field(r, root, "date", true);
     if (date && (date->kind != DOC_SCALAR || !is_date(date->text)))
-        error_at(r, date, "field 'date' must be a date YYYY-MM-DD, not %s%s%s",
+        doc_error_at(r, date, "field 'date' must be a date YYYY-MM-DD, not %s%s%s",
                  date->kind == DOC_SCALAR ? "'" : "",
                  date->kind == DOC_SCALAR ? date->text : doc_kind_name(date),
                  date->kind == DOC_SCALAR ? "'" : "");
@@ -216,14 +195,14 @@ static void read_sheet(struct reader *r, const struct doc_node *root, struct pri
     read_number(r, root, "active_params", true, 1, LIMIT_ACTIVE_PARAMS, "a parameter count",
                 &s->active_params);
     if (read_price(r, root, "input", true, &s->input_per_mtok) && s->input_per_mtok <= 0)
-        error_at(r, doc_get(root, "input"), "field 'input' is %s; a sheet needs a positive input price",
+        doc_error_at(r, doc_get(root, "input"), "field 'input' is %s; a sheet needs a positive input price",
                  doc_get(root, "input")->text);
     if (read_price(r, root, "output", true, &s->output_per_mtok) && s->output_per_mtok <= 0)
-        error_at(r, doc_get(root, "output"), "field 'output' is %s; a sheet needs a positive output price",
+        doc_error_at(r, doc_get(root, "output"), "field 'output' is %s; a sheet needs a positive output price",
                  doc_get(root, "output")->text);
     s->has_cached_input = read_price(r, root, "cached_input", false, &s->cached_input_per_mtok);
     if (s->has_cached_input && s->input_per_mtok > 0 && s->cached_input_per_mtok > s->input_per_mtok)
-        error_at(r, doc_get(root, "cached_input"),
+        doc_error_at(r, doc_get(root, "cached_input"),
                  "field 'cached_input' (%g) is above 'input' (%g); a cache hit cannot cost more than a miss",
                  s->cached_input_per_mtok, s->input_per_mtok);
 
@@ -232,7 +211,7 @@ static void read_sheet(struct reader *r, const struct doc_node *root, struct pri
     if (step_node && number_of(r, step_node, "long_context_step_tokens", 1,
                                (double)LIMIT_STEP_TOKENS, "a number of tokens", &step)) {
         if (step != floor(step))
-            error_at(r, step_node, "field 'long_context_step_tokens' must be a whole number, not %s",
+            doc_error_at(r, step_node, "field 'long_context_step_tokens' must be a whole number, not %s",
                      step_node->text);
         else
             s->long_context_step_tokens = (long long)step;
@@ -253,7 +232,7 @@ static void read_sheet(struct reader *r, const struct doc_node *root, struct pri
         bool *has = (bool *)((char *)s + long_prices[i].has);
         *has = read_price(r, root, long_prices[i].key, false, value);
         if (*has && !step_node)
-            error_at(r, doc_get(root, long_prices[i].key),
+            doc_error_at(r, doc_get(root, long_prices[i].key),
                      "field '%s' needs 'long_context_step_tokens' (the context it applies above)",
                      long_prices[i].key);
     }
@@ -264,7 +243,7 @@ static void read_sheet(struct reader *r, const struct doc_node *root, struct pri
         s->retention_count = retentions;
         for (int i = 1; i < retentions; i++)
             if (s->cache_retention_s[i] <= s->cache_retention_s[i - 1]) {
-                error_at(r, doc_get(root, "cache_retention_s")->items[i],
+                doc_error_at(r, doc_get(root, "cache_retention_s")->items[i],
                          "field 'cache_retention_s' must increase: %g follows %g",
                          s->cache_retention_s[i], s->cache_retention_s[i - 1]);
                 break;
@@ -275,11 +254,11 @@ static void read_sheet(struct reader *r, const struct doc_node *root, struct pri
     if (writes > 0) {
         s->has_cache_write = true;
         if (writes != retentions && retentions >= 0)
-            error_at(r, doc_get(root, "cache_write"),
+            doc_error_at(r, doc_get(root, "cache_write"),
                      "field 'cache_write' has %d price%s; 'cache_retention_s' has %d retention%s",
                      writes, writes == 1 ? "" : "s", retentions, retentions == 1 ? "" : "s");
         else if (!doc_get(root, "cache_retention_s"))
-            error_at(r, doc_get(root, "cache_write"),
+            doc_error_at(r, doc_get(root, "cache_write"),
                      "field 'cache_write' needs 'cache_retention_s' (one price for each retention)");
     }
     s->has_storage = read_price(r, root, "storage_per_mtok_hour", false, &s->storage_per_mtok_hour);
@@ -289,10 +268,10 @@ static void read_sheet(struct reader *r, const struct doc_node *root, struct pri
 
 static enum prices_status read_doc(const struct doc *doc, struct price_sheet *out, struct diags *d)
 {
-    struct reader r = {.path = doc->path, .diags = d};
+    struct doc_reader r = {.path = doc->path, .diags = d};
     const struct doc_node *root = doc->root;
     if (root->kind != DOC_MAP) {
-        error_at(&r, root, "a price sheet must be a mapping, not %s", doc_kind_name(root));
+        doc_error_at(&r, root, "a price sheet must be a mapping, not %s", doc_kind_name(root));
         return PRICES_INVALID;
     }
     struct price_sheet s;
