@@ -954,53 +954,6 @@ static int pool_of(const struct options *o, const struct model *m, const struct 
     return cli_efficiency(o, t, path, precisions->weights, &out->efficiency, row) ? EXIT_OK : EXIT_USAGE;
 }
 
-/* --emit's view of a role: its instance, count and a device's memory at its batch. */
-static void emit_role_of(const struct model *m, const struct topology *t, const struct workload *precisions,
-                         const struct serve_workload *w, const struct serve_instance *x, int64_t instances,
-                         enum emit_role_kind kind, struct emit_role *out)
-{
-    struct workload at = *precisions;
-    at.batch = x->batch;
-    at.context = kind == EMIT_PREFILL ? w->isl : serve_held_context(w);
-    at.mtp = w->mtp > 0;
-    struct device_memory memory;
-    plan_memory(m, t, &x->layout, &at, &memory);
-    *out = (struct emit_role){.kind = kind, .tp = x->layout.tp, .dp = x->layout.dp, .pp = x->layout.pp,
-                              .ep = x->layout.ep, .devices = x->layout.devices, .instances = instances,
-                              .batch = x->batch, .chunk_tokens = w->chunk_tokens ? w->chunk_tokens
-                                                                                  : SERVE_DEFAULT_CHUNK_TOKENS,
-                              .weights_bytes = memory.weights_bytes, .kv_bytes = memory.kv_bytes,
-                              .activation_bytes = memory.activation_bytes, .hbm_bytes = memory.hbm_bytes};
-}
-
-/* The plan --emit writes from: serve's best deployment. */
-static void emit_plan_of(const struct answer *a, const char *model_path, struct emit_plan *out)
-{
-    const struct serve_point *p = &a->result->best;
-    const struct serve_workload *w = a->workload;
-    const struct model *m = a->model;
-    *out = (struct emit_plan){.command = "serve", .model_name = m->name, .model_path = model_path,
-                              .topology_name = a->topology->name, .family = a->topology->family,
-                              .domain_devices = a->topology->domain_devices, .moe = model_is_moe(m),
-                              .experts = model_is_moe(m) ? m->moe.experts : 0, .mtp_layers = m->mtp_layers,
-                              .kv = a->precisions->kv, .isl = w->isl, .osl = w->osl, .mtp = w->mtp,
-                              .mtp_accept = w->mtp_accept, .ttft_target_s = w->ttft_s, .tpot_target_s = w->tpot_s,
-                              .ttft_s = p->ttft_s, .tpot_s = p->tpot_s,
-                              .tokens_per_s_per_device = p->tokens_per_s_per_device,
-                              .tokens_per_s = p->tokens_per_s_per_device * (double)p->devices,
-                              .bound = a->bound == NULL && efficiency_is_bound(&a->efficiency)};
-    if (p->mode == SERVE_DISAGGREGATED) {
-        out->role_count = 2;
-        emit_role_of(m, a->prefill_topology ? a->prefill_topology : a->topology, a->precisions, w, &p->prefill,
-                     p->prefill_instances, EMIT_PREFILL, &out->roles[0]);
-        emit_role_of(m, a->topology, a->precisions, w, &p->decode, p->decode_instances, EMIT_DECODE, &out->roles[1]);
-    } else {
-        out->role_count = 1;
-        emit_role_of(m, a->topology, a->precisions, w, &p->decode, p->decode_instances, EMIT_AGGREGATED,
-                     &out->roles[0]);
-    }
-}
-
 int cmd_serve(int argc, char **argv)
 {
     struct options o;
@@ -1199,7 +1152,8 @@ int cmd_serve(int argc, char **argv)
         char model_path[512];
         struct emit_plan plan;
         cli_model_path(&m, o.positional[0], model_path, sizeof model_path);
-        emit_plan_of(&a, model_path, &plan);
+        emit_plan_of_serve(a.model, a.topology, a.prefill_topology, a.precisions, a.workload, &a.result->best,
+                           model_path, a.bound == NULL && efficiency_is_bound(&a.efficiency), &plan);
         if ((status = cli_emit_build(&o, &plan, &emitted)) >= 0) {
             serve_result_release(&result);
             serve_result_release(&bound);

@@ -751,6 +751,49 @@ enum emit_status emit_build(enum emit_engine engine, enum emit_engine inner, con
     return s;
 }
 
+/* A role of serve's point: its instance, count and a device's memory at its batch. */
+static void role_of_serve(const struct model *m, const struct topology *t, const struct workload *precisions,
+                          const struct serve_workload *w, const struct serve_instance *x, int64_t instances,
+                          enum emit_role_kind kind, struct emit_role *out)
+{
+    struct workload at = *precisions;
+    at.batch = x->batch;
+    at.context = kind == EMIT_PREFILL ? w->isl : serve_held_context(w);
+    at.mtp = w->mtp > 0;
+    struct device_memory memory;
+    plan_memory(m, t, &x->layout, &at, &memory);
+    *out = (struct emit_role){.kind = kind, .tp = x->layout.tp, .dp = x->layout.dp, .pp = x->layout.pp,
+                              .ep = x->layout.ep, .devices = x->layout.devices, .instances = instances,
+                              .batch = x->batch, .chunk_tokens = w->chunk_tokens ? w->chunk_tokens
+                                                                                  : SERVE_DEFAULT_CHUNK_TOKENS,
+                              .weights_bytes = memory.weights_bytes, .kv_bytes = memory.kv_bytes,
+                              .activation_bytes = memory.activation_bytes, .hbm_bytes = memory.hbm_bytes};
+}
+
+void emit_plan_of_serve(const struct model *m, const struct topology *topology, const struct topology *prefill_topology,
+                        const struct workload *precisions, const struct serve_workload *w, const struct serve_point *p,
+                        const char *model_path, bool bound, struct emit_plan *out)
+{
+    *out = (struct emit_plan){.command = "serve", .model_name = m->name, .model_path = model_path,
+                              .topology_name = topology->name, .family = topology->family,
+                              .domain_devices = topology->domain_devices, .moe = model_is_moe(m),
+                              .experts = model_is_moe(m) ? m->moe.experts : 0, .mtp_layers = m->mtp_layers,
+                              .kv = precisions->kv, .isl = w->isl, .osl = w->osl, .mtp = w->mtp,
+                              .mtp_accept = w->mtp_accept, .ttft_target_s = w->ttft_s, .tpot_target_s = w->tpot_s,
+                              .ttft_s = p->ttft_s, .tpot_s = p->tpot_s,
+                              .tokens_per_s_per_device = p->tokens_per_s_per_device,
+                              .tokens_per_s = p->tokens_per_s_per_device * (double)p->devices, .bound = bound};
+    if (p->mode == SERVE_DISAGGREGATED) {
+        out->role_count = 2;
+        role_of_serve(m, prefill_topology ? prefill_topology : topology, precisions, w, &p->prefill,
+                      p->prefill_instances, EMIT_PREFILL, &out->roles[0]);
+        role_of_serve(m, topology, precisions, w, &p->decode, p->decode_instances, EMIT_DECODE, &out->roles[1]);
+    } else {
+        out->role_count = 1;
+        role_of_serve(m, topology, precisions, w, &p->decode, p->decode_instances, EMIT_AGGREGATED, &out->roles[0]);
+    }
+}
+
 void emit_output_release(struct emit_output *o)
 {
     if (!o)

@@ -148,6 +148,20 @@ enum emit_status {
     EMIT_FAILED = 2,  /* libyaml's emitter failed (out of memory): nothing built */
 };
 
+struct model;
+struct topology;
+struct workload;
+struct serve_workload;
+struct serve_point;
+
+/* The plan serve's point `p` implies for --emit: its roles (one aggregated, or prefill and
+ * decode) with their layouts, instance counts, batches and a device's memory (plan_memory at the
+ * role's batch, a prompt's context for prefill, the held context for decode) on `topology`, the
+ * prefill role on `prefill_topology` (NULL: the same); `bound`: its times are roofline bounds. */
+void emit_plan_of_serve(const struct model *m, const struct topology *topology, const struct topology *prefill_topology,
+                        const struct workload *precisions, const struct serve_workload *w, const struct serve_point *p,
+                        const char *model_path, bool bound, struct emit_plan *out);
+
 /* Builds the files of `engine` (`inner`: the engine a Dynamo deployment runs; ignored
  * otherwise) for plan `p`. On EMIT_OK fills *out (release with emit_output_release); otherwise
  * leaves it empty and, on EMIT_REFUSED, writes the reason into `why` (one line, no full stop). */
