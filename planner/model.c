@@ -247,6 +247,61 @@ static void add_parts(struct layer_parts *sum, const struct layer_parts *p, doub
     sum->projection += times * p->projection;
 }
 
+/* ---- the layers by position ---- */
+
+static int64_t gcd_of(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* A layer's mixer, FFN, window and indexer repeat with period P, the least common multiple of the
+ * pattern's and the window pattern's lengths and the MoE interleave, within each side of the
+ * dense prefix: so a layer stands for those P apart, and a walk over [first, last) visits at most
+ * P layers a side instead of every one (the search prices each layout's stack at every batch). */
+#define LAYER_PERIOD_MOST 256
+
+struct layer_walk {
+    int64_t layer, times;   /* the layer visited, and how many of [first, last) it stands for */
+    int64_t period;         /* INT64_MAX: every layer for itself */
+    int64_t side_start, side_end, end, next;
+};
+
+static void layer_walk_start(const struct model *m, int64_t first, int64_t last, struct layer_walk *w)
+{
+    int64_t lengths[3] = {m->pattern.length,
+                          m->attention.window_kind != WINDOW_NONE ? m->attention.window_pattern_length : 0,
+                          model_is_moe(m) ? m->moe.interleave : 0};
+    int64_t period = 1;
+    for (int i = 0; i < 3 && period <= LAYER_PERIOD_MOST; i++)
+        if (lengths[i] > 1)
+            period = period / gcd_of(period, lengths[i]) * lengths[i];
+    int64_t dense = model_is_moe(m) ? m->moe.first_dense_layers : 0;
+    *w = (struct layer_walk){.period = period <= LAYER_PERIOD_MOST ? period : INT64_MAX, .side_start = first,
+                             .side_end = dense > first && dense < last ? dense : last, .end = last, .next = first};
+}
+
+/* The next layer of the walk into w->layer and w->times; false when the walk is done. */
+static bool layer_walk_next(struct layer_walk *w)
+{
+    for (;;) {
+        int64_t offset = w->next - w->side_start;
+        if (w->next < w->side_end && offset < w->period) {
+            w->layer = w->next++;
+            w->times = w->period == INT64_MAX ? 1 : (w->side_end - 1 - w->layer) / w->period + 1;
+            return true;
+        }
+        if (w->side_end >= w->end)
+            return false;
+        w->side_start = w->next = w->side_end;
+        w->side_end = w->end;
+    }
+}
+
 /* The layers are counted by kind first: the search prices thousands of layouts, and a kind's
  * parameters are the same in every layer of it. */
 void model_layer_kinds(const struct model *m, int64_t first, int64_t last, struct layer_kinds *out)
@@ -266,9 +321,11 @@ void model_layer_kinds(const struct model *m, int64_t first, int64_t last, struc
         out->indexers = sparse_attention(m) ? last - first : 0;
         return;
     }
-    for (int64_t layer = first; layer < last; layer++) {
-        out->count[model_layer_mixer(m, layer)][layer_ffn(m, layer)]++;
-        out->indexers += model_layer_has_indexer(m, layer);
+    struct layer_walk w;
+    layer_walk_start(m, first, last, &w);
+    while (layer_walk_next(&w)) {
+        out->count[model_layer_mixer(m, w.layer)][layer_ffn(m, w.layer)] += w.times;
+        out->indexers += model_layer_has_indexer(m, w.layer) ? w.times : 0;
     }
 }
 
@@ -383,16 +440,20 @@ double model_layer_state_bytes(const struct model *m, int64_t layer)
 double model_kv_bytes_per_token(const struct model *m, enum precision kv)
 {
     double bytes = 0;
-    for (int64_t layer = 0; layer < m->layers; layer++)
-        bytes += model_layer_kv_bytes_per_token(m, layer, kv);
+    struct layer_walk w;
+    layer_walk_start(m, 0, m->layers, &w);
+    while (layer_walk_next(&w))
+        bytes += (double)w.times * model_layer_kv_bytes_per_token(m, w.layer, kv);
     return bytes;
 }
 
 double model_state_bytes_per_sequence(const struct model *m)
 {
     double bytes = 0;
-    for (int64_t layer = 0; layer < m->layers; layer++)
-        bytes += model_layer_state_bytes(m, layer);
+    struct layer_walk w;
+    layer_walk_start(m, 0, m->layers, &w);
+    while (layer_walk_next(&w))
+        bytes += (double)w.times * model_layer_state_bytes(m, w.layer);
     return bytes;
 }
 
@@ -536,12 +597,16 @@ double model_sequence_bytes_layers(const struct model *m, enum precision kv, int
     if (uniform_attention(m))
         return (double)(last - first) * attention_held_bytes(&c, context, sparse_attention(m));
     double bytes = 0;
-    for (int64_t layer = first; layer < last; layer++) {
+    struct layer_walk w;
+    layer_walk_start(m, first, last, &w);
+    while (layer_walk_next(&w)) {
+        int64_t layer = w.layer;
         enum mixer mixer = model_layer_mixer(m, layer);
         if (mixer == MIXER_ATTENTION)
-            bytes += attention_held_bytes(&c, tokens_held(m, layer, context), model_layer_has_indexer(m, layer));
+            bytes += (double)w.times *
+                     attention_held_bytes(&c, tokens_held(m, layer, context), model_layer_has_indexer(m, layer));
         else if (mixer != MIXER_NONE)
-            bytes += model_layer_state_bytes(m, layer) / state_split(m, layer, tp);
+            bytes += (double)w.times * model_layer_state_bytes(m, layer) / state_split(m, layer, tp);
     }
     return bytes;
 }
@@ -558,13 +623,16 @@ double model_step_cache_bytes_layers(const struct model *m, enum precision kv, i
     if (uniform_attention(m))
         return (double)(last - first) * attention_read_bytes(m, &c, context, sparse_attention(m), queries);
     double bytes = 0;
-    for (int64_t layer = first; layer < last; layer++) {
+    struct layer_walk w;
+    layer_walk_start(m, first, last, &w);
+    while (layer_walk_next(&w)) {
+        int64_t layer = w.layer;
         enum mixer mixer = model_layer_mixer(m, layer);
         if (mixer == MIXER_ATTENTION)
-            bytes += attention_read_bytes(m, &c, tokens_held(m, layer, context), model_layer_has_indexer(m, layer),
-                                          queries);
+            bytes += (double)w.times * attention_read_bytes(m, &c, tokens_held(m, layer, context),
+                                                            model_layer_has_indexer(m, layer), queries);
         else if (mixer != MIXER_NONE)
-            bytes += 2 * model_layer_state_bytes(m, layer) / state_split(m, layer, tp);
+            bytes += (double)w.times * 2 * model_layer_state_bytes(m, layer) / state_split(m, layer, tp);
     }
     return bytes;
 }
@@ -612,16 +680,20 @@ double model_attention_flops_layers(const struct model *m, int64_t context, int6
     if (uniform_attention(m))
         return (double)(last - first) * attention_flops(m, &c, context, sparse_attention(m));
     double flops = 0;
-    for (int64_t layer = first; layer < last; layer++) {
+    struct layer_walk w;
+    layer_walk_start(m, first, last, &w);
+    while (layer_walk_next(&w)) {
+        int64_t layer = w.layer;
         switch (model_layer_mixer(m, layer)) {
         case MIXER_ATTENTION:
-            flops += attention_flops(m, &c, tokens_held(m, layer, context), model_layer_has_indexer(m, layer));
+            flops += (double)w.times *
+                     attention_flops(m, &c, tokens_held(m, layer, context), model_layer_has_indexer(m, layer));
             break;
         case MIXER_LINEAR:
-            flops += linear;
+            flops += (double)w.times * linear;
             break;
         case MIXER_MAMBA:
-            flops += mamba;
+            flops += (double)w.times * mamba;
             break;
         default:
             break;
@@ -638,9 +710,11 @@ double model_indexer_flops_layers(const struct model *m, int64_t context, int64_
     if (uniform_attention(m))
         return (double)(last - first) * indexer_flops(&c, context);
     double flops = 0;
-    for (int64_t layer = first; layer < last; layer++)
-        if (model_layer_has_indexer(m, layer))
-            flops += indexer_flops(&c, tokens_held(m, layer, context));
+    struct layer_walk w;
+    layer_walk_start(m, first, last, &w);
+    while (layer_walk_next(&w))
+        if (model_layer_has_indexer(m, w.layer))
+            flops += (double)w.times * indexer_flops(&c, tokens_held(m, w.layer, context));
     return flops;
 }
 

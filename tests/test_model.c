@@ -4,7 +4,9 @@
 #include "tap.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* Published "active" figures differ in whether the input embedding counts (Meta and Qwen count
@@ -424,6 +426,88 @@ static void moe_counts(void)
     CHECK_EQ(model_layers_parts(&m, 4, 10, &parts), 3, "interleave 2 after 5 dense layers: 5, 7 and 9 of 4-9");
 }
 
+/* The layer walks (a layer standing for those a pattern's period apart, model.c) against the
+ * layers one by one: for every shipped model, and each MoE one also as if its MoE layers came
+ * every 2nd and every 3rd after 5 dense ones, every range [first, last) of its stack (every
+ * stage split) sums to what its one-layer ranges sum to, for the layer kinds (exactly) and the
+ * KV held, the KV read, the attention and indexer FLOPs at a context past every window (within
+ * a part in 10^12: a product against a sum). */
+static void layer_walk_case(const char *name, const struct model *model);
+
+static void layer_walks(void)
+{
+    const char *names[] = {"deepseek-v3", "deepseek-v3.2", "glm-4.5", "glm-5", "gpt-oss-120b", "kimi-k2",
+                           "llama-2-70b", "llama-3.1-405b", "llama-3.1-70b", "llama-4-maverick", "mixtral-8x22b",
+                           "nemotron-3-nano-30b-a3b", "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-next-80b-a3b",
+                           "qwen3.5-35b-a3b"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char path[96], name[128];
+        snprintf(path, sizeof path, "models/%s.yaml", names[i]);
+        struct model m = fixture_model(path);
+        layer_walk_case(names[i], &m);
+        if (!model_is_moe(&m))
+            continue;
+        for (int64_t interleave = 2; interleave <= 3; interleave++) {
+            m.moe.interleave = interleave;
+            m.moe.first_dense_layers = 5;
+            snprintf(name, sizeof name, "%s, a MoE layer every %lld after 5 dense", names[i], (long long)interleave);
+            layer_walk_case(name, &m);
+        }
+    }
+}
+
+static void layer_walk_case(const char *name, const struct model *model)
+{
+    struct model m = *model;
+    const int64_t context = 100000;
+    {
+        int64_t n = m.layers;
+        double *held = calloc((size_t)n, sizeof *held), *read = calloc((size_t)n, sizeof *read);
+        double *flops = calloc((size_t)n, sizeof *flops), *indexer = calloc((size_t)n, sizeof *indexer);
+        struct layer_kinds *kinds = calloc((size_t)n, sizeof *kinds);
+        for (int64_t l = 0; l < n; l++) {
+            held[l] = model_sequence_bytes_layers(&m, m.kv_precision, context, l, l + 1, 1);
+            read[l] = model_step_cache_bytes_layers(&m, m.kv_precision, context, l, l + 1, 1, 1);
+            flops[l] = model_attention_flops_layers(&m, context, l, l + 1, ATTENTION_PASS_DECODE);
+            indexer[l] = model_indexer_flops_layers(&m, context, l, l + 1);
+            model_layer_kinds(&m, l, l + 1, &kinds[l]);
+        }
+        bool kinds_same = true, sums_same = true;
+        for (int64_t first = 0; first < n; first++) {
+            struct layer_kinds by_layer = {0};
+            double sums[4] = {0};
+            for (int64_t last = first + 1; last <= n; last++) {
+                const struct layer_kinds *k = &kinds[last - 1];
+                for (int x = 0; x < MIXER_KINDS; x++)
+                    for (int f = 0; f <= LAYER_FFN_NONE; f++)
+                        by_layer.count[x][f] += k->count[x][f];
+                by_layer.indexers += k->indexers;
+                sums[0] += held[last - 1];
+                sums[1] += read[last - 1];
+                sums[2] += flops[last - 1];
+                sums[3] += indexer[last - 1];
+                struct layer_kinds walked;
+                model_layer_kinds(&m, first, last, &walked);
+                kinds_same &= memcmp(&walked, &by_layer, sizeof walked) == 0;
+                double got[4] = {model_sequence_bytes_layers(&m, m.kv_precision, context, first, last, 1),
+                                 model_step_cache_bytes_layers(&m, m.kv_precision, context, first, last, 1, 1),
+                                 model_attention_flops_layers(&m, context, first, last, ATTENTION_PASS_DECODE),
+                                 model_indexer_flops_layers(&m, context, first, last)};
+                for (int j = 0; j < 4; j++)
+                    sums_same &= fabs(got[j] - sums[j]) <= 1e-12 * fabs(sums[j]);
+            }
+        }
+        CHECK(kinds_same, "%s: the layer kinds of every range [first, last) are its layers'", name);
+        CHECK(sums_same, "%s: and its KV held and read, attention and indexer FLOPs at %lld tokens", name,
+              (long long)context);
+        free(held);
+        free(read);
+        free(flops);
+        free(indexer);
+        free(kinds);
+    }
+}
+
 static void hf_configs(void)
 {
     const char *names[] = {"deepseek-v3", "kimi-k2", "qwen3-235b-a22b", "qwen3-30b-a3b",
@@ -465,5 +549,6 @@ int main(int argc, char **argv)
     nemotron_h();
     dense_hybrids();
     moe_counts();
+    layer_walks();
     return tap_done();
 }
