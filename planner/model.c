@@ -42,17 +42,21 @@ bool model_layer_is_dense(const struct model *m, int64_t layer)
 
 int64_t model_moe_layers(const struct model *m)
 {
+    struct layer_kinds k;
+    model_layer_kinds(m, 0, m->layers, &k);
     int64_t n = 0;
-    for (int64_t i = 0; i < m->layers; i++)
-        n += model_layer_is_moe(m, i);
+    for (int mixer = 0; mixer < MIXER_KINDS; mixer++)
+        n += k.count[mixer][LAYER_FFN_MOE];
     return n;
 }
 
 int64_t model_mixer_layers(const struct model *m, enum mixer kind)
 {
+    struct layer_kinds k;
+    model_layer_kinds(m, 0, m->layers, &k);
     int64_t n = 0;
-    for (int64_t i = 0; i < m->layers; i++)
-        n += model_layer_mixer(m, i) == kind;
+    for (int ffn = 0; ffn <= LAYER_FFN_NONE; ffn++)
+        n += k.count[kind][ffn];
     return n;
 }
 
