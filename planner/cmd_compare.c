@@ -1,5 +1,6 @@
 /* cmd_compare.c: `rackplan compare MODEL TOPOLOGY...`: the model on each topology and cluster
  * size side by side, cheapest per token first. */
+#include "arith.h"
 #include "cli.h"
 #include "commands.h"
 #include "compare.h"
@@ -845,16 +846,6 @@ static bool write_report(const char *path, const struct report *r, const struct 
     return !outputs->failed;
 }
 
-static int64_t gcd(int64_t a, int64_t b)
-{
-    while (b) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 /* --domain-sizes: one variant of `t` per size, all on the same devices. */
 static int domain_variants(const struct options *o, const struct topology *t, struct topology *variants,
                            int64_t *racks)
@@ -872,7 +863,7 @@ static int domain_variants(const struct options *o, const struct topology *t, st
     if (devices == 0) {
         devices = 1;
         for (int k = 0; k < o->domain_size_count; k++) {
-            devices = devices / gcd(devices, o->domain_sizes[k]) * o->domain_sizes[k];
+            devices = devices / arith_gcd(devices, o->domain_sizes[k]) * o->domain_sizes[k];
             if (devices > CLI_MAX_DEVICES)
                 return cli_usage_error(o->command, "the domain sizes' least common multiple is more than %d "
                                                    "devices; give --devices N",

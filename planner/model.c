@@ -1,6 +1,7 @@
 /* model.c: what follows from a model's architecture. See model.h and
  * schemas/model.schema.yaml for the conventions. */
 #include "model.h"
+#include "arith.h"
 
 #include <math.h>
 
@@ -253,16 +254,6 @@ static void add_parts(struct layer_parts *sum, const struct layer_parts *p, doub
 
 /* ---- the layers by position ---- */
 
-static int64_t gcd_of(int64_t a, int64_t b)
-{
-    while (b) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 /* A layer's mixer, FFN, window and indexer repeat with period P, the least common multiple of the
  * pattern's and the window pattern's lengths and the MoE interleave, within each side of the
  * dense prefix: so a layer stands for those P apart, and a walk over [first, last) visits at most
@@ -283,7 +274,7 @@ static void layer_walk_start(const struct model *m, int64_t first, int64_t last,
     int64_t period = 1;
     for (int i = 0; i < 3 && period <= LAYER_PERIOD_MOST; i++)
         if (lengths[i] > 1)
-            period = period / gcd_of(period, lengths[i]) * lengths[i];
+            period = period / arith_gcd(period, lengths[i]) * lengths[i];
     int64_t dense = model_is_moe(m) ? m->moe.first_dense_layers : 0;
     *w = (struct layer_walk){.period = period <= LAYER_PERIOD_MOST ? period : INT64_MAX, .side_start = first,
                              .side_end = dense > first && dense < last ? dense : last, .end = last, .next = first};

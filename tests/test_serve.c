@@ -1285,6 +1285,24 @@ static void poisson_against_simulation(void)
     tails_within("code ", &p, &x, within);
 }
 
+/* A search case: a pool, and a workload's lengths, targets and arrivals. */
+struct search_case {
+    const char *name;
+    const struct serve_pool *pool;
+    int64_t isl, osl;
+    double ttft_s, tpot_s;
+    enum serve_arrivals arrivals;
+};
+
+static struct serve_workload case_workload(const struct search_case *c)
+{
+    struct serve_workload w = workload(c->isl, c->osl);
+    w.ttft_s = c->ttft_s;
+    w.tpot_s = c->tpot_s;
+    w.arrivals = c->arrivals;
+    return w;
+}
+
 /* ---- 12. a stricter percentile serves no more (issue 26) ----
  * The targets bound the workload's percentile of TTFT and TPOT; p99 >= p50 point by point, so the
  * best deployment whose p99 meets them serves at most what the best whose p50 meets them serves,
@@ -1304,23 +1322,14 @@ static void percentile_order(void)
     struct serve_pool estimate = pool;
     estimate.efficiency = (struct efficiency){.compute = 0.55, .memory = 0.8, .scale_up = 0.7, .scale_out = 0.6,
                                               .experts = 0.7, .latency = 1.5, .sequence_s = 20e-6};
-    const struct {
-        const char *name;
-        const struct serve_pool *pool;
-        int64_t isl, osl;
-        double ttft_s, tpot_s;
-        enum serve_arrivals arrivals;
-    } cases[] = {
+    const struct search_case cases[] = {
         {"Llama 3.1 70B 1k/1k, TTFT 500 / TPOT 30 ms, closed", &pool, 1024, 1024, 0.5, 0.03, SERVE_CLOSED},
         {"the same, Poisson", &pool, 1024, 1024, 0.5, 0.03, SERVE_POISSON},
         {"the same at an estimate's efficiency, Poisson", &estimate, 1024, 1024, 0.5, 0.03, SERVE_POISSON},
         {"Qwen3-30B-A3B 2k/512, TPOT 20 ms, Poisson", &moe, 2048, 512, 0, 0.02, SERVE_POISSON},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        struct serve_workload w = workload(cases[i].isl, cases[i].osl);
-        w.ttft_s = cases[i].ttft_s;
-        w.tpot_s = cases[i].tpot_s;
-        w.arrivals = cases[i].arrivals;
+        struct serve_workload w = case_workload(&cases[i]);
         struct serve_result at50, at99;
         w.percentile = 50;
         bool ok = serve_search(cases[i].pool, NULL, &w, &at50);
@@ -1335,7 +1344,7 @@ static void percentile_order(void)
     }
 }
 
-/* ---- 12. the best-only search ---- */
+/* ---- 13. the best-only search ---- */
 
 /* serve_search_best works out only what can be the best or near it (serve.h): without a budget,
  * its best and near_best are the whole search's, for an aggregated and a disaggregated answer,
@@ -1350,23 +1359,14 @@ static void best_only(void)
     struct model ds = fixture_model("models/deepseek-v3.yaml");
     struct topology rack = fixture_topology("topologies/gb200-nvl72.xml");
     struct serve_pool deepseek = pool_of(&ds, &rack);
-    const struct {
-        const char *name;
-        const struct serve_pool *pool;
-        int64_t isl, osl;
-        double ttft_s, tpot_s;
-        enum serve_arrivals arrivals;
-    } cases[] = {
+    const struct search_case cases[] = {
         {"Llama 3.1 70B on HGX H200 1k/1k, TTFT 500 / TPOT 30 ms, closed", &llama, 1024, 1024, 0.5, 0.03,
          SERVE_CLOSED},
         {"the same at p99, Poisson", &llama, 1024, 1024, 0.5, 0.03, SERVE_POISSON},
         {"DeepSeek-V3 on GB200 NVL72 1k/1k, TPOT 50 ms, closed", &deepseek, 1024, 1024, 0, 0.05, SERVE_CLOSED},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        struct serve_workload w = workload(cases[i].isl, cases[i].osl);
-        w.ttft_s = cases[i].ttft_s;
-        w.tpot_s = cases[i].tpot_s;
-        w.arrivals = cases[i].arrivals;
+        struct serve_workload w = case_workload(&cases[i]);
         w.percentile = w.arrivals == SERVE_POISSON ? 99 : 50;
         struct serve_result all, best;
         if (!serve_search(cases[i].pool, NULL, &w, &all) || !serve_search_best(cases[i].pool, NULL, &w, &best)) {
