@@ -3,7 +3,6 @@
 
 #include <assert.h>
 #include <stdarg.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
