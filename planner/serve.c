@@ -795,7 +795,7 @@ static void occupancy_of(const struct settled *g, int64_t cap, double arrivals_p
         top = fmax(top, log_pi);
         n += length;
     }
-    double mass = 0, n1 = 0, n2 = 0, t1 = 0, t2 = 0, v1 = 0, vr = 0, d1 = 0;
+    double mass = 0, n1 = 0, n2 = 0, t1 = 0, t2 = 0, t3 = 0, v1 = 0, vr = 0, d1 = 0;
     log_pi = 0;
     for (int64_t i = 0; i < count; i++) {
         struct occupancy_run *x = &runs[i];
@@ -809,6 +809,7 @@ static void occupancy_of(const struct settled *g, int64_t cap, double arrivals_p
         n2 += x->mass * x->middle * x->middle;
         t1 += x->mass * x->step_s;
         t2 += x->mass * x->step_s * x->step_s;
+        t3 += x->mass * x->step_s * x->step_s * x->step_s;
         v1 += x->mass * x->variance_s2;
         vr += x->mass * x->variance_s2 * x->correlation;
         d1 += x->mass * x->delay_s;
@@ -821,6 +822,7 @@ static void occupancy_of(const struct settled *g, int64_t cap, double arrivals_p
     n2 += beyond * (double)cap * (double)cap;
     t1 += beyond * last;
     t2 += beyond * last * last;
+    t3 += beyond * last * last * last;
     v1 += beyond * last_variance;
     vr += beyond * last_variance * last_correlation;
     d1 += beyond * last_delay;
@@ -831,6 +833,8 @@ static void occupancy_of(const struct settled *g, int64_t cap, double arrivals_p
     out->relaxation_s = out->sequences_variance / arrivals_per_s;
     out->step_mean_s = t1 / busy; /* a step runs only while some sequence is in flight */
     out->step_variance_s2 = fmax(t2 / busy - out->step_mean_s * out->step_mean_s, 0);
+    double m = out->step_mean_s;
+    out->step_third_s3 = t3 / busy - 3 * m * t2 / busy + 2 * m * m * m;
     out->composition_variance_s2 = v1 / busy;
     out->composition_correlation = v1 > 0 ? vr / v1 : 0;
     out->prompt_delay_s = d1 / busy;
@@ -1130,13 +1134,17 @@ static void tpot_tail(const struct serve_workload *w, const struct serve_occupan
         keep[b] = o->relaxation_s > 0 ? sqrt(window_share(life / o->relaxation_s)) : 0;
         spread[b] = sqrt(o->composition_variance_s2 / n * correlated) / y;
         double sd = sqrt(keep[b] * keep[b] * o->step_variance_s2 / (y * y) + spread[b] * spread[b]);
+        /* the occupancy a request lives through moves its steps together: its share keep of the
+         * occupancy's step law, with that law's skew (right-skewed where the batch wanders near
+         * the compute plateau) */
+        double occupancy_third = keep[b] * keep[b] * keep[b] * o->step_third_s3 / (y * y * y);
         /* the units of n steps, Poisson(n m / s_n) clumps of s_n = s g(rho, n) (their variance the
          * correlated sum's): third central moment n m s_n^2 units^3, at (b / (n y))^3 */
-        double skew = 0;
+        double skew = sd > 0 ? occupancy_third / (sd * sd * sd) : 0;
         if (compound && sd > 0) {
             double per_unit = sqrt(o->composition_variance_s2 / (m * clump)), s_n = clump * correlated;
             double third = n * m * s_n * s_n * pow(per_unit / (n * y), 3);
-            skew = third / (sd * sd * sd);
+            skew += third / (sd * sd * sd);
         }
         /* its own prompt lengthened the step before its first token by delta, and a step's prompts
          * come in proportion to the step before (rho): its j-th step is longer by delta rho^j on
@@ -1152,7 +1160,7 @@ static void tpot_tail(const struct serve_workload *w, const struct serve_occupan
             own = sum_mean / (n * y) - mean;
             spread[b] = sqrt(sum_variance) / (n * y);
             sd = sqrt(keep[b] * keep[b] * o->step_variance_s2 / (y * y) + spread[b] * spread[b]);
-            skew = sd > 0 ? sum_third / pow(n * y, 3) / (sd * sd * sd) : 0;
+            skew = sd > 0 ? (sum_third / pow(n * y, 3) + occupancy_third) / (sd * sd * sd) : 0;
         }
         if (joins && osl[b] > 1) { /* the wait to join, spread over its osl - 1 tokens */
             double tokens = osl[b] - 1, third = skew * sd * sd * sd + join_third / (tokens * tokens * tokens);

@@ -243,6 +243,7 @@ struct serve_occupancy {
     bool stable;
     double sequences_mean, sequences_variance, relaxation_s;
     double step_mean_s, step_variance_s2, step_max_s;
+    double step_third_s3;                       /* the step's third central moment over the occupancy */
     double composition_variance_s2;             /* of a step about its occupancy's mean: its prompts */
     double composition_correlation;             /* of one step's prompts with the next's (Poisson
                                                  * arrivals: a long step gathers more) */
