@@ -1179,6 +1179,28 @@ static void md1(void)
 /* ---- 11. an aggregated instance under Poisson arrivals, against its simulation ---- */
 
 /* The analysis' p50 and p99 TTFT and TPOT each within `within` of the simulation's. */
+/* A shipped length mix (workloads/), checked to read. */
+static bool mix_read(const char *path, const char *name, struct length_mix *mix)
+{
+    struct diags d;
+    diags_init(&d);
+    bool read = length_mix_read_csv(path, mix, &d) == LENGTHS_OK;
+    diags_release(&d);
+    return CHECK(read, "the %s mix reads", name);
+}
+
+/* A mix's workload under Poisson arrivals, the targets (0: none) on the 99th percentiles. */
+static struct serve_workload mix_workload(const struct length_mix *mix, double ttft_s, double tpot_s)
+{
+    struct serve_workload w = workload(0, 0);
+    serve_workload_set_lengths(&w, mix);
+    w.arrivals = SERVE_POISSON;
+    w.percentile = 99;
+    w.ttft_s = ttft_s;
+    w.tpot_s = tpot_s;
+    return w;
+}
+
 static void tails_within(const char *label, const struct serve_point *p, const struct sim_result *x, double within)
 {
     CHECK(fabs(p->tail.ttft_s[0] / x->ttft_s.p50 - 1) <= within, "%sTTFT p50: analysis %.2f ms, simulation %.2f ms",
@@ -1234,16 +1256,9 @@ static void poisson_against_simulation(void)
      * chunk-budget steps that the prefill chain follows (prefill_chain.h); before it, p99 TTFT and
      * TPOT were 22-23% below the simulation (README, "Tail latency"). */
     struct length_mix mix;
-    struct diags d;
-    diags_init(&d);
-    bool read = length_mix_read_csv("workloads/azure-2023-conversation.csv", &mix, &d) == LENGTHS_OK;
-    diags_release(&d);
-    if (!CHECK(read, "the Azure conversation mix reads"))
+    if (!mix_read("workloads/azure-2023-conversation.csv", "Azure conversation", &mix))
         return;
-    struct serve_workload azure = workload(0, 0);
-    serve_workload_set_lengths(&azure, &mix);
-    azure.arrivals = SERVE_POISSON;
-    azure.percentile = 99;
+    struct serve_workload azure = mix_workload(&mix, 0, 0);
     CHECK(serve_aggregated(&pool, &g, &tp8, &azure, 75, &p), "Azure mix, 75 sequences, Poisson arrivals: a point");
     CHECK(serve_simulate(&pool, NULL, &azure, &mix, &p, 100000, 1, &x) == SERVE_SIM_OK, "the point simulated");
     length_mix_release(&mix);
@@ -1254,17 +1269,9 @@ static void poisson_against_simulation(void)
      * 500 ms / TPOT 30 ms: 3P1D. A sequence waits out the decode step in progress when it joins,
      * which short outputs feel in TPOT: without that wait TPOT p99 was 14% below the simulation
      * (README, "Tail latency"). */
-    diags_init(&d);
-    read = length_mix_read_csv("workloads/azure-2023-code.csv", &mix, &d) == LENGTHS_OK;
-    diags_release(&d);
-    if (!CHECK(read, "the Azure code mix reads"))
+    if (!mix_read("workloads/azure-2023-code.csv", "Azure code", &mix))
         return;
-    struct serve_workload code = workload(0, 0);
-    serve_workload_set_lengths(&code, &mix);
-    code.arrivals = SERVE_POISSON;
-    code.percentile = 99;
-    code.ttft_s = 0.5;
-    code.tpot_s = 0.030;
+    struct serve_workload code = mix_workload(&mix, 0.5, 0.030);
     struct topology pair;
     struct graph_summary pair_graph;
     CHECK(topology_slice(&t, 2, &pair), "two devices of the node");
@@ -1413,18 +1420,9 @@ static void occupancy_skew(void)
     analyse(&node, 1, &g);
     struct serve_pool pool = pool_of(&m, &node);
     struct length_mix mix;
-    struct diags d;
-    diags_init(&d);
-    bool read = length_mix_read_csv("workloads/mlperf-llama2-70b.csv", &mix, &d) == LENGTHS_OK;
-    diags_release(&d);
-    if (!CHECK(read, "the MLPerf Llama 2 mix reads"))
+    if (!mix_read("workloads/mlperf-llama2-70b.csv", "MLPerf Llama 2", &mix))
         return;
-    struct serve_workload w = workload(0, 0);
-    serve_workload_set_lengths(&w, &mix);
-    w.arrivals = SERVE_POISSON;
-    w.percentile = 99;
-    w.ttft_s = 2;
-    w.tpot_s = 0.040;
+    struct serve_workload w = mix_workload(&mix, 2, 0.040);
     struct serve_point p;
     bool made = serve_aggregated(&pool, &g, &node_tp8, &w, 245, &p);
     length_mix_release(&mix);
