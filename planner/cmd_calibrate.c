@@ -50,8 +50,8 @@ static const struct doc_node *scalar(struct doc_reader *r, const struct doc_node
 }
 
 /* A number in [low, high]; false (reported) when absent and required, or not such a number. */
-static bool read_number(struct doc_reader *r, const struct doc_node *map, const char *key, bool required,
-                        double low, double high, double *out)
+static bool read_number(struct doc_reader *r, const struct doc_node *map, const char *key, bool required, double low,
+                        double high, double *out)
 {
     const struct doc_node *n = scalar(r, map, key, required);
     if (!n)
@@ -67,8 +67,8 @@ static bool read_number(struct doc_reader *r, const struct doc_node *map, const 
     return true;
 }
 
-static bool read_count(struct doc_reader *r, const struct doc_node *map, const char *key, bool required,
-                       int64_t high, int64_t *out)
+static bool read_count(struct doc_reader *r, const struct doc_node *map, const char *key, bool required, int64_t high,
+                       int64_t *out)
 {
     double v;
     if (!read_number(r, map, key, required, 1, (double)high, &v))
@@ -163,14 +163,16 @@ static void read_measurement(struct doc_reader *r, const struct doc_node *item, 
     m->prefill = phase && strcmp(phase->text, "prefill") == 0;
     const struct doc_node *lengths = doc_get(item, "lengths");
     if (lengths && (doc_get(item, "isl") || doc_get(item, "osl")))
-        doc_error_at(r, lengths, "lengths gives the requests' prompt and output tokens, and isl and osl their means: "
-                             "drop isl and osl");
+        doc_error_at(r, lengths,
+                     "lengths gives the requests' prompt and output tokens, and isl and osl their means: "
+                     "drop isl and osl");
     else if (lengths && read_text(r, item, "lengths", true, path, sizeof path))
         relative_to(r->path, path, e->lengths_path, sizeof e->lengths_path);
     bool serving = doc_get(item, "isl") || doc_get(item, "osl") || lengths;
     if (serving && doc_get(item, "context"))
-        doc_error_at(r, doc_get(item, "context"), "with isl and osl the KV a sequence holds follows from them "
-                                              "(read at isl + osl/2, held at isl + osl): drop context");
+        doc_error_at(r, doc_get(item, "context"),
+                     "with isl and osl the KV a sequence holds follows from them "
+                     "(read at isl + osl/2, held at isl + osl): drop context");
     else if (!serving)
         read_count(r, item, "context", true, 1073741824, &w->context);
     const struct doc_node *batch = doc_get(item, "batch");
@@ -196,8 +198,9 @@ static void read_measurement(struct doc_reader *r, const struct doc_node *item, 
         read_count(r, item, "osl", false, 1073741824, &m->osl);
     }
     if (serving && m->prefill)
-        doc_error_at(r, lengths ? lengths : doc_get(item, "isl"), "isl and osl (or lengths) describe aggregated serving; "
-                                                             "a prefill measurement gives its prompt length as context");
+        doc_error_at(r, lengths ? lengths : doc_get(item, "isl"),
+                     "isl and osl (or lengths) describe aggregated serving; "
+                     "a prefill measurement gives its prompt length as context");
     if (doc_get(item, "chunk") && !serving)
         doc_error_at(r, doc_get(item, "chunk"), "chunk is aggregated serving's prefill budget: give isl and osl too");
     else
@@ -239,7 +242,8 @@ static int load(const char *path, struct entry **entries, struct measurement **m
     if (status == 0) {
         const struct doc_node *list = doc->root && doc->root->kind == DOC_MAP ? doc_get(doc->root, "measurements") : NULL;
         if (!list || list->kind != DOC_SEQ || list->count == 0) {
-            doc_error_at(&r, list ? list : doc->root, "the file needs a list 'measurements' of at least one measurement");
+            doc_error_at(&r, list ? list : doc->root,
+                         "the file needs a list 'measurements' of at least one measurement");
         } else if (list->count > CALIBRATE_MAX_MEASUREMENTS) {
             doc_error_at(&r, list, "%zu measurements; at most %d are fitted", list->count, CALIBRATE_MAX_MEASUREMENTS);
         } else {

@@ -122,13 +122,13 @@ static bool read_int(struct reader *r, const struct doc_node *map, const char *k
     int64_t v;
     if (n->kind != DOC_SCALAR || n->quoted || !parse_integer(n->text, &v)) {
         doc_error_at(&r->doc, n, "field '%s' must be an integer, not %s%s%s%s", display, doc_kind_name(n),
-                 n->kind == DOC_SCALAR ? " '" : "", n->kind == DOC_SCALAR ? n->text : "",
-                 n->kind == DOC_SCALAR ? "'" : "");
+                     n->kind == DOC_SCALAR ? " '" : "", n->kind == DOC_SCALAR ? n->text : "",
+                     n->kind == DOC_SCALAR ? "'" : "");
         return false;
     }
     if (v < min || v > max) {
-        doc_error_at(&r->doc, n, "field '%s' is %s; it must be between %" PRId64 " and %" PRId64, display,
-                 n->text, min, max);
+        doc_error_at(&r->doc, n, "field '%s' is %s; it must be between %" PRId64 " and %" PRId64, display, n->text, min,
+                     max);
         return false;
     }
     *out = v;
@@ -148,8 +148,8 @@ static bool read_bool(struct reader *r, const struct doc_node *map, const char *
         return true;
     }
     doc_error_at(&r->doc, n, "field '%s' must be true or false, not %s%s%s%s", display, doc_kind_name(n),
-             n->kind == DOC_SCALAR ? " '" : "", n->kind == DOC_SCALAR ? n->text : "",
-             n->kind == DOC_SCALAR ? "'" : "");
+                 n->kind == DOC_SCALAR ? " '" : "", n->kind == DOC_SCALAR ? n->text : "",
+                 n->kind == DOC_SCALAR ? "'" : "");
     return false;
 }
 
@@ -179,7 +179,7 @@ static bool read_precision(struct reader *r, const struct doc_node *map, const c
         return false;
     if (n->kind != DOC_SCALAR || !precision_parse(n->text, out)) {
         doc_error_at(&r->doc, n, "field '%s' must be one of fp4, fp8, bf16, fp16, fp32, not '%s'", display,
-                 n->kind == DOC_SCALAR ? n->text : doc_kind_name(n));
+                     n->kind == DOC_SCALAR ? n->text : doc_kind_name(n));
         return false;
     }
     return true;
@@ -247,8 +247,8 @@ static void check_keys(struct reader *r, const struct doc_node *map, const char 
         if (found)
             continue;
         if (nearest)
-            doc_error_at(&r->doc, map->keys[i], "unknown field '%s%s' (did you mean '%s%s'?)", prefix, key,
-                     prefix, nearest);
+            doc_error_at(&r->doc, map->keys[i], "unknown field '%s%s' (did you mean '%s%s'?)", prefix, key, prefix,
+                         nearest);
         else
             doc_error_at(&r->doc, map->keys[i], "unknown field '%s%s'", prefix, key);
     }
@@ -285,10 +285,10 @@ static void check_layer_kinds(struct reader *r, const struct doc_node *at, const
         int64_t layers = model_mixer_layers(m, mixers[i].kind);
         if (layers > 0 && !mixers[i].described)
             doc_error_at(&r->doc, at, "%" PRId64 " layers are %s but the model has no '%s' section", layers,
-                     mixer_name(mixers[i].kind), mixers[i].section);
+                         mixer_name(mixers[i].kind), mixers[i].section);
         else if (layers == 0 && mixers[i].described)
             doc_error_at(&r->doc, at, "the model has a '%s' section but no %s layer (see 'layer_pattern')",
-                     mixers[i].section, mixer_name(mixers[i].kind));
+                         mixers[i].section, mixer_name(mixers[i].kind));
     }
     bool seen_attention = false;
     for (int64_t i = 0; i < m->layers && i < MODEL_MAX_LAYER_PATTERN && m->pattern.length; i++) {
@@ -307,19 +307,22 @@ static void check_layer_kinds(struct reader *r, const struct doc_node *at, const
             return;
         }
         if (shares && !seen_attention) {
-            doc_error_at(&r->doc, at, "layer %" PRId64 " shares the indexer of an earlier layer, and none comes before it", i);
+            doc_error_at(&r->doc, at,
+                         "layer %" PRId64 " shares the indexer of an earlier layer, and none comes before it", i);
             return;
         }
         seen_attention |= mixer == MIXER_ATTENTION;
     }
     if (m->linear.value_heads > 0 && m->linear.value_heads % m->linear.key_heads != 0)
-        doc_error_at(&r->doc, field_node(r, &m->linear.key_heads, at), "field '%s' (%" PRId64 ") must divide '%s' (%" PRId64 ")",
-                 field_name(r, &m->linear.key_heads, "linear_attention.key_heads"), m->linear.key_heads,
-                 field_name(r, &m->linear.value_heads, "linear_attention.value_heads"), m->linear.value_heads);
+        doc_error_at(&r->doc, field_node(r, &m->linear.key_heads, at),
+                     "field '%s' (%" PRId64 ") must divide '%s' (%" PRId64 ")",
+                     field_name(r, &m->linear.key_heads, "linear_attention.key_heads"), m->linear.key_heads,
+                     field_name(r, &m->linear.value_heads, "linear_attention.value_heads"), m->linear.value_heads);
     if (m->mamba.heads > 0 && m->mamba.heads % m->mamba.groups != 0)
-        doc_error_at(&r->doc, field_node(r, &m->mamba.groups, at), "field '%s' (%" PRId64 ") must divide '%s' (%" PRId64 ")",
-                 field_name(r, &m->mamba.groups, "mamba.groups"), m->mamba.groups,
-                 field_name(r, &m->mamba.heads, "mamba.heads"), m->mamba.heads);
+        doc_error_at(&r->doc, field_node(r, &m->mamba.groups, at),
+                     "field '%s' (%" PRId64 ") must divide '%s' (%" PRId64 ")",
+                     field_name(r, &m->mamba.groups, "mamba.groups"), m->mamba.groups,
+                     field_name(r, &m->mamba.heads, "mamba.heads"), m->mamba.heads);
 }
 
 /* Checks that hold across fields, for both readers. `at` locates messages. */
@@ -328,39 +331,37 @@ static void check_model(struct reader *r, const struct doc_node *at, struct mode
     if (m->attention.type == ATTENTION_GQA && m->attention.kv_heads > 0 &&
         m->attention.heads % m->attention.kv_heads != 0)
         doc_error_at(&r->doc, field_node(r, &m->attention.kv_heads, at),
-                 "field '%s' (%" PRId64 ") must divide '%s' (%" PRId64 ")",
-                 field_name(r, &m->attention.kv_heads, "kv_heads"), m->attention.kv_heads,
-                 field_name(r, &m->attention.heads, "heads"), m->attention.heads);
+                     "field '%s' (%" PRId64 ") must divide '%s' (%" PRId64 ")",
+                     field_name(r, &m->attention.kv_heads, "kv_heads"), m->attention.kv_heads,
+                     field_name(r, &m->attention.heads, "heads"), m->attention.heads);
     if (m->moe.experts > 0) {
         if (m->moe.experts_per_token > m->moe.experts)
             doc_error_at(&r->doc, field_node(r, &m->moe.experts_per_token, at),
-                     "field '%s' (%" PRId64 ") is more than '%s' (%" PRId64 ")",
-                     field_name(r, &m->moe.experts_per_token, "experts_per_token"),
-                     m->moe.experts_per_token, field_name(r, &m->moe.experts, "experts"),
-                     m->moe.experts);
+                         "field '%s' (%" PRId64 ") is more than '%s' (%" PRId64 ")",
+                         field_name(r, &m->moe.experts_per_token, "experts_per_token"), m->moe.experts_per_token,
+                         field_name(r, &m->moe.experts, "experts"), m->moe.experts);
         if (m->moe.first_dense_layers > m->layers)
             doc_error_at(&r->doc, field_node(r, &m->moe.first_dense_layers, at),
-                     "field '%s' (%" PRId64 ") is more than '%s' (%" PRId64 ")",
-                     field_name(r, &m->moe.first_dense_layers, "first_dense_layers"),
-                     m->moe.first_dense_layers, field_name(r, &m->layers, "layers"), m->layers);
+                         "field '%s' (%" PRId64 ") is more than '%s' (%" PRId64 ")",
+                         field_name(r, &m->moe.first_dense_layers, "first_dense_layers"), m->moe.first_dense_layers,
+                         field_name(r, &m->layers, "layers"), m->layers);
         if (m->moe.experts % m->moe.groups != 0)
             doc_error_at(&r->doc, field_node(r, &m->moe.groups, at),
-                     "field '%s' (%" PRId64 ") must divide '%s' (%" PRId64 ")",
-                     field_name(r, &m->moe.groups, "groups"), m->moe.groups,
-                     field_name(r, &m->moe.experts, "experts"), m->moe.experts);
+                         "field '%s' (%" PRId64 ") must divide '%s' (%" PRId64 ")",
+                         field_name(r, &m->moe.groups, "groups"), m->moe.groups,
+                         field_name(r, &m->moe.experts, "experts"), m->moe.experts);
         if (m->moe.groups_per_token > m->moe.groups)
             doc_error_at(&r->doc, field_node(r, &m->moe.groups_per_token, at),
-                     "field '%s' (%" PRId64 ") is more than '%s' (%" PRId64 ")",
-                     field_name(r, &m->moe.groups_per_token, "groups_per_token"),
-                     m->moe.groups_per_token, field_name(r, &m->moe.groups, "groups"),
-                     m->moe.groups);
+                         "field '%s' (%" PRId64 ") is more than '%s' (%" PRId64 ")",
+                         field_name(r, &m->moe.groups_per_token, "groups_per_token"), m->moe.groups_per_token,
+                         field_name(r, &m->moe.groups, "groups"), m->moe.groups);
         if (m->moe.shared_intermediate_size == 0)
             m->moe.shared_intermediate_size = m->moe.intermediate_size;
         if (r->doc.errors == 0 && model_moe_layers(m) == 0)
             doc_error_at(&r->doc, field_node(r, &m->moe.experts, at),
-                     "the model has MoE settings but no MoE layer (check '%s' and '%s')",
-                     field_name(r, &m->moe.first_dense_layers, "first_dense_layers"),
-                     field_name(r, &m->moe.interleave, "interleave"));
+                         "the model has MoE settings but no MoE layer (check '%s' and '%s')",
+                         field_name(r, &m->moe.first_dense_layers, "first_dense_layers"),
+                         field_name(r, &m->moe.interleave, "interleave"));
     }
     if (r->doc.errors)
         return;
@@ -372,15 +373,15 @@ static void check_model(struct reader *r, const struct doc_node *at, struct mode
         has_dense |= model_layer_is_dense(m, i);
     if (has_dense && m->ffn.intermediate_size == 0)
         doc_error_at(&r->doc, at, "missing field '%s' (the model has dense layers)",
-                 field_name(r, &m->ffn.intermediate_size, "ffn.intermediate_size"));
+                     field_name(r, &m->ffn.intermediate_size, "ffn.intermediate_size"));
     if (r->doc.errors)
         return;
     struct model_params p;
     model_params(m, &p);
     if (!(p.total <= LIMIT_TOTAL_PARAMS))
         doc_error_at(&r->doc, field_node(r, &m->layers, at),
-                 "the model has %.3g parameters, more than the %.0e rackplan accepts; check the sizes",
-                 p.total, LIMIT_TOTAL_PARAMS);
+                     "the model has %.3g parameters, more than the %.0e rackplan accepts; check the sizes", p.total,
+                     LIMIT_TOTAL_PARAMS);
 }
 
 /* ---- rackplan model spec ---- */
@@ -399,14 +400,14 @@ static void read_window(struct reader *r, const struct doc_node *window, struct 
             m->attention.window_kind = WINDOW_CHUNKED;
         else
             doc_error_at(&r->doc, kind, "field 'attention.window.kind' must be sliding or chunked, not '%s'",
-                     kind->kind == DOC_SCALAR ? kind->text : doc_kind_name(kind));
+                         kind->kind == DOC_SCALAR ? kind->text : doc_kind_name(kind));
     }
     const struct doc_node *pattern = field(r, window, "pattern", "attention.window.pattern", true);
     if (!pattern)
         return;
     if (pattern->kind != DOC_SEQ || pattern->count == 0 || pattern->count > MODEL_MAX_PATTERN) {
         doc_error_at(&r->doc, pattern, "field 'attention.window.pattern' must be a list of 1 to %d items, each 0 or 1",
-                 MODEL_MAX_PATTERN);
+                     MODEL_MAX_PATTERN);
         return;
     }
     bool any = false;
@@ -415,7 +416,7 @@ static void read_window(struct reader *r, const struct doc_node *window, struct 
         if (item->kind != DOC_SCALAR || item->quoted ||
             (strcmp(item->text, "0") != 0 && strcmp(item->text, "1") != 0)) {
             doc_error_at(&r->doc, item, "items of 'attention.window.pattern' must be 0 or 1, not '%s'",
-                     item->kind == DOC_SCALAR ? item->text : doc_kind_name(item));
+                         item->kind == DOC_SCALAR ? item->text : doc_kind_name(item));
             return;
         }
         m->attention.window_pattern[i] = item->text[0] == '1';
@@ -440,8 +441,10 @@ static void read_attention(struct reader *r, const struct doc_node *a, struct mo
         else if (type->kind == DOC_SCALAR && strcmp(type->text, "mla") == 0)
             m->attention.type = ATTENTION_MLA;
         else {
-            doc_error_at(&r->doc, type, "field 'attention.type' must be gqa or mla, not '%s' (MHA and MQA are gqa with kv_heads = heads or 1)",
-                     type->kind == DOC_SCALAR ? type->text : doc_kind_name(type));
+            doc_error_at(
+                &r->doc, type,
+                "field 'attention.type' must be gqa or mla, not '%s' (MHA and MQA are gqa with kv_heads = heads or 1)",
+                type->kind == DOC_SCALAR ? type->text : doc_kind_name(type));
             return;
         }
     }
@@ -454,7 +457,7 @@ static void read_attention(struct reader *r, const struct doc_node *a, struct mo
         const struct doc_node *misplaced = doc_get(a, *k);
         if (misplaced)
             doc_error_at(&r->doc, misplaced, "field 'attention.%s' does not apply to %s attention", *k,
-                     mla ? "mla" : "gqa");
+                         mla ? "mla" : "gqa");
     }
     if (mla) {
         read_int(r, a, "q_lora_rank", "attention.q_lora_rank", false, 0, LIMIT_WIDTH,
@@ -516,7 +519,7 @@ static int read_pattern_list(struct reader *r, const struct doc_node *list, cons
                 snprintf(choices + strlen(choices), sizeof choices - strlen(choices), "%s%s",
                          k ? (names[k + 1] ? ", " : " or ") : "", names[k]);
             doc_error_at(&r->doc, item, "items of '%s' must be %s, not '%s'", display, choices,
-                     item->kind == DOC_SCALAR ? item->text : doc_kind_name(item));
+                         item->kind == DOC_SCALAR ? item->text : doc_kind_name(item));
             return 0;
         }
         out[i] = (unsigned char)value;
@@ -548,12 +551,12 @@ static void read_layer_pattern(struct reader *r, const struct doc_node *pattern,
             return;
         if (first && length != m->pattern.length) {
             doc_error_at(&r->doc, list, "field '%s' has %d items but '%s' has %d; the lists go layer by layer together",
-                     lists[i].display, length, first, m->pattern.length);
+                         lists[i].display, length, first, m->pattern.length);
             return;
         }
         if (m->layers > 0 && length > m->layers) {
-            doc_error_at(&r->doc, list, "field '%s' has %d items but the model has %" PRId64 " layers", lists[i].display,
-                     length, m->layers);
+            doc_error_at(&r->doc, list, "field '%s' has %d items but the model has %" PRId64 " layers",
+                         lists[i].display, length, m->layers);
             return;
         }
         if (!first)
@@ -749,7 +752,7 @@ static void hf_layer_types(struct reader *r, const struct doc_node *types, struc
 {
     if (types->kind != DOC_SEQ || (int64_t)types->count != m->layers) {
         doc_error_at(&r->doc, types, "field 'layer_types' must list one type for each of the %" PRId64 " layers",
-                 m->layers);
+                     m->layers);
         return;
     }
     for (size_t i = 0; i < types->count; i++) {
@@ -777,7 +780,7 @@ static void hf_layer_types(struct reader *r, const struct doc_node *types, struc
         return;
     }
     doc_error_at(&r->doc, types, "field 'layer_types' does not repeat with a period of at most %d layers",
-             MODEL_MAX_PATTERN);
+                 MODEL_MAX_PATTERN);
 }
 
 /* `_name_or_path` when the file has one, else the file's name without ".json" (or the
@@ -886,7 +889,7 @@ static bool hf_layers_fit_pattern(struct reader *r, const struct doc_node *at, c
 {
     if (m->layers > MODEL_MAX_LAYER_PATTERN) {
         doc_error_at(&r->doc, at, "a hybrid model of %" PRId64 " layers; rackplan reads at most %d", m->layers,
-                 MODEL_MAX_LAYER_PATTERN);
+                     MODEL_MAX_LAYER_PATTERN);
         return false;
     }
     return true;
@@ -909,12 +912,13 @@ static void hf_indexer_sharing(struct reader *r, const struct doc_node *c, struc
     if (r->doc.errors || !hf_layers_fit_pattern(r, c, m))
         return;
     if (types && (types->kind != DOC_SEQ || (int64_t)types->count != m->layers)) {
-        doc_error_at(&r->doc, types, "field 'indexer_types' must list one type for each of the %" PRId64 " layers", m->layers);
+        doc_error_at(&r->doc, types, "field 'indexer_types' must list one type for each of the %" PRId64 " layers",
+                     m->layers);
         return;
     }
     if (!types && letters && (letters->kind != DOC_SCALAR || (int64_t)strlen(letters->text) != m->layers)) {
-        doc_error_at(&r->doc, letters, "field 'index_topk_pattern' must have one letter for each of the %" PRId64 " layers",
-                 m->layers);
+        doc_error_at(&r->doc, letters,
+                     "field 'index_topk_pattern' must have one letter for each of the %" PRId64 " layers", m->layers);
         return;
     }
     m->pattern.length = (int)m->layers;
@@ -954,7 +958,8 @@ static void hf_linear_attention(struct reader *r, const struct doc_node *c, stru
     if (!types)
         read_int(r, c, "full_attention_interval", "full_attention_interval", false, 1, LIMIT_LAYERS, &interval);
     if (types && (types->kind != DOC_SEQ || (int64_t)types->count != m->layers)) {
-        doc_error_at(&r->doc, types, "field 'layer_types' must list one type for each of the %" PRId64 " layers", m->layers);
+        doc_error_at(&r->doc, types, "field 'layer_types' must list one type for each of the %" PRId64 " layers",
+                     m->layers);
         return;
     }
     m->pattern.length = (int)m->layers;
@@ -964,7 +969,8 @@ static void hf_linear_attention(struct reader *r, const struct doc_node *c, stru
             const struct doc_node *t = types->items[i];
             if (t->kind != DOC_SCALAR ||
                 (strcmp(t->text, "linear_attention") != 0 && strcmp(t->text, "full_attention") != 0)) {
-                doc_error_at(&r->doc, t, "unsupported layer type (rackplan reads linear_attention and full_attention here)");
+                doc_error_at(&r->doc, t,
+                             "unsupported layer type (rackplan reads linear_attention and full_attention here)");
                 return;
             }
             full = t->text[0] == 'f';
@@ -1005,7 +1011,8 @@ static void hf_mlp_only_layers(struct reader *r, const struct doc_node *c, struc
         char *end = NULL;
         long long layer = item->kind == DOC_SCALAR && !item->quoted ? strtoll(item->text, &end, 10) : -1;
         if (!end || *end != '\0' || layer < 0 || layer >= m->layers) {
-            doc_error_at(&r->doc, item, "items of 'mlp_only_layers' must be layer numbers from 0 to %" PRId64, m->layers - 1);
+            doc_error_at(&r->doc, item, "items of 'mlp_only_layers' must be layer numbers from 0 to %" PRId64,
+                         m->layers - 1);
             return;
         }
         m->pattern.ffn[layer] = LAYER_FFN_DENSE;
@@ -1059,7 +1066,8 @@ static const struct doc_node *hf_block_letters(struct reader *r, const struct do
     } blocks[] = {{"mamba", 'M'}, {"linear_attention", 'M'}, {"attention", '*'}, {"full_attention", '*'},
                   {"mlp", '-'}, {"moe", 'E'}};
     if (list->kind != DOC_SEQ || list->count == 0 || list->count > MODEL_MAX_LAYER_PATTERN) {
-        doc_error_at(&r->doc, list, "field 'layers_block_type' must be a list of 1 to %d block types", MODEL_MAX_LAYER_PATTERN);
+        doc_error_at(&r->doc, list, "field 'layers_block_type' must be a list of 1 to %d block types",
+                     MODEL_MAX_LAYER_PATTERN);
         return NULL;
     }
     for (size_t i = 0; i < list->count; i++) {
@@ -1096,7 +1104,8 @@ static void hf_nemotron_h(struct reader *r, const struct doc_node *c, struct mod
             return;
         text = letters_of_blocks;
     } else {
-        doc_error_at(&r->doc, c, "missing field 'hybrid_override_pattern' (or 'layers_block_type'): the kind of each block");
+        doc_error_at(&r->doc, c,
+                     "missing field 'hybrid_override_pattern' (or 'layers_block_type'): the kind of each block");
         return;
     }
     const char *pattern_name = blocks ? "layers_block_type" : "hybrid_override_pattern";
@@ -1104,8 +1113,8 @@ static void hf_nemotron_h(struct reader *r, const struct doc_node *c, struct mod
     if (!read_int(r, c, "num_hidden_layers", "num_hidden_layers", false, 1, LIMIT_LAYERS, &m->layers))
         m->layers = letters;
     if (m->layers != letters) {
-        doc_error_at(&r->doc, pattern, "field '%s' has %" PRId64 " blocks but num_hidden_layers is %" PRId64, pattern_name,
-                 letters, m->layers);
+        doc_error_at(&r->doc, pattern, "field '%s' has %" PRId64 " blocks but num_hidden_layers is %" PRId64,
+                     pattern_name, letters, m->layers);
         return;
     }
     read_int(r, c, "hidden_size", "hidden_size", true, 1, LIMIT_WIDTH, &m->hidden_size);
@@ -1139,8 +1148,9 @@ static void hf_nemotron_h(struct reader *r, const struct doc_node *c, struct mod
         m->moe.router_bias = true; /* NemotronHTopkRouter's e_score_correction_bias */
         const struct doc_node *latent = field(r, c, "moe_latent_size", "moe_latent_size", false);
         if (latent)
-            doc_error_at(&r->doc, latent, "field 'moe_latent_size' (experts in a latent space, Nemotron 3 Super) "
-                                "is not supported");
+            doc_error_at(&r->doc, latent,
+                         "field 'moe_latent_size' (experts in a latent space, Nemotron 3 Super) "
+                         "is not supported");
     }
     read_int(r, c, "num_nextn_predict_layers", "num_nextn_predict_layers", false, 0, 64, &m->mtp_layers);
     if (r->doc.errors || !hf_layers_fit_pattern(r, pattern, m))
@@ -1150,9 +1160,10 @@ static void hf_nemotron_h(struct reader *r, const struct doc_node *c, struct mod
         char letter = text[i];
         const char *kinds = "M*-E";
         if (!strchr(kinds, letter)) {
-            doc_error_at(&r->doc, pattern, "field 'hybrid_override_pattern' has '%c' at layer %" PRId64
-                                 "; rackplan reads M (Mamba-2), * (attention), - (MLP) and E (MoE)",
-                     letter, i);
+            doc_error_at(&r->doc, pattern,
+                         "field 'hybrid_override_pattern' has '%c' at layer %" PRId64
+                         "; rackplan reads M (Mamba-2), * (attention), - (MLP) and E (MoE)",
+                         letter, i);
             return;
         }
         m->pattern.mixer[i] = letter == 'M' ? MIXER_MAMBA : letter == '*' ? MIXER_ATTENTION : MIXER_NONE;
@@ -1165,7 +1176,7 @@ static void read_hf(struct reader *r, const struct doc_node *root, struct model 
     const struct doc_node *type_node = doc_get(root, "model_type");
     if (!type_node || type_node->kind != DOC_SCALAR) {
         doc_error_at(&r->doc, type_node ? type_node : root,
-                 "not a rackplan model spec, and no 'model_type' to read it as a Hugging Face config.json");
+                     "not a rackplan model spec, and no 'model_type' to read it as a Hugging Face config.json");
         return;
     }
     const char *type = type_node->text;
@@ -1221,12 +1232,16 @@ static void read_hf(struct reader *r, const struct doc_node *root, struct model 
                      &m->moe.interleave);
             const struct doc_node *mlp_only = doc_get(c, "mlp_only_layers");
             if (mlp_only && mlp_only->kind == DOC_SEQ && mlp_only->count > 0)
-                doc_error_at(&r->doc, mlp_only, "field 'mlp_only_layers' is not supported (rackplan needs the dense layers to be a leading block or an interleave)");
+                doc_error_at(&r->doc, mlp_only,
+                             "field 'mlp_only_layers' is not supported (rackplan needs the dense layers to be a "
+                             "leading block or an interleave)");
         }
         bool sliding = false;
         read_bool(r, c, "use_sliding_window", "use_sliding_window", &sliding);
         if (sliding)
-            doc_error_at(&r->doc, doc_get(c, "use_sliding_window"), "field 'use_sliding_window' true is not supported for qwen3; write a model spec with attention.window");
+            doc_error_at(
+                &r->doc, doc_get(c, "use_sliding_window"),
+                "field 'use_sliding_window' true is not supported for qwen3; write a model spec with attention.window");
     } else if (strcmp(type, "llama") == 0) {
         hf_common(r, c, m);
         hf_gqa(r, c, m);
@@ -1293,8 +1308,9 @@ static void read_hf(struct reader *r, const struct doc_node *root, struct model 
                     bool rope = strcmp(no_rope->items[i]->text, "0") != 0;
                     bool expected = (i + 1) % period != 0;
                     if (rope != expected) {
-                        doc_error_at(&r->doc, no_rope->items[i],
-                                 "field 'no_rope_layers' is not every 4th layer; rackplan needs a repeating pattern");
+                        doc_error_at(
+                            &r->doc, no_rope->items[i],
+                            "field 'no_rope_layers' is not every 4th layer; rackplan needs a repeating pattern");
                         return;
                     }
                 }
@@ -1305,9 +1321,9 @@ static void read_hf(struct reader *r, const struct doc_node *root, struct model 
         }
     } else {
         doc_error_at(&r->doc, type_node,
-                 "unsupported model_type '%s': rackplan reads %s; for another architecture write a "
-                 "model spec (schemas/model.schema.yaml)",
-                 type, hf_supported);
+                     "unsupported model_type '%s': rackplan reads %s; for another architecture write a "
+                     "model spec (schemas/model.schema.yaml)",
+                     type, hf_supported);
         return;
     }
     if (m->moe.experts == 0) {

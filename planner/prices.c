@@ -19,8 +19,7 @@
 
 /* The value of `key`, or NULL when absent (reported when required). A null value is an error:
  * a field that is not known is left out, not written as null. */
-static const struct doc_node *field(struct doc_reader *r, const struct doc_node *map, const char *key,
-                                    bool required)
+static const struct doc_node *field(struct doc_reader *r, const struct doc_node *map, const char *key, bool required)
 {
     const struct doc_node *n = doc_get(map, key);
     if (doc_is_null(n)) {
@@ -33,8 +32,8 @@ static const struct doc_node *field(struct doc_reader *r, const struct doc_node 
 }
 
 /* A number in [low, high] from a plain (unquoted) scalar; reported otherwise. */
-static bool number_of(struct doc_reader *r, const struct doc_node *n, const char *display,
-                      double low, double high, const char *unit, double *out)
+static bool number_of(struct doc_reader *r, const struct doc_node *n, const char *display, double low, double high,
+                      const char *unit, double *out)
 {
     if (n->kind != DOC_SCALAR) {
         doc_error_at(r, n, "field '%s' must be a number, not %s", display, doc_kind_name(n));
@@ -48,30 +47,27 @@ static bool number_of(struct doc_reader *r, const struct doc_node *n, const char
         return false;
     }
     if (v < low || v > high) {
-        doc_error_at(r, n, "field '%s' is %s; it must be %s from %g to %g", display, n->text, unit,
-                 low, high);
+        doc_error_at(r, n, "field '%s' is %s; it must be %s from %g to %g", display, n->text, unit, low, high);
         return false;
     }
     *out = v;
     return true;
 }
 
-static bool read_number(struct doc_reader *r, const struct doc_node *map, const char *key,
-                        bool required, double low, double high, const char *unit, double *out)
+static bool read_number(struct doc_reader *r, const struct doc_node *map, const char *key, bool required, double low,
+                        double high, const char *unit, double *out)
 {
     const struct doc_node *n = field(r, map, key, required);
     return n && number_of(r, n, key, low, high, unit, out);
 }
 
-static bool read_price(struct doc_reader *r, const struct doc_node *map, const char *key,
-                       bool required, double *out)
+static bool read_price(struct doc_reader *r, const struct doc_node *map, const char *key, bool required, double *out)
 {
     return read_number(r, map, key, required, 0, PRICES_MAX_USD_PER_MTOK,
                        "a price in $ per million tokens", out);
 }
 
-static void read_text(struct doc_reader *r, const struct doc_node *map, const char *key, char *out,
-                      size_t size)
+static void read_text(struct doc_reader *r, const struct doc_node *map, const char *key, char *out, size_t size)
 {
     const struct doc_node *n = field(r, map, key, true);
     if (!n)
@@ -100,8 +96,8 @@ static bool is_date(const char *text)
 }
 
 /* A list of at most PRICES_MAX_RETENTIONS numbers in [low, high]; returns the count or -1. */
-static int read_list(struct doc_reader *r, const struct doc_node *map, const char *key, double low,
-                     double high, const char *unit, double *out)
+static int read_list(struct doc_reader *r, const struct doc_node *map, const char *key, double low, double high,
+                     const char *unit, double *out)
 {
     const struct doc_node *n = field(r, map, key, false);
     if (!n)
@@ -111,8 +107,7 @@ static int read_list(struct doc_reader *r, const struct doc_node *map, const cha
         return -1;
     }
     if (n->count == 0 || n->count > PRICES_MAX_RETENTIONS) {
-        doc_error_at(r, n, "field '%s' has %zu entries; it needs 1 to %d", key, n->count,
-                 PRICES_MAX_RETENTIONS);
+        doc_error_at(r, n, "field '%s' has %zu entries; it needs 1 to %d", key, n->count, PRICES_MAX_RETENTIONS);
         return -1;
     }
     bool ok = true;
@@ -186,25 +181,23 @@ static void read_sheet(struct doc_reader *r, const struct doc_node *root, struct
     read_text(r, root, "source", s->source, sizeof s->source);
     const struct doc_node *date = field(r, root, "date", true);
     if (date && (date->kind != DOC_SCALAR || !is_date(date->text)))
-        doc_error_at(r, date, "field 'date' must be a date YYYY-MM-DD, not %s%s%s",
-                 date->kind == DOC_SCALAR ? "'" : "",
-                 date->kind == DOC_SCALAR ? date->text : doc_kind_name(date),
-                 date->kind == DOC_SCALAR ? "'" : "");
+        doc_error_at(r, date, "field 'date' must be a date YYYY-MM-DD, not %s%s%s", date->kind == DOC_SCALAR ? "'" : "",
+                     date->kind == DOC_SCALAR ? date->text : doc_kind_name(date), date->kind == DOC_SCALAR ? "'" : "");
     else if (date)
         strcpy(s->date, date->text);
     read_number(r, root, "active_params", true, 1, LIMIT_ACTIVE_PARAMS, "a parameter count",
                 &s->active_params);
     if (read_price(r, root, "input", true, &s->input_per_mtok) && s->input_per_mtok <= 0)
         doc_error_at(r, doc_get(root, "input"), "field 'input' is %s; a sheet needs a positive input price",
-                 doc_get(root, "input")->text);
+                     doc_get(root, "input")->text);
     if (read_price(r, root, "output", true, &s->output_per_mtok) && s->output_per_mtok <= 0)
         doc_error_at(r, doc_get(root, "output"), "field 'output' is %s; a sheet needs a positive output price",
-                 doc_get(root, "output")->text);
+                     doc_get(root, "output")->text);
     s->has_cached_input = read_price(r, root, "cached_input", false, &s->cached_input_per_mtok);
     if (s->has_cached_input && s->input_per_mtok > 0 && s->cached_input_per_mtok > s->input_per_mtok)
         doc_error_at(r, doc_get(root, "cached_input"),
-                 "field 'cached_input' (%g) is above 'input' (%g); a cache hit cannot cost more than a miss",
-                 s->cached_input_per_mtok, s->input_per_mtok);
+                     "field 'cached_input' (%g) is above 'input' (%g); a cache hit cannot cost more than a miss",
+                     s->cached_input_per_mtok, s->input_per_mtok);
 
     double step = 0;
     const struct doc_node *step_node = field(r, root, "long_context_step_tokens", false);
@@ -212,7 +205,7 @@ static void read_sheet(struct doc_reader *r, const struct doc_node *root, struct
                                (double)LIMIT_STEP_TOKENS, "a number of tokens", &step)) {
         if (step != floor(step))
             doc_error_at(r, step_node, "field 'long_context_step_tokens' must be a whole number, not %s",
-                     step_node->text);
+                         step_node->text);
         else
             s->long_context_step_tokens = (long long)step;
     }
@@ -233,8 +226,8 @@ static void read_sheet(struct doc_reader *r, const struct doc_node *root, struct
         *has = read_price(r, root, long_prices[i].key, false, value);
         if (*has && !step_node)
             doc_error_at(r, doc_get(root, long_prices[i].key),
-                     "field '%s' needs 'long_context_step_tokens' (the context it applies above)",
-                     long_prices[i].key);
+                         "field '%s' needs 'long_context_step_tokens' (the context it applies above)",
+                         long_prices[i].key);
     }
 
     int retentions = read_list(r, root, "cache_retention_s", 1e-3, LIMIT_RETENTION_S,
@@ -244,8 +237,8 @@ static void read_sheet(struct doc_reader *r, const struct doc_node *root, struct
         for (int i = 1; i < retentions; i++)
             if (s->cache_retention_s[i] <= s->cache_retention_s[i - 1]) {
                 doc_error_at(r, doc_get(root, "cache_retention_s")->items[i],
-                         "field 'cache_retention_s' must increase: %g follows %g",
-                         s->cache_retention_s[i], s->cache_retention_s[i - 1]);
+                             "field 'cache_retention_s' must increase: %g follows %g", s->cache_retention_s[i],
+                             s->cache_retention_s[i - 1]);
                 break;
             }
     }
@@ -255,11 +248,11 @@ static void read_sheet(struct doc_reader *r, const struct doc_node *root, struct
         s->has_cache_write = true;
         if (writes != retentions && retentions >= 0)
             doc_error_at(r, doc_get(root, "cache_write"),
-                     "field 'cache_write' has %d price%s; 'cache_retention_s' has %d retention%s",
-                     writes, writes == 1 ? "" : "s", retentions, retentions == 1 ? "" : "s");
+                         "field 'cache_write' has %d price%s; 'cache_retention_s' has %d retention%s", writes,
+                         writes == 1 ? "" : "s", retentions, retentions == 1 ? "" : "s");
         else if (!doc_get(root, "cache_retention_s"))
             doc_error_at(r, doc_get(root, "cache_write"),
-                     "field 'cache_write' needs 'cache_retention_s' (one price for each retention)");
+                         "field 'cache_write' needs 'cache_retention_s' (one price for each retention)");
     }
     s->has_storage = read_price(r, root, "storage_per_mtok_hour", false, &s->storage_per_mtok_hour);
     s->has_kv_bytes_per_token = read_number(r, root, "kv_bytes_per_token", false, 1, LIMIT_KV_BYTES, "a number of bytes",
