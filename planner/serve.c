@@ -199,6 +199,13 @@ static void set_rates(const struct serve_pool *pool, const struct layout *l, dou
     out->cost_per_mtok = cost_per_mtok(pool->price_usd_per_hour * (double)l->devices, out->tokens_per_s);
 }
 
+/* The requests a second `batch` sequences finish at a step of `step_s`: y tokens each a step, osl
+ * tokens a request. */
+static double finished_per_s(const struct serve_workload *w, int64_t batch, double step_s)
+{
+    return serve_tokens_per_step(w) * (double)batch / step_s / (double)w->osl;
+}
+
 /* A step of `batch` decode sequences (K + 1 tokens each with K drafts) and `prefill` prompt
  * tokens spread over the ranks, as whole prompts' worth of chunks at the mean prefill context. */
 static struct roof_step mixed_step(const struct serve_workload *w, int64_t batch, double prefill)
@@ -1677,7 +1684,7 @@ static bool aggregated_counted(const struct serve_pool *pool, const struct graph
     p.decode.point.step_s = step_as_it_comes(&s, w, batch, &at_batch);
     set_rates(pool, l, y * (double)batch * counted, &p.decode.point);
     double t = p.decode.step_s = p.decode.point.step_s;
-    p.decode.requests_per_s = y * (double)batch / t / (double)w->osl;
+    p.decode.requests_per_s = finished_per_s(w, batch, t);
     p.devices = l->devices;
     p.prefill_use = rank_prefill / chunk;
     if (!instance_occupancy(pool, &s, l, w, batch, &at_batch, true, p.decode.requests_per_s, &p.decode.occupancy) ||
@@ -1712,7 +1719,7 @@ bool serve_decode_instance(const struct serve_pool *pool, const struct graph_sum
     if (!d.point.fits)
         return false;
     d.step_s = d.point.step_s;
-    d.requests_per_s = serve_tokens_per_step(w) * (double)batch / d.step_s / (double)w->osl;
+    d.requests_per_s = finished_per_s(w, batch, d.step_s);
     struct roof_setup s = setup_of(pool, g, l);
     struct composition alone = {.count = 1, .prompts = {0}, .step_s = {d.step_s}};
     if (!instance_occupancy(pool, &s, l, w, batch, &alone, false, d.requests_per_s, &d.occupancy))
@@ -2418,7 +2425,7 @@ static double pair_rate_bound(const struct serve_pool *decode_pool, const struct
 {
     struct roof_point step;
     serve_decode_step(decode_pool, &c->shape->graph, &c->layout, w, batch, &step);
-    double r_d = serve_tokens_per_step(w) * (double)batch / step.step_s / (double)w->osl;
+    double r_d = finished_per_s(w, batch, step.step_s);
     double devices = (double)c->layout.devices + (double)prefill->layout.devices * r_d / prefill->requests_per_s;
     return r_d * (double)w->osl / devices;
 }
