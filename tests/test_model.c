@@ -432,7 +432,54 @@ static void moe_counts(void)
  * stage split) sums to what its one-layer ranges sum to, for the layer kinds (exactly) and the
  * KV held, the KV read, the attention and indexer FLOPs at a context past every window (within
  * a part in 10^12: a product against a sum). */
-static void layer_walk_case(const char *name, const struct model *model);
+static void layer_walk_case(const char *name, const struct model *m)
+{
+    const int64_t context = 100000;
+    int64_t n = m->layers;
+    double *held = calloc((size_t)n, sizeof *held), *read = calloc((size_t)n, sizeof *read);
+    double *flops = calloc((size_t)n, sizeof *flops), *indexer = calloc((size_t)n, sizeof *indexer);
+    struct layer_kinds *kinds = calloc((size_t)n, sizeof *kinds);
+    for (int64_t l = 0; l < n; l++) {
+        held[l] = model_sequence_bytes_layers(m, m->kv_precision, context, l, l + 1, 1);
+        read[l] = model_step_cache_bytes_layers(m, m->kv_precision, context, l, l + 1, 1, 1);
+        flops[l] = model_attention_flops_layers(m, context, l, l + 1, ATTENTION_PASS_DECODE);
+        indexer[l] = model_indexer_flops_layers(m, context, l, l + 1);
+        model_layer_kinds(m, l, l + 1, &kinds[l]);
+    }
+    bool kinds_same = true, sums_same = true;
+    for (int64_t first = 0; first < n; first++) {
+        struct layer_kinds by_layer = {0};
+        double sums[4] = {0};
+        for (int64_t last = first + 1; last <= n; last++) {
+            const struct layer_kinds *k = &kinds[last - 1];
+            for (int x = 0; x < MIXER_KINDS; x++)
+                for (int f = 0; f <= LAYER_FFN_NONE; f++)
+                    by_layer.count[x][f] += k->count[x][f];
+            by_layer.indexers += k->indexers;
+            sums[0] += held[last - 1];
+            sums[1] += read[last - 1];
+            sums[2] += flops[last - 1];
+            sums[3] += indexer[last - 1];
+            struct layer_kinds walked;
+            model_layer_kinds(m, first, last, &walked);
+            kinds_same &= memcmp(&walked, &by_layer, sizeof walked) == 0;
+            double got[4] = {model_sequence_bytes_layers(m, m->kv_precision, context, first, last, 1),
+                             model_step_cache_bytes_layers(m, m->kv_precision, context, first, last, 1, 1),
+                             model_attention_flops_layers(m, context, first, last, ATTENTION_PASS_DECODE),
+                             model_indexer_flops_layers(m, context, first, last)};
+            for (int j = 0; j < 4; j++)
+                sums_same &= fabs(got[j] - sums[j]) <= 1e-12 * fabs(sums[j]);
+        }
+    }
+    CHECK(kinds_same, "%s: the layer kinds of every range [first, last) are its layers'", name);
+    CHECK(sums_same, "%s: and its KV held and read, attention and indexer FLOPs at %lld tokens", name,
+          (long long)context);
+    free(held);
+    free(read);
+    free(flops);
+    free(indexer);
+    free(kinds);
+}
 
 static void layer_walks(void)
 {
@@ -453,58 +500,6 @@ static void layer_walks(void)
             snprintf(name, sizeof name, "%s, a MoE layer every %lld after 5 dense", names[i], (long long)interleave);
             layer_walk_case(name, &m);
         }
-    }
-}
-
-static void layer_walk_case(const char *name, const struct model *model)
-{
-    struct model m = *model;
-    const int64_t context = 100000;
-    {
-        int64_t n = m.layers;
-        double *held = calloc((size_t)n, sizeof *held), *read = calloc((size_t)n, sizeof *read);
-        double *flops = calloc((size_t)n, sizeof *flops), *indexer = calloc((size_t)n, sizeof *indexer);
-        struct layer_kinds *kinds = calloc((size_t)n, sizeof *kinds);
-        for (int64_t l = 0; l < n; l++) {
-            held[l] = model_sequence_bytes_layers(&m, m.kv_precision, context, l, l + 1, 1);
-            read[l] = model_step_cache_bytes_layers(&m, m.kv_precision, context, l, l + 1, 1, 1);
-            flops[l] = model_attention_flops_layers(&m, context, l, l + 1, ATTENTION_PASS_DECODE);
-            indexer[l] = model_indexer_flops_layers(&m, context, l, l + 1);
-            model_layer_kinds(&m, l, l + 1, &kinds[l]);
-        }
-        bool kinds_same = true, sums_same = true;
-        for (int64_t first = 0; first < n; first++) {
-            struct layer_kinds by_layer = {0};
-            double sums[4] = {0};
-            for (int64_t last = first + 1; last <= n; last++) {
-                const struct layer_kinds *k = &kinds[last - 1];
-                for (int x = 0; x < MIXER_KINDS; x++)
-                    for (int f = 0; f <= LAYER_FFN_NONE; f++)
-                        by_layer.count[x][f] += k->count[x][f];
-                by_layer.indexers += k->indexers;
-                sums[0] += held[last - 1];
-                sums[1] += read[last - 1];
-                sums[2] += flops[last - 1];
-                sums[3] += indexer[last - 1];
-                struct layer_kinds walked;
-                model_layer_kinds(&m, first, last, &walked);
-                kinds_same &= memcmp(&walked, &by_layer, sizeof walked) == 0;
-                double got[4] = {model_sequence_bytes_layers(&m, m.kv_precision, context, first, last, 1),
-                                 model_step_cache_bytes_layers(&m, m.kv_precision, context, first, last, 1, 1),
-                                 model_attention_flops_layers(&m, context, first, last, ATTENTION_PASS_DECODE),
-                                 model_indexer_flops_layers(&m, context, first, last)};
-                for (int j = 0; j < 4; j++)
-                    sums_same &= fabs(got[j] - sums[j]) <= 1e-12 * fabs(sums[j]);
-            }
-        }
-        CHECK(kinds_same, "%s: the layer kinds of every range [first, last) are its layers'", name);
-        CHECK(sums_same, "%s: and its KV held and read, attention and indexer FLOPs at %lld tokens", name,
-              (long long)context);
-        free(held);
-        free(read);
-        free(flops);
-        free(indexer);
-        free(kinds);
     }
 }
 
