@@ -403,6 +403,14 @@ static void put_bool(struct doc_node *map, const char *key, bool v)
     doc_map_put(map, key, doc_new_scalar(v ? "true" : "false", false));
 }
 
+/* The MoE role runs expert parallelism wider than 8 on GB200 NVL72, where TensorRT-LLM's
+ * DeepSeek-R1 guide lists WIDEEP as the only MoE backend (see trtllm_options). */
+static bool wide_ep(const struct emit_plan *p, const struct emit_role *r)
+{
+    const char *topology = r->topology_name ? r->topology_name : p->topology_name;
+    return p->moe && r->ep > 8 && topology && strcmp(topology, "GB200 NVL72") == 0;
+}
+
 /* The role's extra_llm_api_options YAML, keys of TensorRT-LLM 1.0.0 (tests/data/engine-options/
  * trtllm-1.0.0.txt). Every nested config is a StrictBaseModel (extra "forbid"): a key 1.0.0 lacks
  * fails the server at start-up, so only listed keys are written. */
@@ -424,6 +432,13 @@ static struct doc_node *trtllm_options(const struct emit_plan *p, const struct e
     put_string(kv, "dtype", p->kv == PREC_FP8 ? "fp8" : "auto");
     double left = r->hbm_bytes - r->weights_bytes - r->activation_bytes;
     put_number(kv, "free_gpu_memory_fraction", fraction_up(left > 0 ? r->kv_bytes / left : 1));
+    if (wide_ep(p, r)) {
+        /* TensorRT-LLM's DeepSeek-R1 deployment guide (1.2.0rc2.post2, "MoE Backend Support
+         * Matrix"): on GB200 NVL72 with EP > 8 the only MoE backend listed is WIDEEP (NVFP4; FP8
+         * "WIDEEP without EPLB"), the default being CUTLASS. MoeConfig.backend takes WIDEEP in
+         * the llm_args.py the option list was read from; no load balancer is written. */
+        put_string(doc_map_put(root, "moe_config", doc_new_map()), "backend", "WIDEEP");
+    }
     if (r->kind != EMIT_PREFILL) {
         /* 1.0.0: CUDA graphs through cuda_graph_config (the flat use_cuda_graph / cuda_graph_* keys
          * are gone); padding rounds a batch up to a captured size, so every batch up to B_r runs
@@ -767,7 +782,8 @@ static void role_of_serve(const struct model *m, const struct topology *t, const
                               .batch = x->batch, .chunk_tokens = w->chunk_tokens ? w->chunk_tokens
                                                                                   : SERVE_DEFAULT_CHUNK_TOKENS,
                               .weights_bytes = memory.weights_bytes, .kv_bytes = memory.kv_bytes,
-                              .activation_bytes = memory.activation_bytes, .hbm_bytes = memory.hbm_bytes};
+                              .activation_bytes = memory.activation_bytes, .hbm_bytes = memory.hbm_bytes,
+                              .topology_name = t->name};
 }
 
 void emit_plan_of_serve(const struct model *m, const struct topology *topology, const struct topology *prefill_topology,

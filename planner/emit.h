@@ -59,8 +59,10 @@
  *   cache_transceiver_config {max_tokens_in_buffer max(isl, max_num_tokens)} (its backend left to
  *   TensorRT-LLM's default: the spelling 1.0.0 takes was not verified), the context server with
  *   disable_overlap_scheduler, and `trtllm-serve disaggregated -c disagg.yaml` {hostname, port,
- *   backend, context_servers, generation_servers: num_instances, urls}. Not written: moe_config
- *   (CUTLASS, the default, is kept).
+ *   backend, context_servers, generation_servers: num_instances, urls}. moe_config {backend
+ *   WIDEEP} for a MoE role with ep > 8 on GB200 NVL72 (the DeepSeek-R1 deployment guide's MoE
+ *   backend matrix, TensorRT-LLM 1.2.0rc2.post2: WIDEEP is the only backend it lists there);
+ *   elsewhere moe_config is not written (CUTLASS, the default, is kept).
  * Dynamo (nvidia.com/v1alpha1 DynamoGraphDeployment; keys from deploy/operator/api/v1alpha1 at
  *   832a531f and 1d26d921): spec.backendFramework, Frontend (dynamo.frontend, 1 replica) and a
  *   worker per role (subComponentType prefill | decode; aggregated none), replicas = the role's
@@ -106,6 +108,8 @@ struct emit_role {
     int64_t chunk_tokens; /* aggregated: prefill tokens a DP rank's step */
     int64_t slots;        /* MoE: routed-expert slots a device (map width / ep); 0: no map */
     double weights_bytes, kv_bytes, activation_bytes, hbm_bytes; /* a device, plan_memory's */
+    const char *topology_name; /* the role's topology (serve's --prefill-topology for prefill);
+                                  NULL: the plan's */
 };
 
 struct emit_plan {

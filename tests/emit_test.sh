@@ -60,6 +60,8 @@ PY
 # flag FILE NAME: the value of --NAME in a script
 flag() { grep -A0 -- "  $2 " "$1" | head -n 1 | sed "s/.*$2 '\\{0,1\\}\\([^']*\\)'\\{0,1\\}.*/\\1/"; }
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+# y FILE EXPR: EXPR over the YAML file as d
+y() { python3 -c "import yaml,sys; d=yaml.load(open(sys.argv[1]), Loader=yaml.CLoader); print(eval(sys.argv[2]))" "$@"; }
 
 dsv3="serve models/deepseek-v3.yaml topologies/gb200-nvl72.xml --isl 4096 --osl 1024 --mtp 1 --mtp-accept 0.8 --mode disaggregated --ttft-ms 2000 --tpot-ms 20"
 llama="serve models/llama-3.1-70b.yaml topologies/hgx-h200.xml --isl 2048 --osl 512 --mode aggregated --tpot-ms 50"
@@ -107,6 +109,18 @@ check "dsv3 trtllm decode: cuda_graph_config.max_batch_size = ceil(batch / DP)" 
 check "dsv3 trtllm prefill: kv_cache_config.dtype, and max_tokens_in_buffer = max(ISL, max_num_tokens)" \
     test "$(python3 -c "import yaml; d=yaml.load(open('$work/dsv3-trtllm/trtllm-prefill.yaml'), Loader=yaml.CLoader); print(d['kv_cache_config']['dtype'], d['cache_transceiver_config']['max_tokens_in_buffer'] == max($(json $d "d['workload']['isl']"), d['max_num_tokens']))")" = \
     "auto True"
+# MoE backend (issue 28): TensorRT-LLM's DeepSeek-R1 guide (1.2.0rc2.post2) lists WIDEEP as the only
+# MoE backend on GB200 NVL72 with EP > 8, so a role wider than 8 there writes moe_config.backend
+# WIDEEP; a role of EP <= 8 keeps the default (no moe_config); a dense model on H200 none either
+check "dsv3 trtllm decode (GB200 NVL72, EP $(json $d "d['layout']['decode']['layout']['ep']") > 8): moe_config.backend WIDEEP" \
+    test "$(y $work/dsv3-trtllm/trtllm-decode.yaml "(d['moe_expert_parallel_size'] > 8, d.get('moe_config'))")" = \
+    "(True, {'backend': 'WIDEEP'})"
+check "dsv3 trtllm prefill (EP $(json $d "d['layout']['prefill']['layout']['ep']") <= 8): no moe_config" \
+    test "$(y $work/dsv3-trtllm/trtllm-prefill.yaml "(d['moe_expert_parallel_size'] <= 8, 'moe_config' in d)")" = "(True, False)"
+check "dsv3 dynamo-trtllm decode YAML: moe_config.backend WIDEEP as well" \
+    test "$(y $work/dsv3-dynamo-trtllm/trtllm-decode.yaml "d.get('moe_config')")" = "{'backend': 'WIDEEP'}"
+check "llama trtllm (dense, H200): no moe_config" \
+    test "$(y $work/llama-trtllm/trtllm-aggregated.yaml "'moe_config' in d")" = False
 check "dsv3 trtllm: the files name the version of the list they are checked against ($(basename $opts/trtllm-*.txt .txt))" \
     grep -q "flags checked against: TensorRT-LLM $(basename $opts/trtllm-*.txt .txt | sed 's/^trtllm-//') " "$work/dsv3-trtllm/trtllm-decode.yaml"
 check "dsv3 trtllm disagg.yaml: context servers = prefill instances" \
@@ -118,7 +132,6 @@ check "dsv3 dynamo: decode replicas = decode instances" \
 # Dynamo's workers name their role with --disaggregation-mode (Dynamo's vLLM backend_args.py at
 # d195d280 deprecates --is-prefill-worker); SGLang's router gets each prefill's bootstrap port
 # (SGLang's default 8998, server_args.py)
-y() { python3 -c "import yaml,sys; d=yaml.load(open(sys.argv[1]), Loader=yaml.CLoader); print(eval(sys.argv[2]))" "$@"; }
 v=$work/dsv3-dynamo-vllm/dynamo-vllm.yaml
 check "dsv3 dynamo-vllm: the prefill worker passes --disaggregation-mode prefill" \
     test "$(y $v "' '.join(d['spec']['services']['VllmPrefillWorker']['extraPodSpec']['mainContainer']['args'])" | grep -o -- '--disaggregation-mode prefill')" = "--disaggregation-mode prefill"
