@@ -714,8 +714,13 @@ static enum emit_status build_dynamo(enum emit_engine inner, const struct emit_p
     int n = snprintf(note, sizeof note,
                      "# workers run `python3 -m dynamo.%s` with the flags checked against %s\n"
                      "# the runtime image tags were not checked against the registry: set them to the Dynamo\n"
-                     "# release whose worker takes these flags\n",
+                     "# release whose worker takes these flags\n"
+                     "# Dynamo v1.4.0's and later releases' templates write nvidia.com/v1beta1 (spec.components), not\n"
+                     "# this v1alpha1 spec.services: for those, check that the operator still serves v1alpha1\n",
                      frameworks[inner], engine_versions[inner]);
+    /* The v1beta1 line: https://docs.nvidia.com/dynamo/v1.4.0/recipes/kubernetes-templates/dgd/tensor-rt-llm.md
+     * (its manifests from the v1.4.0 tag) writes nvidia.com/v1beta1 with spec.components; so do
+     * v1.4.2's, v1.5.1's and v1.6.0's template pages (tests/data/engine-options/dynamo-*.txt). */
     /* Dynamo's release artifacts pages list each tensorrtllm-runtime image's TensorRT-LLM: 1.2.0rc6 to
      * 1.3.0rc19 pre-releases (Dynamo 0.8.1 to 1.3.0), never 1.0.0, the release these keys were
      * checked against: the file says so rather than imply the image takes exactly these keys */

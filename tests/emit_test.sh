@@ -137,6 +137,10 @@ check "dsv3 dynamo-vllm: the prefill worker passes --disaggregation-mode prefill
     test "$(y $v "' '.join(d['spec']['services']['VllmPrefillWorker']['extraPodSpec']['mainContainer']['args'])" | grep -o -- '--disaggregation-mode prefill')" = "--disaggregation-mode prefill"
 check "dsv3 dynamo-vllm: no worker passes the deprecated --is-prefill-worker" \
     test -z "$(grep -- '--is-prefill-worker' $v)"
+# the deployment is v1alpha1 (spec.services); Dynamo v1.4.0+ templates write v1beta1, and the file
+# says so rather than imply any release takes it as written
+check "dsv3 dynamo-vllm: apiVersion nvidia.com/v1alpha1, and the header names the v1beta1 releases" \
+    test "$(y $v "d['apiVersion']")" = nvidia.com/v1alpha1 -a -n "$(grep '^# Dynamo v1.4.0.*nvidia.com/v1beta1' $v)"
 check "dsv3 sglang router: every --prefill carries bootstrap port 8998" \
     test "$(grep -c -- "  --prefill .* '8998'" $s/sglang-router.sh)" = "$(json $d "d['layout']['prefill']['instances']")"
 # Dynamo over TensorRT-LLM: the role YAMLs the workers read are written beside the deployment, each
