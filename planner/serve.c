@@ -2,6 +2,7 @@
 #include "serve.h"
 
 #include "graph.h"
+#include "batch_queue.h"
 #include "lengths.h"
 #include "prefill_chain.h"
 #include "queueing.h"
@@ -50,9 +51,14 @@ static int compare_weighted(const void *a, const void *b)
 }
 
 /* Bins `n` weighted values (weights summing to 1) into at most `most`: equal values merged, then,
- * when more remain, each value in the bin of equal weight its cumulative midpoint falls in; a bin
- * at its weighted mean. Returns the bins. `items` is sorted in place. */
-static int64_t bin_lengths(struct weighted *items, int64_t n, int64_t most, double *value, double *weight)
+ * when more remain, each value in the bin its cumulative midpoint falls in, the bins of equal
+ * weight or, given `cuts` (most increasing shares, the last 1), bin i up to cuts[i]; a bin at its
+ * weighted mean. Returns the bins (those with weight). `items` is sorted in place. */
+const double serve_prompt_tail_cuts[SERVE_PROMPT_TAIL_BINS] = {0.1,  0.2,  0.3,  0.4,  0.5,  0.6,   0.7,   0.8,
+                                                                0.86, 0.9, 0.94, 0.96, 0.98, 0.99, 0.995, 1};
+
+static int64_t bin_lengths(struct weighted *items, int64_t n, int64_t most, const double *cuts, double *value,
+                           double *weight)
 {
     qsort(items, (size_t)n, sizeof *items, compare_weighted);
     int64_t distinct = 0;
@@ -66,6 +72,9 @@ static int64_t bin_lengths(struct weighted *items, int64_t n, int64_t most, doub
         int64_t to;
         if (distinct <= most)
             to = items[i].value != last ? ++b : b;
+        else if (cuts) /* the first bin whose cut is above the item's middle share */
+            for (to = 0; to < most - 1 && below + items[i].weight / 2 >= cuts[to]; to++)
+                ;
         else
             to = (int64_t)fmin((double)most - 1, floor((below + items[i].weight / 2) * (double)most));
         last = items[i].value;
@@ -101,10 +110,12 @@ void serve_workload_set_lengths(struct serve_workload *w, const struct length_mi
         held += p * out * (in + out);
         items[i] = (struct weighted){out, p};
     }
-    s->bins = bin_lengths(items, m->count, SERVE_LENGTH_BINS, s->osl, s->osl_weight);
+    s->bins = bin_lengths(items, m->count, SERVE_LENGTH_BINS, NULL, s->osl, s->osl_weight);
     for (int64_t i = 0; i < m->count; i++)
         items[i] = (struct weighted){(double)m->classes[i].isl, m->classes[i].weight / total};
-    s->prompt_bins = bin_lengths(items, m->count, SERVE_PROMPT_BINS, s->isl, s->isl_weight);
+    s->prompt_bins = bin_lengths(items, m->count, SERVE_PROMPT_BINS, NULL, s->isl, s->isl_weight);
+    s->prompt_tail_bins =
+        bin_lengths(items, m->count, SERVE_PROMPT_TAIL_BINS, serve_prompt_tail_cuts, s->isl_tail, s->isl_tail_weight);
     free(items);
     s->isl_second_moment = isl2;
     s->decode_context = (int64_t)llround(decode / osl);
@@ -334,6 +345,13 @@ static int64_t output_bins(const struct serve_workload *w, double *osl, double *
 static int64_t prompt_bins(const struct serve_workload *w, double *isl, double *weight)
 {
     return length_bins(w->lengths.prompt_bins, w->lengths.isl, w->lengths.isl_weight, w->isl, isl, weight);
+}
+
+/* The prompt bins finer toward the longest (serve_lengths; room for SERVE_PROMPT_TAIL_BINS). */
+static int64_t prompt_tail_bins(const struct serve_workload *w, double *isl, double *weight)
+{
+    return length_bins(w->lengths.prompt_tail_bins, w->lengths.isl_tail, w->lengths.isl_tail_weight, w->isl, isl,
+                       weight);
 }
 
 /* prompt_bins as the tokens a prompt computes (the prefix cache's share taken off). */
@@ -1759,8 +1777,35 @@ bool serve_prefill_instance(const struct serve_pool *pool, const struct graph_su
         return false;
     p.step_s = p.point.step_s;
     p.requests_per_s = (double)prompts / p.step_s;
+    /* the batch's time by size only where the pool's chain reads it (Poisson arrivals) */
+    p.batch_points = w->arrivals != SERVE_POISSON ? 1
+                     : prompts < SERVE_PREFILL_BATCH_POINTS ? (int)prompts
+                                                           : SERVE_PREFILL_BATCH_POINTS;
+    for (int i = 0; i < p.batch_points; i++) {
+        int64_t k = p.batch_points == 1 ? prompts : 1 + (prompts - 1) * i / (p.batch_points - 1);
+        struct roof_point at;
+        if (k == prompts)
+            at = p.point;
+        else
+            serve_prefill_step(pool, g, l, w, k, &at);
+        p.batch_prompts[i] = k;
+        p.batch_times_s[i] = at.step_s;
+    }
     *out = p;
     return true;
+}
+
+/* A prefill batch of k prompts (1 <= k <= the instance's batch, fractional between): its time,
+ * linear between the kept counts. */
+static double prefill_batch_s(const struct serve_instance *p, double k)
+{
+    int i = 1;
+    while (i < p->batch_points - 1 && (double)p->batch_prompts[i] < k)
+        i++;
+    if (p->batch_points == 1)
+        return p->batch_times_s[0];
+    double k0 = (double)p->batch_prompts[i - 1], k1 = (double)p->batch_prompts[i];
+    return p->batch_times_s[i - 1] + (p->batch_times_s[i] - p->batch_times_s[i - 1]) * (k - k0) / (k1 - k0);
 }
 
 /* Devices that hold one sequence's KV: its DP rank's TP group (GQA splits it by KV heads; an MLA
@@ -1800,25 +1845,90 @@ static void decode_tpot(const struct serve_workload *w, const struct serve_insta
     tpot_tail(w, &d->occupancy, NULL, true, target_only, at, mean_s);
 }
 
-/* A disaggregated point's TTFT at the levels: the wait for one of x prefill instances, each
- * serving 1 / r_p seconds a request (its batch's time over its prompts), then its batch S_p and the
- * KV's transfer. False when the pool cannot keep up. */
+/* A prompt of isl tokens (mean isl_mean) in a prefill batch of k prompts: the batch's time at
+ * mean lengths, in proportion to the batch's tokens with this prompt's own. */
+static double own_batch_s(const struct serve_instance *prefill, double k, double isl, double isl_mean)
+{
+    double scale = isl_mean > 0 && k >= 1 ? ((k - 1) * isl_mean + isl) / (k * isl_mean) : 1;
+    return prefill_batch_s(prefill, k) * scale;
+}
+
+/* Under Poisson arrivals the pool's wait, round-robin over its instances (batch_queue.h): a
+ * batch's time by size, a length mix spreading it (k prompts' tokens at their mean, varying as
+ * the sum of k: the prompt bins drawn in to the mean by sqrt(k)), and each prompt's own batch
+ * from the chain. False when an instance cannot keep up. */
+static bool round_robin_ttft(const struct serve_workload *w, const struct serve_instance *prefill, double transfer_s,
+                             double arrivals_per_s, int64_t instances, struct ttft_mix *mix, double *wait_s)
+{
+    double isl[SERVE_PROMPT_BINS], weight[SERVE_PROMPT_BINS], mean = (double)w->isl;
+    int64_t bins = prompt_bins(w, isl, weight), b = prefill->batch;
+    int atoms = (int)bins;
+    double *times = xmalloc((size_t)(b * atoms) * sizeof *times);
+    double *chances = xmalloc((size_t)(b * atoms) * sizeof *chances);
+    for (int64_t k = 1; k <= b; k++) {
+        double full = prefill_batch_s(prefill, (double)k);
+        for (int r = 0; r < atoms; r++) {
+            double drawn_in = mean + (isl[r] - mean) / sqrt((double)k);
+            times[(k - 1) * atoms + r] = full * (mean > 0 ? drawn_in / mean : 1);
+            chances[(k - 1) * atoms + r] = weight[r];
+        }
+    }
+    struct batch_queue_input in = {.arrivals_per_s = arrivals_per_s, .instances = instances, .batch = b,
+                                   .atoms = atoms, .batch_s = times, .batch_weight = chances};
+    struct batch_queue_waits *waits = xmalloc(sizeof *waits);
+    bool kept_up = batch_queue_waits(&in, waits) == BATCH_QUEUE_OK;
+    if (kept_up) {
+        /* each prompt's own time at the bins finer toward the longest, which set the tail */
+        double own_isl[SERVE_PROMPT_TAIL_BINS], own_weight[SERVE_PROMPT_TAIL_BINS];
+        int64_t own_bins = prompt_tail_bins(w, own_isl, own_weight);
+        for (int64_t i = 0; i < waits->count; i++)
+            for (int side = 0; side < 2; side++) { /* its batch's prompts at their mean -+ their sd */
+                double own = waits->own_prompts[i] + (side ? 1 : -1) * waits->own_sd[i];
+                own = fmin(fmax(own, 1), (double)b);
+                for (int64_t j = 0; j < own_bins; j++) {
+                    double kv = mean > 0 ? own_isl[j] / mean : 1;
+                    ttft_mix_add(mix, waits->weight[i] * own_weight[j] / 2,
+                                 waits->wait_s[i] + own_batch_s(prefill, own, own_isl[j], mean) + transfer_s * kv +
+                                     w->prefix_load_s);
+                }
+            }
+        *wait_s = waits->mean_wait_s;
+    }
+    free(waits);
+    free(times);
+    free(chances);
+    return kept_up;
+}
+
+/* A disaggregated point's TTFT at the levels: under Poisson arrivals the round-robin pool's
+ * (above); otherwise the wait for one of x prefill instances, each serving 1 / r_p seconds a
+ * request (its batch's time over its prompts), then its batch S_p. Then the KV's transfer. False
+ * when the pool cannot keep up. */
 static bool disaggregated_ttft(const struct serve_workload *w, const struct serve_instance *prefill, double transfer_s,
                                double arrivals_per_s, int64_t instances, bool target_only, double *at, double *mean_s,
                                double *wait_s)
 {
+    struct queue_wait none = {0};
+    if (w->arrivals == SERVE_POISSON && arrivals_per_s > 0) {
+        struct ttft_mix mix = {.wait = &none};
+        bool kept_up = round_robin_ttft(w, prefill, transfer_s, arrivals_per_s, instances, &mix, wait_s);
+        if (kept_up)
+            ttft_tail(w, &mix, target_only, at, mean_s);
+        ttft_mix_release(&mix);
+        return kept_up;
+    }
     struct queue_wait wait;
     if (!prefill_wait(w, arrivals_per_s, 1 / prefill->requests_per_s, instances, &wait))
         return false;
     struct ttft_mix mix = {.wait = &wait};
     /* a prompt's own batch: the b - 1 others at the mean and its own tokens, the batch's time and
      * its KV's transfer in proportion to the tokens (a length mix spreads them) */
-    double isl[SERVE_PROMPT_BINS], weight[SERVE_PROMPT_BINS], mean = (double)w->isl, b = (double)prefill->batch;
+    double isl[SERVE_PROMPT_BINS], weight[SERVE_PROMPT_BINS], mean = (double)w->isl;
     int64_t bins = prompt_bins(w, isl, weight);
     for (int64_t i = 0; i < bins; i++) {
-        double own = mean > 0 && b >= 1 ? ((b - 1) * mean + isl[i]) / (b * mean) : 1;
         double kv = mean > 0 ? isl[i] / mean : 1;
-        ttft_mix_add(&mix, weight[i], prefill->step_s * own + transfer_s * kv + w->prefix_load_s);
+        ttft_mix_add(&mix, weight[i],
+                     own_batch_s(prefill, (double)prefill->batch, isl[i], mean) + transfer_s * kv + w->prefix_load_s);
     }
     ttft_tail(w, &mix, target_only, at, mean_s);
     ttft_mix_release(&mix);
@@ -1826,27 +1936,174 @@ static bool disaggregated_ttft(const struct serve_workload *w, const struct serv
     return true;
 }
 
-/* The fewest prefill instances, from `from`, whose TTFT at the workload's percentile meets the
- * target for `arrivals_per_s`; 0 when none up to a generous bound does (an idle pool's TTFT is
- * already over it). */
-static int64_t fewest_prefill(const struct serve_workload *w, const struct serve_instance *prefill, double transfer_s,
-                              double arrivals_per_s, int64_t from)
+/* What a search learned of one prefill option at one KV transfer time, its workload fixed:
+ * with x instances, the arrivals up to met[x] meet the TTFT target and those from failed[x] on
+ * do not. TTFT rises with the arrivals and falls as instances are added, so a verdict holds for
+ * fewer arrivals or more instances (met) and for more arrivals or fewer instances (failed). From
+ * BATCH_QUEUE_PHASES instances on, the pool's chain is that of one instance at its share of the
+ * arrivals (batch_queue.h: the phases it follows no longer grow with x), so there the verdicts
+ * are kept by that share: up to met_share it meets, from failed_share on it does not. */
+struct prefill_verdicts {
+    double transfer_s;
+    int64_t room;
+    double *met, *failed; /* [x]: 0 and INFINITY where nothing is known */
+    double met_share, failed_share;
+    struct prefill_verdicts *next;
+};
+
+static void verdicts_release(struct prefill_verdicts *v)
 {
-    int64_t x = (int64_t)ceil(arrivals_per_s / prefill->requests_per_s - 1e-9);
+    while (v) {
+        struct prefill_verdicts *next = v->next;
+        free(v->met);
+        free(v->failed);
+        free(v);
+        v = next;
+    }
+}
+
+/* The verdicts kept at transfer_s in the list at *list, made when there are none. */
+static struct prefill_verdicts *verdicts_at(struct prefill_verdicts **list, double transfer_s)
+{
+    for (struct prefill_verdicts *v = *list; v; v = v->next)
+        if (v->transfer_s == transfer_s)
+            return v;
+    struct prefill_verdicts *v = xmalloc(sizeof *v);
+    *v = (struct prefill_verdicts){.transfer_s = transfer_s, .failed_share = INFINITY, .next = *list};
+    *list = v;
+    return v;
+}
+
+/* -1 when what is known decides it not, else the verdict. */
+static int verdict_known(const struct prefill_verdicts *v, double arrivals_per_s, int64_t x)
+{
+    if (!v)
+        return -1;
+    if (x >= BATCH_QUEUE_PHASES) {
+        double share = arrivals_per_s / (double)x;
+        if (share <= v->met_share)
+            return 1;
+        if (share >= v->failed_share)
+            return 0;
+    }
+    for (int64_t i = 1; i < v->room && i <= x; i++)
+        if (arrivals_per_s <= v->met[i])
+            return 1;
+    for (int64_t i = x; i < v->room; i++)
+        if (arrivals_per_s >= v->failed[i])
+            return 0;
+    return -1;
+}
+
+static void verdict_keep(struct prefill_verdicts *v, double arrivals_per_s, int64_t x, bool meets)
+{
+    if (!v)
+        return;
+    if (x >= BATCH_QUEUE_PHASES) {
+        double share = arrivals_per_s / (double)x;
+        if (meets)
+            v->met_share = fmax(v->met_share, share);
+        else
+            v->failed_share = fmin(v->failed_share, share);
+        return;
+    }
+    if (x >= v->room) {
+        int64_t room = 2 * x + 8;
+        v->met = xrealloc(v->met, (size_t)room * sizeof *v->met);
+        v->failed = xrealloc(v->failed, (size_t)room * sizeof *v->failed);
+        for (int64_t i = v->room; i < room; i++) {
+            v->met[i] = 0;
+            v->failed[i] = INFINITY;
+        }
+        v->room = room;
+    }
+    if (meets)
+        v->met[x] = fmax(v->met[x], arrivals_per_s);
+    else
+        v->failed[x] = fmin(v->failed[x], arrivals_per_s);
+}
+
+/* Whether x prefill instances keep TTFT at the workload's percentile within the target (with
+ * none, whether they keep up: at random, within BATCH_QUEUE_MOST_USE of their rate); `verdicts`
+ * (NULL: none) what is known already, and what is learnt. */
+static bool prefill_meets(const struct serve_workload *w, const struct serve_instance *prefill, double transfer_s,
+                          double arrivals_per_s, int64_t x, struct prefill_verdicts *verdicts)
+{
+    if (w->ttft_s <= 0) {
+        double rate = (double)x * prefill->requests_per_s; /* closed-loop or evenly spaced: up to it */
+        return w->arrivals == SERVE_POISSON ? arrivals_per_s <= BATCH_QUEUE_MOST_USE * rate
+                                            : arrivals_per_s <= rate * (1 + 1e-12);
+    }
+    int known = verdict_known(verdicts, arrivals_per_s, x);
+    if (known >= 0)
+        return known == 1;
+    double at[TAIL_LEVELS], mean, wait;
+    if (verdicts && x >= BATCH_QUEUE_PHASES && isfinite(verdicts->failed_share)) {
+        /* one instance's share decides it (prefill_verdicts): the share where the target stops
+         * being met, bracketed, is found by halving the bracket, to SERVE_SHARE_PRECISION */
+        double share = arrivals_per_s / (double)x;
+        for (;;) {
+            double low = verdicts->met_share, high = verdicts->failed_share;
+            if (share <= low || share >= high)
+                return share <= low;
+            if (high - low <= SERVE_SHARE_PRECISION * high)
+                return share <= (low + high) / 2;
+            double middle = (low + high) / 2, pool = middle * (double)x;
+            bool meets = disaggregated_ttft(w, prefill, transfer_s, pool, x, true, at, &mean, &wait) &&
+                         at[SERVE_PERCENTILES] <= w->ttft_s * (1 + 1e-12);
+            verdict_keep(verdicts, pool, x, meets);
+        }
+    }
+    bool meets = disaggregated_ttft(w, prefill, transfer_s, arrivals_per_s, x, true, at, &mean, &wait) &&
+                 at[SERVE_PERCENTILES] <= w->ttft_s * (1 + 1e-12);
+    verdict_keep(verdicts, arrivals_per_s, x, meets);
+    return meets;
+}
+
+/* The fewest prefill instances, from `from` to `most` (-1: up to twice those that keep up, and
+ * 64 more), whose TTFT at the workload's percentile meets the target for `arrivals_per_s`; 0
+ * when none does (an idle pool's TTFT is already over it). TTFT falls as instances are added,
+ * so the first that meets it is found by doubling the step from the last that does not, then
+ * halving the gap. */
+static int64_t fewest_prefill(const struct serve_workload *w, const struct serve_instance *prefill, double transfer_s,
+                              double arrivals_per_s, int64_t from, int64_t most, struct prefill_verdicts *verdicts)
+{
+    double most_use = w->arrivals != SERVE_POISSON ? 1
+                      : w->ttft_s > 0                ? SERVE_PREFILL_TARGET_USE
+                                                     : BATCH_QUEUE_MOST_USE;
+    int64_t x = (int64_t)ceil(arrivals_per_s / (most_use * prefill->requests_per_s) - 1e-9);
     if (x < from)
         x = from;
     if (x < 1)
         x = 1;
-    for (int64_t last = 2 * x + 64; x <= last; x++) {
-        double at[TAIL_LEVELS], mean, wait;
-        if (!disaggregated_ttft(w, prefill, transfer_s, arrivals_per_s, x, true, at, &mean, &wait))
-            continue;
-        if (w->ttft_s <= 0 || at[SERVE_PERCENTILES] <= w->ttft_s * (1 + 1e-12))
-            return x;
-        if (prefill->step_s + transfer_s > w->ttft_s)
+    if (most < 0)
+        most = 2 * x + 64;
+    if (x > most)
+        return 0;
+    if (prefill_meets(w, prefill, transfer_s, arrivals_per_s, x, verdicts))
+        return x;
+    /* alike prompts evenly spaced or closed-loop take whole batches; at random a prompt's batch
+     * may hold fewer, down to itself alone */
+    if (w->arrivals != SERVE_POISSON && prefill->step_s + transfer_s > w->ttft_s)
+        return 0;
+    int64_t fails = x, meets = 0;
+    for (int64_t step = 1; meets == 0; step *= 2) {
+        int64_t next = fails + step < most ? fails + step : most;
+        if (prefill_meets(w, prefill, transfer_s, arrivals_per_s, next, verdicts))
+            meets = next;
+        else if (next == most)
             return 0;
+        else
+            fails = next;
     }
-    return 0;
+    while (meets - fails > 1) {
+        int64_t middle = fails + (meets - fails) / 2;
+        if (prefill_meets(w, prefill, transfer_s, arrivals_per_s, middle, verdicts))
+            meets = middle;
+        else
+            fails = middle;
+    }
+    return meets;
 }
 
 static double price_of(const struct serve_pool *pool, double devices)
@@ -1893,6 +2150,22 @@ static bool within_budget(const struct serve_pool *prefill, const struct serve_p
            (prefill->budget_devices <= 0 || x * n_p <= prefill->budget_devices);
 }
 
+/* The most prefill instances of n_p devices that fit the budgets beside y decode instances of n_d
+ * (0 when none do: -1 when no budget holds them). */
+static int64_t most_prefill(const struct serve_pool *prefill, const struct serve_pool *decode, int64_t n_p, int64_t y,
+                            int64_t n_d)
+{
+    if (shared_budget(prefill, decode)) {
+        if (decode->budget_devices <= 0)
+            return -1;
+        int64_t left = decode->budget_devices - y * n_d;
+        return left > 0 ? left / n_p : 0;
+    }
+    if (decode->budget_devices > 0 && y * n_d > decode->budget_devices)
+        return 0;
+    return prefill->budget_devices > 0 ? prefill->budget_devices / n_p : -1;
+}
+
 /* How many copies of x prefill and y decode instances fit the budgets (at least 1: the caller
  * has checked that one does). */
 static int64_t copies_within(const struct serve_pool *prefill, const struct serve_pool *decode, int64_t x, int64_t n_p,
@@ -1911,9 +2184,41 @@ static int64_t copies_within(const struct serve_pool *prefill, const struct serv
     return k == INT64_MAX || k < 1 ? 1 : k;
 }
 
+/* A disaggregated point's TTFT at every level, into its tail; false when the pool cannot keep up. */
+static bool disaggregated_point_ttft(const struct serve_workload *w, struct serve_point *p)
+{
+    double ttft[TAIL_LEVELS], ttft_mean;
+    if (!disaggregated_ttft(w, &p->prefill, p->kv_transfer_s, p->prefill_arrivals_per_s, p->prefill_instances, false,
+                            ttft, &ttft_mean, &p->tail.prefill_wait_s))
+        return false;
+    for (int i = 0; i < SERVE_PERCENTILES; i++)
+        p->tail.ttft_s[i] = ttft[i];
+    p->tail.ttft_mean_s = ttft_mean;
+    p->ttft_s = ttft[SERVE_PERCENTILES];
+    p->ttft_deferred = false;
+    return true;
+}
+
+/* serve_disaggregated; within a search (`verdicts` not NULL: the search's for this prefill option
+ * at this point's KV transfer time) TTFT is left to disaggregated_point_ttft where no TTFT target
+ * reads it and the pool's chain is what would be worked out (Poisson arrivals), the pool then
+ * only held to keep up (prefill_meets), and the verdicts on the target are kept. */
+static bool disaggregated_point(const struct serve_pool *prefill_pool, const struct serve_instance *prefill,
+                                const struct serve_pool *decode_pool, const struct serve_instance *decode,
+                                const struct serve_workload *w, double rate, struct prefill_verdicts *verdicts,
+                                struct serve_point *out);
+
 bool serve_disaggregated(const struct serve_pool *prefill_pool, const struct serve_instance *prefill,
                          const struct serve_pool *decode_pool, const struct serve_instance *decode,
                          const struct serve_workload *w, double rate, struct serve_point *out)
+{
+    return disaggregated_point(prefill_pool, prefill, decode_pool, decode, w, rate, NULL, out);
+}
+
+static bool disaggregated_point(const struct serve_pool *prefill_pool, const struct serve_instance *prefill,
+                                const struct serve_pool *decode_pool, const struct serve_instance *decode,
+                                const struct serve_workload *w, double rate, struct prefill_verdicts *verdicts,
+                                struct serve_point *out)
 {
     struct serve_point p = {.mode = SERVE_DISAGGREGATED, .prefill = *prefill, .decode = *decode};
     p.kv_transfer_s = serve_kv_transfer_s(prefill_pool, &prefill->layout, decode_pool, &decode->layout, w,
@@ -1921,7 +2226,7 @@ bool serve_disaggregated(const struct serve_pool *prefill_pool, const struct ser
     double r_d = decode->requests_per_s;
     if (rate > 0) {
         p.decode_instances = (int64_t)ceil(rate / r_d);
-        p.prefill_instances = fewest_prefill(w, prefill, p.kv_transfer_s, rate, 1);
+        p.prefill_instances = fewest_prefill(w, prefill, p.kv_transfer_s, rate, 1, -1, verdicts);
         if (p.prefill_instances < 1)
             return false;
         disaggregated_totals(prefill_pool, decode_pool, w, &p);
@@ -1935,15 +2240,19 @@ bool serve_disaggregated(const struct serve_pool *prefill_pool, const struct ser
         for (int64_t y = 1; y <= most; y++) {
             struct serve_point q = p;
             q.decode_instances = y;
-            /* the fewest prefill instances whose wait keeps TTFT within the target; it never
-             * falls as y grows */
-            x = fewest_prefill(w, prefill, p.kv_transfer_s, (double)y * r_d, x);
+            /* with the fewest prefill instances that keep up, x r_p >= y r_d, the pair makes at
+             * most this; a ratio that cannot beat the best so far is not worked out */
+            int64_t keep_up = (int64_t)ceil((double)y * r_d / prefill->requests_per_s - 1e-9);
+            double bound = (double)y * r_d * (double)w->osl / (double)((keep_up > x ? keep_up : x) * n_p + y * n_d);
+            if (found && bound <= best.tokens_per_s_per_device * (1 + 1e-12))
+                continue;
+            /* the fewest prefill instances whose wait keeps TTFT within the target, within the
+             * budget; it never falls as y grows, so none ends the ratios */
+            x = fewest_prefill(w, prefill, p.kv_transfer_s, (double)y * r_d, x,
+                               most_prefill(prefill_pool, decode_pool, n_p, y, n_d), verdicts);
             if (x < 1)
-                return false;
-            q.prefill_instances = x;
-            /* x never falls as y grows, so a pair over the budget ends the ratios */
-            if (!within_budget(prefill_pool, decode_pool, q.prefill_instances, n_p, y, n_d))
                 break;
+            q.prefill_instances = x;
             disaggregated_totals(prefill_pool, decode_pool, w, &q);
             if (!found || q.tokens_per_s_per_device > best.tokens_per_s_per_device * (1 + 1e-12)) {
                 best = q;
@@ -1963,13 +2272,20 @@ bool serve_disaggregated(const struct serve_pool *prefill_pool, const struct ser
         }
         p = best;
     }
-    double arrivals = rate > 0 ? rate : (double)p.decode_instances * r_d;
-    double ttft[TAIL_LEVELS], ttft_mean, tpot[TAIL_LEVELS], tpot_mean;
-    if (!disaggregated_ttft(w, prefill, p.kv_transfer_s, arrivals, p.prefill_instances, false, ttft, &ttft_mean,
-                            &p.tail.prefill_wait_s))
+    p.prefill_arrivals_per_s = rate > 0 ? rate : (double)p.decode_instances * r_d;
+    if (verdicts && w->ttft_s <= 0 && w->arrivals == SERVE_POISSON) {
+        if (!prefill_meets(w, prefill, p.kv_transfer_s, p.prefill_arrivals_per_s, p.prefill_instances, NULL))
+            return false;
+        p.ttft_deferred = true;
+    } else if (!disaggregated_point_ttft(w, &p)) {
         return false;
+    }
+    double tpot[TAIL_LEVELS], tpot_mean;
     decode_tpot(w, decode, false, tpot, &tpot_mean);
-    set_tail(ttft, ttft_mean, tpot, tpot_mean, &p);
+    for (int i = 0; i < SERVE_PERCENTILES; i++)
+        p.tail.tpot_s[i] = tpot[i];
+    p.tail.tpot_mean_s = tpot_mean;
+    p.tpot_s = tpot[SERVE_PERCENTILES];
     p.tail.sequences_mean = decode->occupancy.sequences_mean;
     p.tokens_per_s_per_user = 1 / tpot_mean;
     p.meets = (w->ttft_s <= 0 || p.ttft_s <= w->ttft_s * (1 + 1e-12)) && (w->tpot_s <= 0 || p.tpot_s <= w->tpot_s);
@@ -2377,6 +2693,7 @@ static void search_aggregated(struct search *s, const struct serve_pool *pool, c
 struct prefill_option {
     const struct candidate_layout *layout;
     struct serve_instance instance;
+    struct prefill_verdicts *verdicts; /* the search's, by KV transfer time */
 };
 
 static bool prefill_options(const struct serve_pool *pool, const struct layouts *ls, const struct serve_workload *w,
@@ -2431,7 +2748,7 @@ static double pair_rate_bound(const struct serve_pool *decode_pool, const struct
 }
 
 static void search_disaggregated(struct search *s, const struct serve_pool *decode_pool, const struct layouts *dls,
-                                 const struct serve_pool *prefill_pool, const struct prefill_option *options,
+                                 const struct serve_pool *prefill_pool, struct prefill_option *options,
                                  int64_t option_count)
 {
     const struct serve_workload *w = s->w;
@@ -2441,10 +2758,10 @@ static void search_disaggregated(struct search *s, const struct serve_pool *deco
             continue;
         struct serve_pool on = pool_on(decode_pool, c);
         /* the prefill option with the fewest device-seconds a request within the TTFT target */
-        const struct prefill_option *chosen = NULL;
+        struct prefill_option *chosen = NULL;
         double chosen_cost = INFINITY;
         for (int64_t j = 0; j < option_count; j++) {
-            const struct prefill_option *o = &options[j];
+            struct prefill_option *o = &options[j];
             if (!within_budget(prefill_pool, decode_pool, 1, o->instance.layout.devices, 1, c->layout.devices))
                 continue; /* one prefill and one decode instance must fit in the budget */
             double transfer = serve_kv_transfer_s(prefill_pool, &o->instance.layout, decode_pool, &c->layout, w, NULL);
@@ -2466,6 +2783,8 @@ static void search_disaggregated(struct search *s, const struct serve_pool *deco
         int64_t within = serve_largest_decode_batch(&on, &c->shape->graph, &c->layout, w, c->max_sequences);
         int64_t batches[SERVE_BATCH_POINTS + 2];
         int64_t count = batches_to_try(c->max_sequences, within, c->layout.dp * c->layout.pp, true, batches);
+        double transfer = serve_kv_transfer_s(prefill_pool, &chosen->instance.layout, decode_pool, &c->layout, w, NULL);
+        struct prefill_verdicts *verdicts = verdicts_at(&chosen->verdicts, transfer);
         for (int64_t b = 0; b < count; b++) {
             struct serve_instance d;
             floor = worth_working_out(s);
@@ -2475,10 +2794,10 @@ static void search_disaggregated(struct search *s, const struct serve_pool *deco
             /* the whole pools, not the instances' slices: whether a prefill and a decode instance
              * share a domain is a question about the topology */
             struct serve_point p, sized;
-            if (!serve_disaggregated(prefill_pool, &chosen->instance, decode_pool, &d, w, 0, &p))
+            if (!disaggregated_point(prefill_pool, &chosen->instance, decode_pool, &d, w, 0, verdicts, &p))
                 continue;
-            bool sizing = w->rate > 0 &&
-                          serve_disaggregated(prefill_pool, &chosen->instance, decode_pool, &d, w, w->rate, &sized);
+            bool sizing = w->rate > 0 && disaggregated_point(prefill_pool, &chosen->instance, decode_pool, &d, w,
+                                                             w->rate, verdicts, &sized);
             consider(s, &p, sizing ? &sized : NULL);
         }
     }
@@ -2645,6 +2964,54 @@ bool serve_search_best(const struct serve_pool *decode_pool, const struct serve_
     return search_with(decode_pool, prefill_pool, w, true, out);
 }
 
+/* Whether two disaggregated points put the same prompts on the same prefill pool. */
+static bool same_prefill(const struct serve_point *a, const struct serve_point *b)
+{
+    return a->prefill_instances == b->prefill_instances && a->prefill_arrivals_per_s == b->prefill_arrivals_per_s &&
+           a->kv_transfer_s == b->kv_transfer_s && a->prefill.batch == b->prefill.batch &&
+           a->prefill.step_s == b->prefill.step_s &&
+           memcmp(&a->prefill.layout, &b->prefill.layout, sizeof a->prefill.layout) == 0;
+}
+
+/* The TTFT a search deferred (disaggregated_point), worked out for the points it returns, once
+ * for each pool (the frontiers and the best repeat points). A point whose pool then does not keep
+ * up cannot occur: it was held within BATCH_QUEUE_MOST_USE (prefill_meets), where the chain
+ * solves. */
+static void ttft_worked_out(const struct serve_workload *w, struct serve_result *r)
+{
+    int64_t count = 6 + r->frontier_count + r->mode_frontier_count[0] + r->mode_frontier_count[1], n = 0, done = 0;
+    struct serve_point **points = xmalloc((size_t)count * sizeof *points);
+    struct serve_point *single[] = {&r->best, &r->near_best, &r->sized_point, &r->lowest_tpot, &r->lowest_ttft,
+                                    &r->lowest_tpot_within_ttft};
+    for (size_t i = 0; i < sizeof single / sizeof *single; i++)
+        points[n++] = single[i];
+    for (int64_t i = 0; i < r->frontier_count; i++)
+        points[n++] = &r->frontier[i];
+    for (int m = 0; m < 2; m++)
+        for (int64_t i = 0; i < r->mode_frontier_count[m]; i++)
+            points[n++] = &r->mode_frontier[m][i];
+    for (int64_t i = 0; i < n; i++) {
+        struct serve_point *p = points[i];
+        if (!p->ttft_deferred)
+            continue;
+        int64_t j = 0;
+        while (j < done && !same_prefill(points[j], p))
+            j++;
+        if (j < done) {
+            p->tail.prefill_wait_s = points[j]->tail.prefill_wait_s;
+            memcpy(p->tail.ttft_s, points[j]->tail.ttft_s, sizeof p->tail.ttft_s);
+            p->tail.ttft_mean_s = points[j]->tail.ttft_mean_s;
+            p->ttft_s = points[j]->ttft_s;
+            p->ttft_deferred = false;
+        } else {
+            disaggregated_point_ttft(w, p);
+        }
+        points[i] = points[done]; /* the worked-out points first */
+        points[done++] = p;
+    }
+    free(points);
+}
+
 static bool search_with(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
                         const struct serve_workload *w, bool best_only, struct serve_result *out)
 {
@@ -2681,6 +3048,10 @@ static bool search_with(const struct serve_pool *decode_pool, const struct serve
     ok = ok && !s.all.failed && pareto(&s.all, SERVE_BEST, &out->frontier, &out->frontier_count) &&
          pareto(&s.all, SERVE_AGGREGATED, &out->mode_frontier[0], &out->mode_frontier_count[0]) &&
          pareto(&s.all, SERVE_DISAGGREGATED, &out->mode_frontier[1], &out->mode_frontier_count[1]);
+    if (ok)
+        ttft_worked_out(w, out);
+    for (int64_t i = 0; i < option_count; i++)
+        verdicts_release(options[i].verdicts);
     free(options);
     free(s.all.items);
     layouts_release(&decode_layouts);

@@ -61,11 +61,13 @@
  *   the prefill side to those on the decode side, over scale-up when a prefill and a decode
  *   instance fit in one domain of the same topology, else over the NICs:
  *   t_kv = bytes / min(senders x link, receivers x link) + the link's latency.
- *   x prefill and y decode instances (xPyD): TTFT = W + S_p + t_kv, W the wait of an M/G/x queue
- *   of service 1 / r_p (below); for each y up to SERVE_MAX_DECODE_INSTANCES the fewest x whose
- *   TTFT at the workload's percentile meets the target is taken, and the (x, y) with the most
- *   tokens/s per device kept: tokens/s per device = y r_d osl / (x n_p + y n_d); the prefill
- *   pool's use is rho = y r_d / (x r_p).
+ *   x prefill and y decode instances (xPyD): TTFT = W + (its own batch's time) + t_kv, W the wait
+ *   for a prefill batch (below); for each y up to SERVE_MAX_DECODE_INSTANCES the fewest x whose
+ *   TTFT at the workload's percentile meets the target is taken (TTFT falls as x grows: found by
+ *   doubling, then halving, within the budget), a y whose pair cannot beat the best so far even
+ *   with the fewest x that keep up skipped, and the (x, y) with the most tokens/s per device
+ *   kept: tokens/s per device = y r_d osl / (x n_p + y n_d); the prefill pool's use is
+ *   rho = y r_d / (x r_p).
  *
  * Percentiles (serve_tail: p50, p90, p99 and the means; ttft_s and tpot_s at the workload's
  * percentile, 50 unless given, which the targets bound):
@@ -89,8 +91,16 @@
  *   and skewness of the bin's TPOT (the steps' units a compound Poisson sum, Poisson(n m / s_n)
  *   clumps of s_n = s g units, g the correlated factor above);
  *   waits: for a slot, and for a chunk budget (floor(dp C / c) prompts a step, an M/G/c queue)
- *   or a prefill instance (M/G/x), Erlang C with Allen-Cunneen's (c_a^2 + c_s^2) / 2 (exact
- *   P-K at one server), its law an atom at 0 and an exponential tail (queueing.h);
+ *   or, closed-loop or evenly spaced, a prefill instance (M/G/x of service 1 / r_p, a prompt's own
+ *   batch a full one of b), Erlang C with Allen-Cunneen's (c_a^2 + c_s^2) / 2 (exact P-K at one
+ *   server), its law an atom at 0 and an exponential tail (queueing.h);
+ *   disaggregated under Poisson arrivals, the router sending the requests to the x prefill
+ *   instances in turn (round-robin) and each instance taking what waits, up to b prompts, the
+ *   wait and the prompts of its own batch from batch_queue.h's chain (exact for one instance):
+ *   a batch of k prompts takes S_p(k) (kept at SERVE_PREFILL_BATCH_POINTS counts, linear
+ *   between; a length mix spreads it, the sum of k prompts drawn in to the mean by sqrt(k)),
+ *   a prompt's own time S_p(K) ((K - 1) isl + its own tokens) / (K isl) at its batch's K (mean
+ *   -+ sd) and at the prompt bins finer toward the longest (serve_lengths), plus t_kv;
  *   TTFT's quantiles those of the wait after the own times, weighted atoms over the length-biased
  *   step (its lognormal law cut at 0.3, 0.6, 0.85, 0.95, 0.985, 0.995, 0.999, finer toward the
  *   tail that p99 reads; a length mix at 0.7, 0.95, 0.995), the share waited and K. A search that
@@ -107,10 +117,8 @@
  *   a step than its grid follows) the laws above stand.
  * Not modelled: retries, priorities, preemption, a wait for a free decode slot (at the KV cap),
  * the variation of accepted drafts, a rate-sized decode instance below its planned batch, and a
- * prefill pool's partial batches (a free instance takes what waits, often fewer than b prompts,
- * for nearly a full batch's time under data-parallel attention: the pool is busier and its
- * TTFT longer than the M/G/x above says; DeepSeek-V3 on GB200, README: 13-23% below a
- * simulation).
+ * router that balances the prefill instances by load (round-robin is Dynamo's default; joining
+ * the shortest queue shares them better where a batch costs little fixed time).
  *
  * The budget (serve_pool.budget_devices, B; 0: none): the most devices the whole deployment
  * may use, every replica and both pools counted (on one topology x n_p + y n_d <= B; a prefill
@@ -188,13 +196,18 @@ extern const double serve_percentile_levels[SERVE_PERCENTILES];
 /* A length mix as the tails read it (serve_workload_set_lengths): its classes binned by output
  * length and, apart, by prompt length, each bin at its weighted mean length (exact while a mix
  * has at most SERVE_LENGTH_BINS distinct lengths), and the moments the means need. bins 0: every
- * request isl and osl. */
+ * request isl and osl. The prompts are binned twice: in even shares, and in shares finer toward
+ * the longest (serve_prompt_tail_cuts: the last bin the longest 0.5%), for a disaggregated
+ * prompt's TTFT, whose p99 the longest prompts set. */
 #define SERVE_LENGTH_BINS 32
 #define SERVE_PROMPT_BINS 8
+#define SERVE_PROMPT_TAIL_BINS 16
+extern const double serve_prompt_tail_cuts[SERVE_PROMPT_TAIL_BINS];
 struct serve_lengths {
-    int64_t bins, prompt_bins;
+    int64_t bins, prompt_bins, prompt_tail_bins;
     double osl[SERVE_LENGTH_BINS], osl_weight[SERVE_LENGTH_BINS];
     double isl[SERVE_PROMPT_BINS], isl_weight[SERVE_PROMPT_BINS];
+    double isl_tail[SERVE_PROMPT_TAIL_BINS], isl_tail_weight[SERVE_PROMPT_TAIL_BINS];
     double isl_second_moment;   /* E[isl^2] */
     int64_t decode_context;     /* E[osl (isl + osl / 2)] / E[osl]: the KV a decode token attends to */
     int64_t held_context;       /* E[osl (isl + osl)] / E[osl]: the KV a sequence in flight reserves */
@@ -255,6 +268,20 @@ struct serve_occupancy {
     double idle_probability; /* that no sequence is in flight (Poisson: pi(0); else 0) */
 };
 
+/* Under Poisson arrivals a prefill batch's time is kept at this many prompt counts from 1 to the
+ * batch (all of them when fewer), for the pool's queue (batch_queue.h), linear between; else at
+ * the batch alone. */
+#define SERVE_PREFILL_BATCH_POINTS 8
+/* Under Poisson arrivals and a TTFT target, the fewest prefill instances are sought from those
+ * that keep the pool at most this busy (of what full batches serve): beyond it a prompt waits
+ * many batches (M/D/1 at 0.97: 16 services on average), which no TTFT target a deployment is
+ * planned for allows, and the pool's chain is long to work out. */
+#define SERVE_PREFILL_TARGET_USE 0.97
+/* From BATCH_QUEUE_PHASES prefill instances on, whether the pool meets a TTFT target is decided by
+ * one instance's share of the arrivals, the share where it stops being found to this relative
+ * precision within a search (a share within it of that edge is taken by its side of the middle). */
+#define SERVE_SHARE_PRECISION 1e-4
+
 struct serve_instance {
     struct layout layout;
     struct serve_occupancy occupancy; /* decode: at the instance's own served rate */
@@ -262,6 +289,9 @@ struct serve_instance {
     double step_s;         /* a step, or a prefill batch */
     double requests_per_s; /* one instance */
     struct roof_point point; /* the step's terms */
+    int batch_points;      /* prefill: a batch of batch_prompts[i] prompts takes batch_times_s[i] */
+    int64_t batch_prompts[SERVE_PREFILL_BATCH_POINTS];
+    double batch_times_s[SERVE_PREFILL_BATCH_POINTS];
 };
 
 /* A point's times at serve_percentile_levels and their means; ttft_s and tpot_s in serve_point are
@@ -291,6 +321,10 @@ struct serve_point {
     double cost_per_mtok;            /* USD per million output tokens; 0: a price unknown */
     double joules_per_token;         /* 0: a power unknown */
     bool meets;                      /* within both targets */
+    double prefill_arrivals_per_s;   /* disaggregated: the requests/s into the prefill pool */
+    bool ttft_deferred;              /* within a search only: TTFT not yet worked out (no TTFT
+                                      * target, so nothing the search decides reads it); every
+                                      * point a search returns has it */
 };
 
 struct serve_result {

@@ -154,6 +154,12 @@ struct sim {
     int64_t issued;           /* closed loop: requests sent so far, in arrival order */
     struct inst *inst;        /* closed loop: every instance with a client */
     struct heap events;       /* closed loop: instances by their next event, then index */
+    /* closed loop, disaggregated: each prefill server's next request (its own, j mod x = server)
+     * and when it is free; `pool` holds the servers whose next request has been sent, by when
+     * their next batch starts */
+    int64_t *server_next;
+    double *server_free_s;
+    struct heap pool;
     int64_t max_decoding, steps, batches;
 };
 
@@ -184,6 +190,10 @@ static void issue(struct sim *s, int64_t instance, double at_s)
         struct inst *in = &s->inst[instance];
         in->queue[in->count++ % in->cap] = s->issued;
         wake(s, instance, at_s);
+    } else {
+        int64_t server = s->issued % s->c->prefill_instances;
+        if (s->server_next[server] == s->issued) /* the server was waiting for it */
+            heap_push(&s->pool, fmax(s->server_free_s[server], at_s), server);
     }
     s->issued++;
 }
@@ -308,15 +318,16 @@ static enum sim_status run_instance(struct sim *s, struct inst *in, bool prefill
     return SIM_OK;
 }
 
-/* A prefill batch from request q on: the requests before `limit` that have arrived by `by_s`, in
- * order, while their computed tokens total at most prefill_batch_tokens (always one). Returns
- * how many, their tokens into *tokens. */
-static int64_t prefill_batch(const struct sim *s, int64_t q, int64_t limit, double by_s, int64_t *tokens)
+/* A prefill batch of one server's requests, q, q + stride, ... (round-robin: the server's own
+ * queue), those before `limit` that have arrived by `by_s`, in order, while their computed tokens
+ * total at most prefill_batch_tokens (always one). Returns how many, their tokens into *tokens. */
+static int64_t prefill_batch(const struct sim *s, int64_t q, int64_t stride, int64_t limit, double by_s,
+                             int64_t *tokens)
 {
     int64_t prompts = 0;
     *tokens = 0;
-    while (q + prompts < limit && s->req[q + prompts].arrival_s <= by_s) {
-        int64_t more = s->info[s->req[q + prompts].cls].computed;
+    for (int64_t j = q; j < limit && s->req[j].arrival_s <= by_s; j += stride) {
+        int64_t more = s->info[s->req[j].cls].computed;
         if (prompts > 0 && *tokens + more > s->c->prefill_batch_tokens)
             break;
         *tokens += more;
@@ -325,31 +336,36 @@ static int64_t prefill_batch(const struct sim *s, int64_t q, int64_t limit, doub
     return prompts;
 }
 
-/* The prefill pool: batches in arrival order, each on the server free longest (simulate.h). */
+/* Ends a batch of `prompts` of a server's requests from q (stride apart) at end_s: each prompt's
+ * first token and its KV's arrival at the decode side. */
+static void prefill_done(struct sim *s, int64_t q, int64_t stride, int64_t prompts, double end_s)
+{
+    s->batches++;
+    for (int64_t i = 0, j = q; i < prompts; i++, j += stride) {
+        struct request *r = &s->req[j];
+        r->ready_s = r->first_s = end_s + s->c->kv_transfer_s;
+        if (!s->closed && s->info[r->cls].decode_steps == 0)
+            complete(s, r, r->first_s);
+    }
+}
+
+/* The prefill pool, open loop: request j to server j mod x, each server its own queue in batches
+ * (simulate.h); the servers never interact, so each runs alone. */
 static enum sim_status run_prefill(struct sim *s)
 {
-    const struct sim_config *c = s->c;
-    struct heap *h = &s->heap; /* servers by the time each is free, then index */
-    h->n = 0;
-    for (int64_t i = 0; i < c->prefill_instances; i++)
-        heap_push(h, 0, i);
-    for (int64_t q = 0; q < s->total;) {
-        struct heap_entry server = heap_pop(h);
-        double start_s = fmax(server.key, s->req[q].arrival_s);
-        int64_t tokens, prompts = prefill_batch(s, q, s->total, start_s, &tokens);
-        double d_s = s->t->prefill_s(s->t->context, prompts, tokens);
-        if (!isfinite(d_s) || d_s < 0)
-            return SIM_BAD_TIME;
-        double end_s = start_s + d_s;
-        heap_push(h, end_s, server.id);
-        s->batches++;
-        for (int64_t j = q; j < q + prompts; j++) {
-            struct request *r = &s->req[j];
-            r->ready_s = r->first_s = end_s + c->kv_transfer_s;
-            if (s->info[r->cls].decode_steps == 0)
-                complete(s, r, r->first_s);
+    const int64_t x = s->c->prefill_instances;
+    for (int64_t server = 0; server < x && server < s->total; server++) {
+        double free_s = 0;
+        for (int64_t q = server; q < s->total;) {
+            double start_s = fmax(free_s, s->req[q].arrival_s);
+            int64_t tokens, prompts = prefill_batch(s, q, x, s->total, start_s, &tokens);
+            double d_s = s->t->prefill_s(s->t->context, prompts, tokens);
+            if (!isfinite(d_s) || d_s < 0)
+                return SIM_BAD_TIME;
+            free_s = start_s + d_s;
+            prefill_done(s, q, x, prompts, free_s);
+            q += prompts * x;
         }
-        q += prompts;
     }
     return SIM_OK;
 }
@@ -367,12 +383,16 @@ static enum sim_status run_closed(struct sim *s)
     s->inst = calloc((size_t)active, sizeof *s->inst);
     int64_t *queues = malloc((size_t)clients * sizeof *queues);
     struct heap_entry *decode = malloc((size_t)clients * sizeof *decode);
-    struct heap joins = {malloc((size_t)clients * sizeof *joins.e), 0}, pool = {NULL, 0};
+    struct heap joins = {malloc((size_t)clients * sizeof *joins.e), 0};
     s->events = (struct heap){malloc((size_t)active * sizeof *s->events.e), 0};
-    if (servers)
-        pool.e = malloc(servers * sizeof *pool.e);
+    if (servers) {
+        s->pool.e = malloc(servers * sizeof *s->pool.e);
+        s->server_next = malloc(servers * sizeof *s->server_next);
+        s->server_free_s = calloc(servers, sizeof *s->server_free_s);
+    }
     enum sim_status status = SIM_NO_MEMORY;
-    if (!s->inst || !queues || !decode || !joins.e || !s->events.e || (servers && !pool.e))
+    if (!s->inst || !queues || !decode || !joins.e || !s->events.e ||
+        (servers && (!s->pool.e || !s->server_next || !s->server_free_s)))
         goto done;
     status = SIM_OK;
     /* instance j's clients: those of the first `clients` requests with i mod d = j */
@@ -382,14 +402,14 @@ static enum sim_status run_closed(struct sim *s)
         offset += n;
     }
     for (size_t i = 0; i < servers; i++)
-        heap_push(&pool, 0, (int64_t)i);
+        s->server_next[i] = (int64_t)i;
     for (int64_t i = 0; i < clients; i++)
         issue(s, i % d, 0);
-    int64_t q = 0; /* the first request not yet in a prefill batch */
+    const int64_t x = (int64_t)servers;
     for (;;) {
         double join_s = joins.n > 0 ? joins.e[0].key : INFINITY;
         double step_s = s->events.n > 0 ? s->events.e[0].key : INFINITY;
-        double batch_s = servers && q < s->issued ? fmax(pool.e[0].key, s->req[q].arrival_s) : INFINITY;
+        double batch_s = s->pool.n > 0 ? s->pool.e[0].key : INFINITY;
         if (join_s == INFINITY && step_s == INFINITY && batch_s == INFINITY)
             break;
         if (join_s <= step_s && join_s <= batch_s) {
@@ -418,22 +438,23 @@ static enum sim_status run_closed(struct sim *s)
                 in->scheduled = false;
             }
         } else {
-            struct heap_entry server = heap_pop(&pool);
+            struct heap_entry server = heap_pop(&s->pool);
+            int64_t q = s->server_next[server.id];
             /* every request sent so far has arrived */
-            int64_t tokens, prompts = prefill_batch(s, q, s->issued, INFINITY, &tokens);
+            int64_t tokens, prompts = prefill_batch(s, q, x, s->issued, INFINITY, &tokens);
             double d_s = s->t->prefill_s(s->t->context, prompts, tokens);
             if (!isfinite(d_s) || d_s < 0) {
                 status = SIM_BAD_TIME;
                 goto done;
             }
-            heap_push(&pool, batch_s + d_s, server.id);
-            s->batches++;
-            for (int64_t j = q; j < q + prompts; j++) {
-                struct request *r = &s->req[j];
-                r->ready_s = r->first_s = batch_s + d_s + c->kv_transfer_s;
-                heap_push(&joins, r->ready_s, j);
-            }
-            q += prompts;
+            double end_s = batch_s + d_s;
+            prefill_done(s, q, x, prompts, end_s);
+            for (int64_t i = 0, j = q; i < prompts; i++, j += x)
+                heap_push(&joins, s->req[j].ready_s, j);
+            s->server_free_s[server.id] = end_s;
+            s->server_next[server.id] = q + prompts * x;
+            if (s->server_next[server.id] < s->issued)
+                heap_push(&s->pool, fmax(end_s, s->req[s->server_next[server.id]].arrival_s), server.id);
         }
     }
     assert(s->issued == s->total);
@@ -443,7 +464,9 @@ done:
     free(decode);
     free(joins.e);
     free(s->events.e);
-    free(pool.e);
+    free(s->pool.e);
+    free(s->server_next);
+    free(s->server_free_s);
     return status;
 }
 

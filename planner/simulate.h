@@ -42,13 +42,15 @@
  * completes at the end of its M-th decode step, M = ceil((osl - 1) / tokens_per_step) (computed
  * less a relative 1e-12 so that 999 / 1.85 is 540, not 541), releasing its slot and KV then.
  * osl = 1: done at the first token.
- * Disaggregated (SIM_DISAGGREGATED): prefill_instances servers share one FCFS queue. A server
- * that is free (the one free longest, then the lowest index) takes the waiting prompts in order
- * while their computed tokens total at most prefill_batch_tokens (always at least one prompt);
- * the batch takes prefill_s(prompts, tokens). Each prompt's first token counts kv_transfer_s after
- * the batch ends (TTFT = batch end + kv_transfer_s - arrival), when the request joins its decode
- * instance, waiting FCFS there for a slot and KV as above, and decodes osl - 1 tokens in steps
- * whose prefill_tokens is 0, from the first step that starts after it joins.
+ * Disaggregated (SIM_DISAGGREGATED): the router sends the requests to the prefill_instances
+ * servers in turn, request j (in arrival order, from 0) to server j mod prefill_instances (round-
+ * robin, Dynamo's default routing), and each server keeps its own FCFS queue: free and with
+ * prompts waiting, it takes them in order while their computed tokens total at most
+ * prefill_batch_tokens (always at least one prompt); the batch takes prefill_s(prompts,
+ * tokens). Each prompt's first token counts kv_transfer_s after the batch ends (TTFT = batch end
+ * + kv_transfer_s - arrival), when the request joins its decode instance, waiting FCFS there for
+ * a slot and KV as above, and decodes osl - 1 tokens in steps whose prefill_tokens is 0, from
+ * the first step that starts after it joins.
  *
  * Measures. TPOT of a request = (completion - first token) / (osl - 1), for osl > 1 only
  * (MLPerf's convention; a request of osl 1 has a TTFT and no TPOT). Percentiles by nearest rank:
@@ -76,10 +78,11 @@
  * and O(1) a step, amortised (the decoding sequences' context sum is kept from integer step
  * indices, their completions in a binary min-heap keyed by the instance's step index at which
  * each completes, and a step visits only the prompts whose chunks it carries),
- * and O(log prefill_instances) a prefill batch (the servers in a heap too). Closed adds
- * O(log decode_instances) a step and O(log N) a request (the instances' next events and the
- * joins in heaps). Memory is O(N): about 100 bytes a request; closed adds about 160 bytes an
- * instance with a client and 40 bytes a client.
+ * and O(1) a prefill prompt (open loop: each server's requests are every x-th). Closed adds
+ * O(log decode_instances) a step, O(log N) a request and O(log prefill_instances) a prefill
+ * batch (the instances' next events, the joins and the servers whose next request has been sent
+ * in heaps). Memory is O(N): about 100 bytes a request; closed adds about 160 bytes an instance
+ * with a client, 40 bytes a client and 32 bytes a prefill server.
  */
 #ifndef RACKPLAN_SIMULATE_H
 #define RACKPLAN_SIMULATE_H

@@ -1,0 +1,523 @@
+/* batch_queue.c: the wait at a round-robin prefill pool (batch_queue.h has the model). */
+#include "batch_queue.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Poisson(mean) chances of 0 .. most into p, from the mode outwards (no underflow at large means
+ * before the tails do); what lies above `most` is left out (the caller lumps it). */
+static void poisson_law(double mean, int64_t most, double *p)
+{
+    if (mean <= 0) {
+        p[0] = 1;
+        for (int64_t n = 1; n <= most; n++)
+            p[n] = 0;
+        return;
+    }
+    int64_t mode = (int64_t)floor(mean);
+    if (mode > most)
+        mode = most;
+    p[mode] = exp(-mean + (double)mode * log(mean) - lgamma((double)mode + 1));
+    for (int64_t n = mode; n > 0; n--)
+        p[n - 1] = p[n] * (double)n / mean;
+    for (int64_t n = mode; n < most; n++)
+        p[n + 1] = p[n] * mean / (double)(n + 1);
+}
+
+/* The most events worth following in a window of `mean` events: mean + 9 sd + 6 (the chance
+ * beyond is below 1e-13 at every mean). */
+static int64_t events_most(double mean)
+{
+    return (int64_t)ceil(mean + 9 * sqrt(mean) + 6);
+}
+
+struct batch_law {
+    int64_t most;    /* events followed in a batch of this time */
+    double *events;  /* Poisson(nu t) chances of 0 .. most, the rest lumped into most */
+    double *reached; /* P(N(u) >= n) at u = s t / BATCH_QUEUE_SHARES: [s (most + 1) + n] */
+};
+
+struct work {
+    const struct batch_queue_input *in;
+    int64_t x, m, b, sizes; /* sizes: batch sizes with laws, min(b, N) */
+    double nu, per_instance, full_mean_s, full_sd_s;
+    struct batch_law *laws; /* [(k - 1) atoms + r] */
+};
+
+static double batch_s(const struct work *w, int64_t k, int r)
+{
+    return w->in->batch_s[(k - 1) * w->in->atoms + r];
+}
+
+static double batch_weight(const struct work *w, int64_t k, int r)
+{
+    return w->in->batch_weight[(k - 1) * w->in->atoms + r];
+}
+
+static double longest_s(const struct work *w, int64_t k)
+{
+    double longest = 0;
+    for (int r = 0; r < w->in->atoms; r++)
+        if (batch_weight(w, k, r) > 0)
+            longest = fmax(longest, batch_s(w, k, r));
+    return longest;
+}
+
+/* The most arrivals an instance sees in a batch of t seconds, mean + 8 sd (at least 1). */
+static int64_t arrivals_most(const struct work *w, double t)
+{
+    double mean = w->per_instance * t;
+    return (int64_t)ceil(mean + 8 * sqrt(mean) + 1);
+}
+
+static bool laws_make(struct work *w)
+{
+    int atoms = w->in->atoms;
+    w->laws = calloc((size_t)(w->sizes * atoms), sizeof *w->laws);
+    if (!w->laws)
+        return false;
+    for (int64_t k = 1; k <= w->sizes; k++)
+        for (int r = 0; r < atoms; r++) {
+            struct batch_law *l = &w->laws[(k - 1) * atoms + r];
+            double mean = w->nu * batch_s(w, k, r);
+            l->most = events_most(mean) + w->m;
+            l->events = malloc((size_t)(l->most + 1) * sizeof *l->events);
+            l->reached = malloc((size_t)((l->most + 1) * (BATCH_QUEUE_SHARES + 1)) * sizeof *l->reached);
+            if (!l->events || !l->reached)
+                return false;
+            for (int s = 0; s <= BATCH_QUEUE_SHARES; s++) {
+                double *reached = l->reached + s * (l->most + 1), above = 1;
+                poisson_law(mean * s / BATCH_QUEUE_SHARES, l->most, l->events);
+                for (int64_t n = 0; n <= l->most; n++) {
+                    reached[n] = above > 0 ? above : 0;
+                    above -= l->events[n];
+                }
+            }
+            double sum = 0; /* the last share's law is the batch's: its tail lumped at the top */
+            for (int64_t n = 0; n < l->most; n++)
+                sum += l->events[n];
+            l->events[l->most] = fmax(1 - sum, 0);
+        }
+    return true;
+}
+
+static void laws_free(struct work *w)
+{
+    if (w->laws)
+        for (int64_t i = 0; i < w->sizes * w->in->atoms; i++) {
+            free(w->laws[i].events);
+            free(w->laws[i].reached);
+        }
+    free(w->laws);
+    w->laws = NULL;
+}
+
+/* The chain on levels 1 .. levels, m phases each, in a band of `lower` and `upper` states. */
+struct chain {
+    int64_t levels, states, lower, upper, width;
+    double *p;   /* states x width: P[i][j] at p[i width + j - i + lower] */
+    double *out; /* the sum of row n to the states below it, as eliminated */
+    double *pi;
+};
+
+static double *at(struct chain *c, int64_t i, int64_t j)
+{
+    return &c->p[i * c->width + (j - i + c->lower)];
+}
+
+static int64_t state_of(const struct work *w, const struct chain *c, int64_t q, int64_t phase)
+{
+    if (q < 1)
+        return 0; /* idle: the next arrival starts a batch of one, (1, 0) */
+    if (q > c->levels)
+        q = c->levels;
+    return (q - 1) * w->m + phase;
+}
+
+static void chain_free(struct chain *c)
+{
+    free(c->p);
+    free(c->out);
+    free(c->pi);
+    *c = (struct chain){0};
+}
+
+/* Builds and solves the chain at `levels` levels; false when out of memory. */
+static bool chain_solve(struct work *w, int64_t levels, struct chain *c)
+{
+    const int64_t m = w->m, atoms = w->in->atoms;
+    int64_t most_up = 0;
+    for (int64_t k = 1; k <= w->sizes; k++)
+        for (int r = 0; r < atoms; r++)
+            if (w->laws[(k - 1) * atoms + r].most > most_up)
+                most_up = w->laws[(k - 1) * atoms + r].most;
+    *c = (struct chain){.levels = levels, .states = levels * m};
+    c->lower = w->sizes * m + m;
+    c->upper = (most_up / m + 1) * m + m;
+    if (c->lower > c->states)
+        c->lower = c->states;
+    if (c->upper > c->states)
+        c->upper = c->states;
+    c->width = c->lower + c->upper + 1;
+    c->p = calloc((size_t)(c->states * c->width), sizeof *c->p);
+    c->out = malloc((size_t)c->states * sizeof *c->out);
+    c->pi = malloc((size_t)c->states * sizeof *c->pi);
+    if (!c->p || !c->out || !c->pi)
+        return false;
+    for (int64_t q = 1; q <= levels; q++) {
+        int64_t k = q < w->b ? q : w->b;
+        for (int64_t phase = 0; phase < m; phase++) {
+            int64_t i = state_of(w, c, q, phase);
+            for (int r = 0; r < atoms; r++) {
+                double weight = batch_weight(w, k, r);
+                if (weight <= 0)
+                    continue;
+                const struct batch_law *l = &w->laws[(k - 1) * atoms + r];
+                /* n events: floor((phase + n) / m) arrivals, phase + n mod m after, counted along */
+                for (int64_t n = 0, arrived = 0, after = phase; n <= l->most; n++) {
+                    *at(c, i, state_of(w, c, q - k + arrived, after)) += weight * l->events[n];
+                    if (++after == m) {
+                        after = 0;
+                        arrived++;
+                    }
+                }
+            }
+        }
+    }
+    /* Grassmann-Taksar-Heyman: states eliminated from the top, each row's mass to the states
+     * below it kept as the divisor; then pi forwards from pi(0) = 1 */
+    for (int64_t n = c->states - 1; n > 0; n--) {
+        int64_t low = n - c->lower > 0 ? n - c->lower : 0, high = n - c->upper > 0 ? n - c->upper : 0;
+        double out = 0;
+        for (int64_t j = low; j < n; j++)
+            out += *at(c, n, j);
+        c->out[n] = out > 0 ? out : 1e-300;
+        for (int64_t i = high; i < n; i++) {
+            double f = *at(c, i, n);
+            if (f == 0)
+                continue;
+            f /= c->out[n];
+            double *row = at(c, i, 0), *from = at(c, n, 0);
+            for (int64_t j = low; j < n; j++)
+                row[j] += f * from[j];
+        }
+    }
+    double sum = c->pi[0] = 1;
+    for (int64_t n = 1; n < c->states; n++) {
+        int64_t high = n - c->upper > 0 ? n - c->upper : 0;
+        double in = 0;
+        for (int64_t i = high; i < n; i++)
+            in += c->pi[i] * *at(c, i, n);
+        c->pi[n] = in / c->out[n];
+        sum += c->pi[n];
+    }
+    for (int64_t n = 0; n < c->states; n++)
+        c->pi[n] /= sum;
+    return true;
+}
+
+static double top_mass(const struct work *w, const struct chain *c)
+{
+    double top = 0;
+    for (int64_t phase = 0; phase < w->m; phase++)
+        top += c->pi[state_of(w, c, c->levels, phase)];
+    return top;
+}
+
+/* E[min(c, A)] and E[min(c, A)^2], A = floor(n / m), n ~ Poisson(nu t), for c = 0 .. b - 1, on a
+ * grid of waits t: the prompts that join a waiting prompt's batch after it. */
+struct joiners {
+    int64_t points;
+    double step_s;
+    double *mean, *second; /* [point b + c] */
+};
+
+#define JOINER_POINTS 128
+
+static bool joiners_make(const struct work *w, double longest_wait_s, struct joiners *j)
+{
+    const int64_t b = w->b, m = w->m;
+    j->points = JOINER_POINTS;
+    j->step_s = longest_wait_s / (double)(JOINER_POINTS - 1);
+    j->mean = malloc((size_t)(JOINER_POINTS * b) * sizeof *j->mean);
+    j->second = malloc((size_t)(JOINER_POINTS * b) * sizeof *j->second);
+    if (!j->mean || !j->second)
+        return false;
+    double mean_most = w->nu * longest_wait_s;
+    int64_t most = events_most(mean_most);
+    if (most > (b - 1) * m + m)
+        most = (b - 1) * m + m;
+    double *p = malloc((size_t)(most + 1) * sizeof *p);
+    if (!p)
+        return false;
+    for (int64_t g = 0; g < JOINER_POINTS; g++) {
+        poisson_law(w->nu * j->step_s * (double)g, most, p);
+        /* E[min(c, A)] = sum_{a < c} P(A > a), E[min(c, A)^2] = sum_{a < c} (2 a + 1) P(A > a),
+         * P(A > a) = P(n >= (a + 1) m) */
+        double below = 0, sum = 0, second = 0;
+        int64_t n = 0;
+        j->mean[g * b] = j->second[g * b] = 0;
+        for (int64_t c = 1; c < b; c++) {
+            for (; n < c * m && n <= most; n++)
+                below += p[n];
+            sum += fmax(1 - below, 0);
+            second += (double)(2 * c - 1) * fmax(1 - below, 0);
+            j->mean[g * b + c] = sum;
+            j->second[g * b + c] = second;
+        }
+    }
+    free(p);
+    return true;
+}
+
+/* The own batch of a prompt at place `in_batch` of its batch after a wait: its mean prompts into
+ * *mean and their second moment into *second. */
+static void joiners_at(const struct joiners *j, int64_t b, int64_t in_batch, double wait_s, double *mean,
+                       double *second)
+{
+    int64_t c = b - in_batch;
+    double base = (double)in_batch;
+    if (c <= 0) {
+        *mean = base;
+        *second = base * base;
+        return;
+    }
+    double g = j->step_s > 0 ? wait_s / j->step_s : 0, f = 0;
+    int64_t low = (int64_t)g, high = low + 1;
+    if (g >= (double)(j->points - 1))
+        low = high = j->points - 1;
+    else
+        f = g - (double)low;
+    double m1 = (1 - f) * j->mean[low * b + c] + f * j->mean[high * b + c];
+    double m2 = (1 - f) * j->second[low * b + c] + f * j->second[high * b + c];
+    *mean = base + m1;
+    *second = base * base + 2 * base * m1 + m2;
+}
+
+/* log2 of a positive finite x, exact at powers of 2 and linear between (within 0.09 of it):
+ * increasing, and cheap beside log, for the bins' index. */
+static double rough_log2(double x)
+{
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    double exponent = (double)((int64_t)((bits >> 52) & 0x7ff) - 1023);
+    double fraction = (double)(bits & ((UINT64_C(1) << 52) - 1)) / 4503599627370496.0; /* 2^52 */
+    return exponent + fraction;
+}
+
+/* The waits gathered: bin 0 holds waits below `least_s`, then a grid even in rough_log2 to
+ * `top_s` (each bin about the same share wider than the one before). */
+struct bins {
+    double least_log2, step_log2;
+    double weight[BATCH_QUEUE_WAIT_BINS + 1], wait[BATCH_QUEUE_WAIT_BINS + 1], own[BATCH_QUEUE_WAIT_BINS + 1],
+        own2[BATCH_QUEUE_WAIT_BINS + 1];
+};
+
+static void bins_add(struct bins *s, double weight, double wait_s, double own, double own2)
+{
+    int64_t i = 0;
+    double position = wait_s > 0 ? (rough_log2(wait_s) - s->least_log2) / s->step_log2 : -1;
+    if (position >= 0)
+        i = position >= BATCH_QUEUE_WAIT_BINS - 1 ? BATCH_QUEUE_WAIT_BINS : 1 + (int64_t)position;
+    s->weight[i] += weight;
+    s->wait[i] += weight * wait_s;
+    s->own[i] += weight * own;
+    s->own2[i] += weight * own2;
+}
+
+/* The arrivals during the batches begun at each state: their waits into the bins. A wait depends
+ * on the batch's size and time, the arrival's place in the queue and its share of the batch, not
+ * on the state otherwise, so the chances are summed by (time atom, place, share) for each batch
+ * size first (`mass`, places to `places`), and each sum binned once. False when out of memory. */
+static bool waits_gather(const struct work *w, const struct chain *c, const struct joiners *join, struct bins *bins,
+                         double *busy_s, double *idle_s)
+{
+    const int64_t m = w->m, b = w->b, atoms = w->in->atoms, shares = BATCH_QUEUE_SHARES;
+    int64_t most_up = 0;
+    for (int64_t i = 0; i < w->sizes * atoms; i++)
+        most_up = w->laws[i].most > most_up ? w->laws[i].most : most_up;
+    const int64_t places = c->levels + most_up / m + 2;
+    double *mass = malloc((size_t)(atoms * places * shares) * sizeof *mass);
+    if (!mass)
+        return false;
+    *busy_s = *idle_s = 0;
+    for (int64_t k = 1; k <= w->sizes; k++) {
+        memset(mass, 0, (size_t)(atoms * places * shares) * sizeof *mass);
+        int64_t last = 0; /* the last place with mass */
+        for (int64_t q = k; q <= (k < b ? k : c->levels); q++) {
+            int64_t left = q - k;
+            for (int64_t phase = 0; phase < m; phase++) {
+                double pi = c->pi[state_of(w, c, q, phase)];
+                if (pi < BATCH_QUEUE_CASE_LEAST)
+                    continue;
+                for (int r = 0; r < atoms; r++) {
+                    double weight = pi * batch_weight(w, k, r);
+                    if (weight < BATCH_QUEUE_CASE_LEAST)
+                        continue;
+                    const struct batch_law *l = &w->laws[(k - 1) * atoms + r];
+                    *busy_s += weight * batch_s(w, k, r);
+                    if (left == 0) { /* no arrival: idle until the next, which starts alone */
+                        double none = 0;
+                        for (int64_t n = 0; n < m - phase && n <= l->most; n++) {
+                            none += l->events[n];
+                            *idle_s += weight * l->events[n] * (double)(m - phase - n) / w->nu;
+                        }
+                        if (none * weight >= BATCH_QUEUE_CASE_LEAST)
+                            bins_add(bins, weight * none, 0, 1, 1);
+                    }
+                    const int64_t most = l->most;
+                    const double *reached = l->reached;
+                    /* the j-th arrival in the batch, at event j m - phase, in share s when
+                     * N(s d / shares) < event <= N((s + 1) d / shares) */
+                    for (int64_t j = 1, event = m - phase; event <= most; j++, event += m) {
+                        if (weight * reached[shares * (most + 1) + event] < BATCH_QUEUE_CASE_LEAST)
+                            break;
+                        double *to = mass + (r * places + left + j) * shares;
+                        for (int64_t s = 0; s < shares; s++)
+                            to[s] += weight * (reached[(s + 1) * (most + 1) + event] - reached[s * (most + 1) + event]);
+                        last = left + j > last ? left + j : last;
+                    }
+                }
+            }
+        }
+        for (int r = 0; r < atoms; r++) {
+            double d = batch_s(w, k, r);
+            for (int64_t place = 1; place <= last; place++) {
+                int64_t before = (place - 1) / b, in_batch = place - before * b;
+                double mean = (double)before * w->full_mean_s, sd = w->full_sd_s * sqrt((double)before);
+                for (int64_t s = 0; s < shares; s++) {
+                    double chance = mass[(r * places + place) * shares + s];
+                    if (chance < BATCH_QUEUE_CASE_LEAST)
+                        continue;
+                    double rest = d * (1 - ((double)s + 0.5) / (double)shares);
+                    double own, own2;
+                    if (sd <= 0) {
+                        double wait = rest + mean;
+                        joiners_at(join, b, in_batch, wait, &own, &own2);
+                        bins_add(bins, chance, wait, own, own2);
+                        continue;
+                    }
+                    static const double spread[3] = {-1.7320508075688772, 0, 1.7320508075688772};
+                    static const double share[3] = {1.0 / 6, 2.0 / 3, 1.0 / 6};
+                    for (int g = 0; g < 3; g++) {
+                        double wait = rest + fmax(mean + spread[g] * sd, 0);
+                        joiners_at(join, b, in_batch, wait, &own, &own2);
+                        bins_add(bins, chance * share[g], wait, own, own2);
+                    }
+                }
+            }
+        }
+    }
+    free(mass);
+    return true;
+}
+
+/* The phases the chain follows at `levels` levels: the instances', as many as the elimination's
+ * work allows (levels m states x (sizes + 1) m below x (rise + 2) m above, multiply-adds). */
+static int64_t phases_within(const struct work *w, int64_t levels, int64_t rise)
+{
+    int64_t m = 1;
+    double sizes = (double)(levels < w->b ? levels : w->b);
+    while (m < w->x && m < BATCH_QUEUE_PHASES) {
+        double next = (double)(m + 1);
+        if ((double)levels * next * (sizes + 1) * next * ((double)rise + 2) * next > BATCH_QUEUE_WORK)
+            break;
+        m++;
+    }
+    return m;
+}
+
+enum batch_queue_status batch_queue_waits(const struct batch_queue_input *in, struct batch_queue_waits *out)
+{
+    if (!in || !out || !(in->arrivals_per_s > 0) || !isfinite(in->arrivals_per_s) || in->instances < 1 ||
+        in->batch < 1 || in->atoms < 1 || in->atoms > BATCH_QUEUE_ATOMS || !in->batch_s || !in->batch_weight)
+        return BATCH_QUEUE_INVALID;
+    for (int64_t i = 0; i < in->batch * in->atoms; i++)
+        if (!(in->batch_s[i] > 0) || !isfinite(in->batch_s[i]) || !(in->batch_weight[i] >= 0))
+            return BATCH_QUEUE_INVALID;
+    struct work w = {.in = in, .x = in->instances, .b = in->batch};
+    w.per_instance = in->arrivals_per_s / (double)w.x;
+    double second = 0;
+    for (int r = 0; r < in->atoms; r++) {
+        w.full_mean_s += batch_weight(&w, w.b, r) * batch_s(&w, w.b, r);
+        second += batch_weight(&w, w.b, r) * batch_s(&w, w.b, r) * batch_s(&w, w.b, r);
+    }
+    w.full_sd_s = sqrt(fmax(second - w.full_mean_s * w.full_mean_s, 0));
+    if (w.per_instance * w.full_mean_s > BATCH_QUEUE_MOST_USE * (double)w.b)
+        return BATCH_QUEUE_UNSTABLE;
+    /* the batch sizes the queue reaches: grow k while a batch of k brings more than k */
+    int64_t reach = 1;
+    for (int i = 0; i < 64; i++) {
+        int64_t next = arrivals_most(&w, longest_s(&w, reach));
+        next = next < w.b ? next : w.b;
+        if (next <= reach)
+            break;
+        reach = next;
+    }
+    int64_t rise = arrivals_most(&w, longest_s(&w, reach)), levels = reach + rise + 8;
+    enum batch_queue_status status = BATCH_QUEUE_UNSTABLE;
+    struct chain c = {0};
+    for (;;) {
+        w.m = phases_within(&w, levels, rise);
+        w.nu = (double)w.m * w.per_instance;
+        w.sizes = levels < w.b ? levels : w.b;
+        if (!laws_make(&w) || !chain_solve(&w, levels, &c)) {
+            laws_free(&w);
+            chain_free(&c);
+            return BATCH_QUEUE_INVALID;
+        }
+        if (top_mass(&w, &c) <= BATCH_QUEUE_MOST_TOP)
+            break;
+        laws_free(&w);
+        chain_free(&c);
+        if (2 * levels > BATCH_QUEUE_MOST_LEVELS)
+            return BATCH_QUEUE_UNSTABLE;
+        levels *= 2;
+    }
+    /* the longest wait: the longest batch, then every full batch before the last level's prompts */
+    double longest = 0, least = INFINITY;
+    for (int64_t k = 1; k <= w.sizes; k++)
+        for (int r = 0; r < in->atoms; r++) {
+            longest = fmax(longest, batch_s(&w, k, r));
+            least = fmin(least, batch_s(&w, k, r));
+        }
+    int64_t most_arrivals = arrivals_most(&w, longest) * 2;
+    double longest_wait = longest + (double)((levels + most_arrivals) / w.b + 1) * (w.full_mean_s + 3 * w.full_sd_s);
+    struct joiners join = {0};
+    struct bins *bins = calloc(1, sizeof *bins);
+    if (!bins || !joiners_make(&w, longest_wait, &join)) {
+        status = BATCH_QUEUE_INVALID;
+        goto done;
+    }
+    bins->least_log2 = rough_log2(least * 1e-4);
+    bins->step_log2 = (rough_log2(longest_wait) - bins->least_log2) / (BATCH_QUEUE_WAIT_BINS - 1);
+    double busy_s, idle_s;
+    if (!waits_gather(&w, &c, &join, bins, &busy_s, &idle_s)) {
+        status = BATCH_QUEUE_INVALID;
+        goto done;
+    }
+    double total = 0;
+    for (int64_t i = 0; i <= BATCH_QUEUE_WAIT_BINS; i++)
+        total += bins->weight[i];
+    *out = (struct batch_queue_waits){.states = c.states, .busy = busy_s / (busy_s + idle_s)};
+    for (int64_t i = 0; i <= BATCH_QUEUE_WAIT_BINS; i++) {
+        if (bins->weight[i] <= 0)
+            continue;
+        out->weight[out->count] = bins->weight[i] / total;
+        out->wait_s[out->count] = bins->wait[i] / bins->weight[i];
+        double own = bins->own[i] / bins->weight[i], own2 = bins->own2[i] / bins->weight[i];
+        out->own_prompts[out->count] = fmin(fmax(own, 1), (double)w.b);
+        out->own_sd[out->count] = sqrt(fmax(own2 - own * own, 0));
+        out->mean_wait_s += out->weight[out->count] * out->wait_s[out->count];
+        out->count++;
+    }
+    status = total > 0 ? BATCH_QUEUE_OK : BATCH_QUEUE_INVALID;
+done:
+    free(join.mean);
+    free(join.second);
+    free(bins);
+    laws_free(&w);
+    chain_free(&c);
+    return status;
+}

@@ -1,0 +1,103 @@
+/* batch_queue.h: the wait for a batch at a disaggregated prefill pool whose router sends the
+ * requests to its instances in turn, each instance serving its own queue in batches (issue 26).
+ *
+ * Why. A prefill instance takes what waits, up to a batch, and a batch's time is often mostly
+ * fixed (DeepSeek-V3 at data-parallel attention on a GB200 NVL72: one prompt of 8,192 tokens
+ * 128 ms, eight 187 ms). Priced as x servers each taking prompts one at a time at a full batch's
+ * rate (M/G/x), the pool is less busy than it is: a free instance takes the few prompts that
+ * wait, in nearly a full batch's time, and the next prompts wait for that. Routers do not share
+ * one queue among the instances: Dynamo's frontend sends requests round-robin by default
+ * (--router-mode, default "round-robin": ai-dynamo/dynamo,
+ * components/src/dynamo/frontend/frontend_args.py at c6b40e78), SGLang's router picks one
+ * prefill server a request as it arrives (its policies random, round_robin, cache_aware,
+ * power_of_two). Round-robin makes each instance a single server of its own, whose arrivals are
+ * every x-th of the pool's, and such a queue has an exact chain.
+ *
+ * The model. Requests arrive as a Poisson process of rate lambda; request j goes to instance
+ * j mod x, so an instance sees every x-th event of that process (its gaps Erlang with x phases,
+ * rate lambda / x). The chain follows m of those phases, events at nu = m lambda / x: m = x up to
+ * BATCH_QUEUE_PHASES, and fewer where the elimination would take more than BATCH_QUEUE_WORK
+ * multiply-adds; with m < x the gaps are taken as more variable than they are (Erlang with m
+ * phases of the same mean), the queue a little longer than round-robin's (over 12 instances the
+ * mean within 4% where a batch's fixed time is at least a fifth of it; where it costs no fixed
+ * time, up to a third at 80-93% busy: test_batch_queue, README). An instance, free with prompts
+ * waiting, takes k = min(q, b) of them and is busy for t(k) (the caller's law: atoms of time and
+ * chance for each k, a length mix spreading them); idle, it starts a batch of one as the next
+ * prompt arrives.
+ * Embedded at batch starts: state (q >= 1 waiting, phi in [0, m) events since the instance's last
+ * arrival); a batch of D gives n ~ Poisson(nu D) events, a = floor((phi + n) / m) arrivals, phi' =
+ * (phi + n) mod m, q' = q - k + a; q' = 0 goes to (1, 0), the prompt that ends the idle time
+ * starting a batch of its own. States to q = N, more lumped at the top; N doubles from
+ * b + (the arrivals in the longest batch, mean + 8 sd) + 8 while the top holds more than
+ * BATCH_QUEUE_MOST_TOP, up to BATCH_QUEUE_MOST_LEVELS levels. The stationary law by Grassmann-
+ * Taksar-Heyman elimination (exact, stable), over the band the chain moves in (down at most b
+ * levels a batch, up at most the most arrivals a batch).
+ *
+ * The wait. A prompt arriving during a batch of D that started at (q, phi) is the j-th arrival of
+ * that batch (at event j m - phi, its time u Erlang: the batch's time cut into
+ * BATCH_QUEUE_SHARES equal parts, each at its middle, with its exact chance). It is at place
+ * p = q - k + j in the queue; the e = floor((p - 1) / b) batches before its own are full ones (b
+ * prompts, t(b): their sum at its mean and, when t(b) varies, at mean -+ sqrt(3) sd with weights
+ * 1/6, 2/3, 1/6), so it waits W = D - u + that, and its own batch holds min(b, p - e b + the
+ * prompts arriving to it during W) prompts (a count from a fresh arrival: floor(n / m), n ~
+ * Poisson(nu W); its mean and second moment on a grid of W, linear between). The prompt that ends
+ * an idle time waits 0 in a batch of 1. The cases below BATCH_QUEUE_CASE_LEAST are left out; the
+ * waits are gathered on a grid of BATCH_QUEUE_WAIT_BINS bins, each given at its weighted mean wait
+ * and its own batch's mean and standard deviation.
+ *
+ * Exact, to the grids, for x = 1 (M/G^[b]/1 with a batch time by size) and where m = x; b = 1 and
+ * a fixed time is E_x/D/1, x = 1 with it M/D/1 (test_batch_queue).
+ * Not modelled: a router that balances by load (join the shortest queue shares the instances
+ * better when batches cost little fixed time), a batch cut by tokens rather than prompts (the
+ * caller's b is its prompts at the mean length). Deterministic: no random numbers, fixed order. */
+#ifndef RACKPLAN_BATCH_QUEUE_H
+#define RACKPLAN_BATCH_QUEUE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define BATCH_QUEUE_PHASES 12
+#define BATCH_QUEUE_WORK 8e6 /* multiply-adds the elimination may take, which sets the phases */
+#define BATCH_QUEUE_ATOMS 8  /* time atoms a batch size */
+#define BATCH_QUEUE_SHARES 8
+#define BATCH_QUEUE_MOST_TOP 1e-9
+#define BATCH_QUEUE_MOST_LEVELS 4096
+/* The most an instance's load may be of what full batches serve, lambda / x x E[t(b)] / b:
+ * beyond it the queue runs to thousands of batches (M/D/1 at 0.995 waits 100 services on
+ * average) and past the chain's most levels; the pool is taken as not keeping up. */
+#define BATCH_QUEUE_MOST_USE 0.995
+#define BATCH_QUEUE_CASE_LEAST 1e-10
+#define BATCH_QUEUE_WAIT_BINS 256
+
+struct batch_queue_input {
+    double arrivals_per_s; /* lambda, the pool's */
+    int64_t instances;     /* x >= 1 */
+    int64_t batch;         /* b >= 1: the most prompts a batch takes */
+    int atoms;             /* 1 .. BATCH_QUEUE_ATOMS */
+    /* a batch of k prompts (1 <= k <= b) takes batch_s[(k - 1) atoms + r] seconds (> 0, finite)
+     * with chance batch_weight[(k - 1) atoms + r] (>= 0, summing to 1 over r < atoms) */
+    const double *batch_s, *batch_weight;
+};
+
+/* The wait's law: `count` atoms of chance weight[i] (summing to 1), wait wait_s[i] and own batch
+ * of own_prompts[i] prompts on average (in [1, b]), own_sd[i] their standard deviation. */
+struct batch_queue_waits {
+    int64_t count;
+    double weight[BATCH_QUEUE_WAIT_BINS + 1], wait_s[BATCH_QUEUE_WAIT_BINS + 1], own_prompts[BATCH_QUEUE_WAIT_BINS + 1],
+        own_sd[BATCH_QUEUE_WAIT_BINS + 1];
+    double mean_wait_s;
+    double busy;    /* an instance's share of time in batches */
+    int64_t states; /* the chain's, as solved */
+};
+
+enum batch_queue_status {
+    BATCH_QUEUE_OK,
+    BATCH_QUEUE_UNSTABLE, /* an instance cannot keep up: lambda / x above BATCH_QUEUE_MOST_USE
+                           * b / E[t(b)], or the top still holds more than BATCH_QUEUE_MOST_TOP at
+                           * the most levels */
+    BATCH_QUEUE_INVALID   /* an input outside its range */
+};
+
+enum batch_queue_status batch_queue_waits(const struct batch_queue_input *in, struct batch_queue_waits *out);
+
+#endif

@@ -1,0 +1,253 @@
+/* The wait at a round-robin prefill pool (batch_queue.h, issue 26) against closed forms where
+ * they exist and the simulation (simulate.h, which sends request j to prefill server j mod x)
+ * where they do not: M/D/1's mean (Pollaczek-Khinchine) and its exact waiting-time law, a
+ * server's busy share, a light load's empty queue, round-robin against the simulation over
+ * batch sizes, fixed shares and loads, and the inputs it refuses.
+ *
+ * Every expected number is a closed form stated beside its check or the simulation's, with its
+ * tolerance and why. */
+#include "batch_queue.h"
+#include "queueing.h"
+#include "simulate.h"
+#include "tap.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+__attribute__((format(printf, 4, 5))) static void check_near(double actual, double expected, double tolerance,
+                                                             const char *fmt, ...)
+{
+    char name[240];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    CHECK_REL(actual, expected, tolerance, name);
+}
+
+/* A pool of x instances, batches of at most b, a batch of k taking alpha + beta k. */
+struct pool {
+    int64_t x, b;
+    double alpha, beta, arrivals_per_s;
+    double times[64], chances[64];
+};
+
+static struct batch_queue_input input_of(struct pool *p)
+{
+    for (int64_t k = 1; k <= p->b; k++) {
+        p->times[k - 1] = p->alpha + p->beta * (double)k;
+        p->chances[k - 1] = 1;
+    }
+    return (struct batch_queue_input){.arrivals_per_s = p->arrivals_per_s,
+                                      .instances = p->x,
+                                      .batch = p->b,
+                                      .atoms = 1,
+                                      .batch_s = p->times,
+                                      .batch_weight = p->chances};
+}
+
+struct timed {
+    double t, weight;
+};
+
+static int by_time(const void *a, const void *b)
+{
+    double x = ((const struct timed *)a)->t, y = ((const struct timed *)b)->t;
+    return (x > y) - (x < y);
+}
+
+/* TTFT's law from the waits: wait + the own batch's time (its prompts at their mean -+ their
+ * standard deviation); its quantile at `level` (the smallest atom whose cumulative weight reaches
+ * it) and mean. */
+static double ttft_quantile(const struct batch_queue_waits *q, const struct pool *p, double level, double *mean)
+{
+    int64_t n = 2 * q->count;
+    struct timed *a = malloc((size_t)n * sizeof *a);
+    double sum = 0;
+    for (int64_t i = 0; i < q->count; i++)
+        for (int side = 0; side < 2; side++) { /* the own batch at its mean -+ its sd, half each */
+            double own = q->own_prompts[i] + (side ? 1 : -1) * q->own_sd[i];
+            a[2 * i + side] = (struct timed){q->wait_s[i] + p->alpha + p->beta * own, q->weight[i] / 2};
+            sum += a[2 * i + side].t * a[2 * i + side].weight;
+        }
+    qsort(a, (size_t)n, sizeof *a, by_time);
+    double below = 0, at = a[n - 1].t;
+    for (int64_t i = 0; i < n; i++)
+        if ((below += a[i].weight) >= level * (1 - 1e-12)) {
+            at = a[i].t;
+            break;
+        }
+    free(a);
+    if (mean)
+        *mean = sum;
+    return at;
+}
+
+/* ---- 1. M/D/1: one instance, one prompt a batch of D ---- */
+
+struct md1 {
+    double arrivals_per_s, service_s;
+};
+
+static double md1_cdf(void *context, double t)
+{
+    const struct md1 *m = context;
+    return queue_md1_wait_cdf(m->arrivals_per_s, m->service_s, t);
+}
+
+static void md1(void)
+{
+    const double rhos[] = {0.3, 0.5, 0.8, 0.93}, d = 0.187;
+    for (int i = 0; i < 4; i++) {
+        struct pool p = {.x = 1, .b = 1, .alpha = d, .beta = 0, .arrivals_per_s = rhos[i] / d};
+        struct batch_queue_input in = input_of(&p);
+        struct batch_queue_waits q;
+        if (!CHECK(batch_queue_waits(&in, &q) == BATCH_QUEUE_OK, "M/D/1 at rho %.2f: solved", rhos[i]))
+            continue;
+        /* Pollaczek-Khinchine, deterministic service: W = rho D / (2 (1 - rho)); exact but for the
+         * queue cut where less than 1e-9 of the chain lies beyond and the cases below
+         * BATCH_QUEUE_CASE_LEAST (1e-10) left out, which at rho 0.93's long queue add to 2e-7 */
+        check_near(q.mean_wait_s, rhos[i] * d / (2 * (1 - rhos[i])), 1e-6,
+                   "M/D/1 rho %.2f: mean wait rho D / (2 (1 - rho))", rhos[i]);
+        check_near(q.busy, rhos[i], 1e-9, "M/D/1 rho %.2f: busy lambda D of the time", rhos[i]);
+        /* the p99 wait against the exact law's (queueing.h): the chain's waits are each batch's
+         * arrival time at the middle of one of 8 shares of it, so a quantile is within about
+         * D / 16 = 12 ms of it; 3% of p99, which is 0.5 to 5 s here */
+        struct md1 m = {p.arrivals_per_s, d};
+        double exact = queue_quantile(md1_cdf, &m, 0.99, 0, 100 * d), mean;
+        double chain = ttft_quantile(&q, &p, 0.99, &mean) - d;
+        check_near(chain, exact, 0.03, "M/D/1 rho %.2f: p99 wait %.1f ms, the exact law's %.1f ms", rhos[i],
+                   chain * 1e3, exact * 1e3);
+    }
+}
+
+/* ---- 2. a light load: nobody waits, every batch is one prompt ---- */
+
+static void light(void)
+{
+    /* 0.01 requests/s into 4 instances whose batch takes at most 0.2 s: a prompt finds its
+     * instance busy with chance below 0.01 x 0.2 / 4 x (a few) */
+    struct pool p = {.x = 4, .b = 8, .alpha = 0.1, .beta = 0.0125, .arrivals_per_s = 0.01};
+    struct batch_queue_input in = input_of(&p);
+    struct batch_queue_waits q;
+    CHECK(batch_queue_waits(&in, &q) == BATCH_QUEUE_OK, "a light load: solved");
+    CHECK(q.mean_wait_s < 1e-5, "mean wait %.3g s: nobody waits", q.mean_wait_s);
+    double mean;
+    double p99 = ttft_quantile(&q, &p, 0.99, &mean);
+    check_near(mean, 0.1125, 1e-5, "mean TTFT a batch of one, alpha + beta = 112.5 ms");
+    check_near(p99, 0.1125, 1e-9, "p99 TTFT a batch of one");
+    /* round-robin spreads the load: each instance sees a quarter, so it is busy
+     * 0.0025 x 0.1125 of the time */
+    check_near(q.busy, 0.0025 * 0.1125, 1e-3, "busy %.3g of the time: lambda / x x t(1)", q.busy);
+}
+
+/* ---- 3. round-robin against the simulation ---- */
+
+static double prefill_time(void *context, int64_t prompts, int64_t tokens)
+{
+    (void)tokens;
+    const struct pool *p = context;
+    return p->alpha + p->beta * (double)prompts;
+}
+
+static double decode_time(void *context, const struct sim_step *step)
+{
+    (void)context;
+    (void)step;
+    return 1e-3;
+}
+
+static void against_simulation(void)
+{
+    /* A batch of 8 prompts takes 187 ms, a fixed share f of it whatever the batch holds
+     * (DeepSeek-V3's prefill at data-parallel attention on a GB200 NVL72 is f = 0.64: one prompt
+     * 128 ms, eight 187 ms); the load rho of what full batches serve. 400,000 requests a case, the
+     * first fifth not measured. Tolerances: the mean 5%, p50 6%, p99 10% (issue 26's); at these
+     * loads the simulation's own p99 moves by 2-4% from seed to seed, and the analysis of these
+     * cases was within 0-5.4% (p99 within 8%). The last case is where round-robin and one queue shared by the
+     * instances differ most (no fixed time: a shared queue's free instance takes up to 8 prompts
+     * that round-robin would have spread): there a shared queue's p99 is about half again as long
+     * (a prototype of both, not in the repository), so a simulation that shared one queue would
+     * fail it. */
+    static const struct {
+        double f, rho;
+        int64_t x;
+    } cases[] = {{0.64, 0.5, 1}, {0.64, 0.8, 3}, {0.64, 0.8, 6}, {0.2, 0.8, 3},
+                 {0.2, 0.5, 6},  {0.0, 0.5, 2},  {0.0, 0.8, 3}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const double full = 0.187;
+        struct pool p = {.x = cases[i].x, .b = 8, .alpha = cases[i].f * full, .beta = (1 - cases[i].f) * full / 8};
+        p.arrivals_per_s = cases[i].rho * (double)p.x * 8 / full;
+        struct batch_queue_input in = input_of(&p);
+        struct batch_queue_waits q;
+        if (!CHECK(batch_queue_waits(&in, &q) == BATCH_QUEUE_OK, "f %.2f, %lld instances, rho %.1f: solved", cases[i].f,
+                   (long long)p.x, cases[i].rho))
+            continue;
+        static const int64_t isl[] = {1000}, osl[] = {1};
+        static const double weight[] = {1};
+        struct sim_config c;
+        sim_config_init(&c);
+        c.mode = SIM_DISAGGREGATED;
+        c.requests = 400000;
+        c.warmup = 100000;
+        c.arrivals_per_s = p.arrivals_per_s;
+        c.isl = isl;
+        c.osl = osl;
+        c.weight = weight;
+        c.classes = 1;
+        c.prefill_instances = p.x;
+        c.prefill_batch_tokens = 8 * 1000;
+        struct sim_timing t = {.step_s = decode_time, .prefill_s = prefill_time, .context = &p};
+        struct sim_result r;
+        if (!CHECK(simulate(&c, &t, &r, NULL) == SIM_OK, "simulated"))
+            continue;
+        double mean, p50 = ttft_quantile(&q, &p, 0.5, &mean), p99 = ttft_quantile(&q, &p, 0.99, NULL);
+        const double analysis[3] = {mean, p50, p99}, simulated[3] = {r.ttft_s.mean, r.ttft_s.p50, r.ttft_s.p99};
+        const double within[3] = {0.05, 0.06, 0.10};
+        static const char *const what[3] = {"mean", "p50", "p99"};
+        for (int j = 0; j < 3; j++)
+            check_near(analysis[j], simulated[j], within[j],
+                       "f %.2f, %lld instances, rho %.1f: TTFT %s %.1f ms, simulated %.1f ms", cases[i].f,
+                       (long long)p.x, cases[i].rho, what[j], analysis[j] * 1e3, simulated[j] * 1e3);
+    }
+}
+
+/* ---- 4. determinism, overload and refusals ---- */
+
+static void refusals(void)
+{
+    struct pool p = {.x = 3, .b = 8, .alpha = 0.12, .beta = 0.0084, .arrivals_per_s = 100};
+    struct batch_queue_input in = input_of(&p);
+    struct batch_queue_waits a, b;
+    CHECK(batch_queue_waits(&in, &a) == BATCH_QUEUE_OK && batch_queue_waits(&in, &b) == BATCH_QUEUE_OK &&
+              memcmp(&a, &b, sizeof a) == 0,
+          "the same input twice: the same bytes");
+    /* 3 instances of 8 prompts a 187.2 ms batch serve 128.2 requests/s at most */
+    in.arrivals_per_s = 3 * 8 / (0.12 + 8 * 0.0084);
+    CHECK(batch_queue_waits(&in, &a) == BATCH_QUEUE_UNSTABLE, "at the pool's full rate: unstable");
+    in.arrivals_per_s = 0;
+    CHECK(batch_queue_waits(&in, &a) == BATCH_QUEUE_INVALID, "no arrivals: invalid");
+    in.arrivals_per_s = 10;
+    in.instances = 0;
+    CHECK(batch_queue_waits(&in, &a) == BATCH_QUEUE_INVALID, "no instances: invalid");
+    in.instances = 3;
+    p.times[2] = -1;
+    CHECK(batch_queue_waits(&in, &a) == BATCH_QUEUE_INVALID, "a negative batch time: invalid");
+    p.times[2] = NAN;
+    CHECK(batch_queue_waits(&in, &a) == BATCH_QUEUE_INVALID, "a batch time not a number: invalid");
+    p.times[2] = 0.2;
+    in.atoms = BATCH_QUEUE_ATOMS + 1;
+    CHECK(batch_queue_waits(&in, &a) == BATCH_QUEUE_INVALID, "more time atoms than BATCH_QUEUE_ATOMS: invalid");
+}
+
+int main(void)
+{
+    md1();
+    light();
+    against_simulation();
+    refusals();
+    return tap_done();
+}
