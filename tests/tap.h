@@ -37,6 +37,18 @@ __attribute__((format(printf, 4, 5))) static bool tap_check(bool ok, const char 
             printf("#   got %.17g, expected %.17g (tolerance %g)\n", a_, e_, (double)(tolerance)); \
     } while (0)
 
+/* CHECK_REL with a formatted name: |actual - expected| <= tolerance |expected| */
+__attribute__((format(printf, 4, 5))) static inline void check_near(double actual, double expected, double tolerance,
+                                                                    const char *fmt, ...)
+{
+    char name[240];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    CHECK_REL(actual, expected, tolerance, name);
+}
+
 #define CHECK_EQ(actual, expected, name)                                                          \
     do {                                                                                          \
         double a_ = (double)(actual), e_ = (double)(expected);                                    \

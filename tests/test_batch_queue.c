@@ -12,21 +12,9 @@
 #include "tap.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-__attribute__((format(printf, 4, 5))) static void check_near(double actual, double expected, double tolerance,
-                                                             const char *fmt, ...)
-{
-    char name[240];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(name, sizeof name, fmt, ap);
-    va_end(ap);
-    CHECK_REL(actual, expected, tolerance, name);
-}
 
 /* A pool of x instances, batches of at most b, a batch of k taking alpha + beta k. */
 struct pool {

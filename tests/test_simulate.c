@@ -11,23 +11,10 @@
 #include "tap.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
 
 #define T_S 0.015625 /* 2^-6 s */
-
-/* CHECK_REL with a formatted name: |actual - expected| <= tolerance |expected| */
-__attribute__((format(printf, 4, 5))) static void check_near(double actual, double expected, double tolerance,
-                                                             const char *fmt, ...)
-{
-    char name[200];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(name, sizeof name, fmt, ap);
-    va_end(ap);
-    CHECK_REL(actual, expected, tolerance, name);
-}
 
 /* The step-time models and what they saw. */
 struct timing {
