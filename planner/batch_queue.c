@@ -500,7 +500,7 @@ enum batch_queue_status batch_queue_waits(const struct batch_queue_input *in, st
     double total = 0;
     for (int64_t i = 0; i <= BATCH_QUEUE_WAIT_BINS; i++)
         total += bins->weight[i];
-    *out = (struct batch_queue_waits){.states = c.states, .busy = busy_s / (busy_s + idle_s)};
+    *out = (struct batch_queue_waits){.busy = busy_s / (busy_s + idle_s)};
     for (int64_t i = 0; i <= BATCH_QUEUE_WAIT_BINS; i++) {
         if (bins->weight[i] <= 0)
             continue;

@@ -86,8 +86,7 @@ struct batch_queue_waits {
     double weight[BATCH_QUEUE_WAIT_BINS + 1], wait_s[BATCH_QUEUE_WAIT_BINS + 1], own_prompts[BATCH_QUEUE_WAIT_BINS + 1],
         own_sd[BATCH_QUEUE_WAIT_BINS + 1];
     double mean_wait_s;
-    double busy;    /* an instance's share of time in batches */
-    int64_t states; /* the chain's, as solved */
+    double busy; /* an instance's share of time in batches */
 };
 
 enum batch_queue_status {

@@ -1442,16 +1442,28 @@ static struct queue_wait waits_added(const struct queue_wait *a, const struct qu
                                .mean_wait_s = a->mean_wait_s + b->mean_wait_s};
 }
 
+/* A point's TTFT (or TPOT) at the levels and its mean: the percentiles into its tail, the
+ * workload's into ttft_s (tpot_s). */
+static void set_ttft(const double *ttft, double ttft_mean, struct serve_point *p)
+{
+    for (int i = 0; i < SERVE_PERCENTILES; i++)
+        p->tail.ttft_s[i] = ttft[i];
+    p->tail.ttft_mean_s = ttft_mean;
+    p->ttft_s = ttft[SERVE_PERCENTILES];
+}
+
+static void set_tpot(const double *tpot, double tpot_mean, struct serve_point *p)
+{
+    for (int i = 0; i < SERVE_PERCENTILES; i++)
+        p->tail.tpot_s[i] = tpot[i];
+    p->tail.tpot_mean_s = tpot_mean;
+    p->tpot_s = tpot[SERVE_PERCENTILES];
+}
+
 static void set_tail(const double *ttft, double ttft_mean, const double *tpot, double tpot_mean, struct serve_point *p)
 {
-    for (int i = 0; i < SERVE_PERCENTILES; i++) {
-        p->tail.ttft_s[i] = ttft[i];
-        p->tail.tpot_s[i] = tpot[i];
-    }
-    p->tail.ttft_mean_s = ttft_mean;
-    p->tail.tpot_mean_s = tpot_mean;
-    p->ttft_s = ttft[SERVE_PERCENTILES];
-    p->tpot_s = tpot[SERVE_PERCENTILES];
+    set_ttft(ttft, ttft_mean, p);
+    set_tpot(tpot, tpot_mean, p);
 }
 
 /* ---- the chain of an aggregated instance's prefill queue (prefill_chain.h) ---- */
@@ -1908,8 +1920,8 @@ static bool disaggregated_ttft(const struct serve_workload *w, const struct serv
                                double arrivals_per_s, int64_t instances, bool target_only, double *at, double *mean_s,
                                double *wait_s)
 {
-    struct queue_wait none = {0};
     if (w->arrivals == SERVE_POISSON && arrivals_per_s > 0) {
+        struct queue_wait none = {0}; /* the waits are the chain's, among the own times */
         struct ttft_mix mix = {.wait = &none};
         bool kept_up = round_robin_ttft(w, prefill, transfer_s, arrivals_per_s, instances, &mix, wait_s);
         if (kept_up)
@@ -2023,6 +2035,15 @@ static void verdict_keep(struct prefill_verdicts *v, double arrivals_per_s, int6
         v->failed[x] = fmin(v->failed[x], arrivals_per_s);
 }
 
+/* Whether TTFT at the workload's percentile is within its target (set) with x prefill instances. */
+static bool ttft_within(const struct serve_workload *w, const struct serve_instance *prefill, double transfer_s,
+                        double arrivals_per_s, int64_t x)
+{
+    double at[TAIL_LEVELS], mean, wait;
+    return disaggregated_ttft(w, prefill, transfer_s, arrivals_per_s, x, true, at, &mean, &wait) &&
+           at[SERVE_PERCENTILES] <= w->ttft_s * (1 + 1e-12);
+}
+
 /* Whether x prefill instances keep TTFT at the workload's percentile within the target (with
  * none, whether they keep up: at random, within BATCH_QUEUE_MOST_USE of their rate); `verdicts`
  * (NULL: none) what is known already, and what is learnt. */
@@ -2037,7 +2058,6 @@ static bool prefill_meets(const struct serve_workload *w, const struct serve_ins
     int known = verdict_known(verdicts, arrivals_per_s, x);
     if (known >= 0)
         return known == 1;
-    double at[TAIL_LEVELS], mean, wait;
     if (verdicts && x >= BATCH_QUEUE_PHASES && isfinite(verdicts->failed_share)) {
         /* one instance's share decides it (prefill_verdicts): the share where the target stops
          * being met, bracketed, is found by halving the bracket, to SERVE_SHARE_PRECISION */
@@ -2048,14 +2068,11 @@ static bool prefill_meets(const struct serve_workload *w, const struct serve_ins
                 return share <= low;
             if (high - low <= SERVE_SHARE_PRECISION * high)
                 return share <= (low + high) / 2;
-            double middle = (low + high) / 2, pool = middle * (double)x;
-            bool meets = disaggregated_ttft(w, prefill, transfer_s, pool, x, true, at, &mean, &wait) &&
-                         at[SERVE_PERCENTILES] <= w->ttft_s * (1 + 1e-12);
-            verdict_keep(verdicts, pool, x, meets);
+            double pool = (low + high) / 2 * (double)x;
+            verdict_keep(verdicts, pool, x, ttft_within(w, prefill, transfer_s, pool, x));
         }
     }
-    bool meets = disaggregated_ttft(w, prefill, transfer_s, arrivals_per_s, x, true, at, &mean, &wait) &&
-                 at[SERVE_PERCENTILES] <= w->ttft_s * (1 + 1e-12);
+    bool meets = ttft_within(w, prefill, transfer_s, arrivals_per_s, x);
     verdict_keep(verdicts, arrivals_per_s, x, meets);
     return meets;
 }
@@ -2191,10 +2208,7 @@ static bool disaggregated_point_ttft(const struct serve_workload *w, struct serv
     if (!disaggregated_ttft(w, &p->prefill, p->kv_transfer_s, p->prefill_arrivals_per_s, p->prefill_instances, false,
                             ttft, &ttft_mean, &p->tail.prefill_wait_s))
         return false;
-    for (int i = 0; i < SERVE_PERCENTILES; i++)
-        p->tail.ttft_s[i] = ttft[i];
-    p->tail.ttft_mean_s = ttft_mean;
-    p->ttft_s = ttft[SERVE_PERCENTILES];
+    set_ttft(ttft, ttft_mean, p);
     p->ttft_deferred = false;
     return true;
 }
@@ -2282,10 +2296,7 @@ static bool disaggregated_point(const struct serve_pool *prefill_pool, const str
     }
     double tpot[TAIL_LEVELS], tpot_mean;
     decode_tpot(w, decode, false, tpot, &tpot_mean);
-    for (int i = 0; i < SERVE_PERCENTILES; i++)
-        p.tail.tpot_s[i] = tpot[i];
-    p.tail.tpot_mean_s = tpot_mean;
-    p.tpot_s = tpot[SERVE_PERCENTILES];
+    set_tpot(tpot, tpot_mean, &p);
     p.tail.sequences_mean = decode->occupancy.sequences_mean;
     p.tokens_per_s_per_user = 1 / tpot_mean;
     p.meets = (w->ttft_s <= 0 || p.ttft_s <= w->ttft_s * (1 + 1e-12)) && (w->tpot_s <= 0 || p.tpot_s <= w->tpot_s);
@@ -2759,7 +2770,7 @@ static void search_disaggregated(struct search *s, const struct serve_pool *deco
         struct serve_pool on = pool_on(decode_pool, c);
         /* the prefill option with the fewest device-seconds a request within the TTFT target */
         struct prefill_option *chosen = NULL;
-        double chosen_cost = INFINITY;
+        double chosen_cost = INFINITY, chosen_transfer = 0;
         for (int64_t j = 0; j < option_count; j++) {
             struct prefill_option *o = &options[j];
             if (!within_budget(prefill_pool, decode_pool, 1, o->instance.layout.devices, 1, c->layout.devices))
@@ -2771,6 +2782,7 @@ static void search_disaggregated(struct search *s, const struct serve_pool *deco
             if (cost < chosen_cost * (1 - 1e-12)) {
                 chosen = o;
                 chosen_cost = cost;
+                chosen_transfer = transfer;
             }
         }
         if (!chosen)
@@ -2783,8 +2795,7 @@ static void search_disaggregated(struct search *s, const struct serve_pool *deco
         int64_t within = serve_largest_decode_batch(&on, &c->shape->graph, &c->layout, w, c->max_sequences);
         int64_t batches[SERVE_BATCH_POINTS + 2];
         int64_t count = batches_to_try(c->max_sequences, within, c->layout.dp * c->layout.pp, true, batches);
-        double transfer = serve_kv_transfer_s(prefill_pool, &chosen->instance.layout, decode_pool, &c->layout, w, NULL);
-        struct prefill_verdicts *verdicts = verdicts_at(&chosen->verdicts, transfer);
+        struct prefill_verdicts *verdicts = verdicts_at(&chosen->verdicts, chosen_transfer);
         for (int64_t b = 0; b < count; b++) {
             struct serve_instance d;
             floor = worth_working_out(s);

@@ -701,11 +701,9 @@ enum sim_status simulate(const struct sim_config *c, const struct sim_timing *t,
         return SIM_INVALID;
     struct sim s = {.c = c, .t = t, .total = c->requests + c->warmup, .closed = c->arrivals == SIM_CLOSED};
     size_t total = (size_t)s.total, instances = (size_t)c->decode_instances, k = (size_t)c->classes;
-    size_t servers = c->mode == SIM_DISAGGREGATED ? (size_t)c->prefill_instances : 0;
-    size_t heap_size = total > servers ? total : servers;
     s.req = malloc(total * sizeof *s.req);
     s.info = malloc(k * sizeof *s.info);
-    s.heap.e = malloc(heap_size * sizeof *s.heap.e);
+    s.heap.e = malloc(total * sizeof *s.heap.e);
     double *cumulative = malloc(k * sizeof *cumulative);
     struct ready *order = malloc(total * sizeof *order);
     int64_t *list = malloc(total * sizeof *list), *first = malloc((instances + 1) * sizeof *first);
