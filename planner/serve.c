@@ -2060,14 +2060,15 @@ static bool prefill_meets(const struct serve_workload *w, const struct serve_ins
         return known == 1;
     if (verdicts && x >= BATCH_QUEUE_PHASES && isfinite(verdicts->failed_share)) {
         /* one instance's share decides it (prefill_verdicts): the share where the target stops
-         * being met, bracketed, is found by halving the bracket, to SERVE_SHARE_PRECISION */
+         * being met, bracketed, is found by halving the bracket, to SERVE_SHARE_PRECISION; a
+         * share within that of it is worked out at itself, so each verdict is the chain's */
         double share = arrivals_per_s / (double)x;
         for (;;) {
             double low = verdicts->met_share, high = verdicts->failed_share;
             if (share <= low || share >= high)
                 return share <= low;
             if (high - low <= SERVE_SHARE_PRECISION * high)
-                return share <= (low + high) / 2;
+                break;
             double pool = (low + high) / 2 * (double)x;
             verdict_keep(verdicts, pool, x, ttft_within(w, prefill, transfer_s, pool, x));
         }
@@ -2214,9 +2215,10 @@ static bool disaggregated_point_ttft(const struct serve_workload *w, struct serv
 }
 
 /* serve_disaggregated; within a search (`verdicts` not NULL: the search's for this prefill option
- * at this point's KV transfer time) TTFT is left to disaggregated_point_ttft where no TTFT target
- * reads it and the pool's chain is what would be worked out (Poisson arrivals), the pool then
- * only held to keep up (prefill_meets), and the verdicts on the target are kept. */
+ * at this point's KV transfer time) TTFT is left to disaggregated_point_ttft where the pool's
+ * chain is what would be worked out (Poisson arrivals) and the pool is known to meet the TTFT
+ * target (prefill_meets) or only held to keep up where there is none, and the verdicts on the
+ * target are kept. */
 static bool disaggregated_point(const struct serve_pool *prefill_pool, const struct serve_instance *prefill,
                                 const struct serve_pool *decode_pool, const struct serve_instance *decode,
                                 const struct serve_workload *w, double rate, struct prefill_verdicts *verdicts,
@@ -2287,9 +2289,16 @@ static bool disaggregated_point(const struct serve_pool *prefill_pool, const str
         p = best;
     }
     p.prefill_arrivals_per_s = rate > 0 ? rate : (double)p.decode_instances * r_d;
-    if (verdicts && w->ttft_s <= 0 && w->arrivals == SERVE_POISSON) {
+    /* within a search under Poisson arrivals the pool was sized to keep up or, with a TTFT target,
+     * to meet it (fewest_prefill; a replicated pair is asked again at its own instances): the
+     * search decides nothing on TTFT's value, which is left to the points it returns */
+    bool deferred = verdicts && w->arrivals == SERVE_POISSON;
+    if (deferred && w->ttft_s <= 0) {
         if (!prefill_meets(w, prefill, p.kv_transfer_s, p.prefill_arrivals_per_s, p.prefill_instances, NULL))
             return false;
+        p.ttft_deferred = true;
+    } else if (deferred &&
+               prefill_meets(w, prefill, p.kv_transfer_s, p.prefill_arrivals_per_s, p.prefill_instances, verdicts)) {
         p.ttft_deferred = true;
     } else if (!disaggregated_point_ttft(w, &p)) {
         return false;

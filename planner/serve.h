@@ -279,7 +279,7 @@ struct serve_occupancy {
 #define SERVE_PREFILL_TARGET_USE 0.97
 /* From BATCH_QUEUE_PHASES prefill instances on, whether the pool meets a TTFT target is decided by
  * one instance's share of the arrivals, the share where it stops being found to this relative
- * precision within a search (a share within it of that edge is taken by its side of the middle). */
+ * precision within a search (a share within it of that edge is worked out at itself). */
 #define SERVE_SHARE_PRECISION 1e-4
 
 struct serve_instance {
@@ -322,9 +322,10 @@ struct serve_point {
     double joules_per_token;         /* 0: a power unknown */
     bool meets;                      /* within both targets */
     double prefill_arrivals_per_s;   /* disaggregated: the requests/s into the prefill pool */
-    bool ttft_deferred;              /* within a search only: TTFT not yet worked out (no TTFT
-                                      * target, so nothing the search decides reads it); every
-                                      * point a search returns has it */
+    bool ttft_deferred;              /* within a search only: TTFT not yet worked out (the pool
+                                      * was sized to the TTFT target, or there is none, so the
+                                      * search decides nothing on it); every point a search
+                                      * returns has it */
 };
 
 struct serve_result {
@@ -351,7 +352,9 @@ struct serve_result {
     struct serve_point sized_point; /* the fewest devices for the rate */
     /* Whatever the targets, the points with the lowest TPOT and the lowest TTFT evaluated, and
      * the lowest TPOT among those within the TTFT target (reached false: no point evaluated;
-     * tpot_within_ttft false: none within it): what serve_binding_target reports. */
+     * tpot_within_ttft false: none within it): what serve_binding_target reports. A search does
+     * not work out the TTFT of a pool it sized to the target (ttft_deferred), so where one was,
+     * lowest_ttft is one such point, within the target, not the lowest. */
     bool reached, tpot_within_ttft;
     struct serve_point lowest_tpot, lowest_ttft, lowest_tpot_within_ttft;
 };

@@ -1453,6 +1453,64 @@ static void occupancy_skew(void)
           median * 1e3, mean * 1e3, p.decode.occupancy.step_third_s3);
 }
 
+/* ---- 15. the TTFT a search defers ----
+ * Under Poisson arrivals a search sizes each disaggregated prefill pool to the TTFT target from
+ * what it learnt of the pool's chain (serve.c prefill_verdicts: by instances below
+ * BATCH_QUEUE_PHASES, by one instance's share from there) and works TTFT out only for the points
+ * it returns. Each returned point must be what serve_disaggregated, which learns nothing across
+ * calls, makes of the same prefill and decode instances at the same arrivals: the same fewest
+ * prefill instances, the same TTFT at every level, within the target where the point meets it. */
+static void deferred_ttft(void)
+{
+    struct model m;
+    struct topology t;
+    struct graph_summary g;
+    struct serve_pool pool;
+    llama_h200(&m, &t, &g, &pool);
+    struct length_mix mix;
+    if (!mix_read("workloads/azure-2023-conversation.csv", "Azure 2023 conversation", &mix))
+        return;
+    struct serve_workload fixed = workload(1024, 1024), mixed = mix_workload(&mix, 0.5, 0.03);
+    fixed.ttft_s = 0.5;
+    fixed.tpot_s = 0.03;
+    fixed.arrivals = SERVE_POISSON;
+    fixed.percentile = mixed.percentile = 99;
+    fixed.mode = mixed.mode = SERVE_DISAGGREGATED;
+    const struct serve_workload *cases[] = {&fixed, &mixed};
+    const char *names[] = {"Llama 3.1 70B 1k/1k", "Llama 3.1 70B, Azure conversation mix"};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        const struct serve_workload *w = cases[c];
+        struct serve_result r;
+        if (!serve_search(&pool, NULL, w, &r)) {
+            printf("Bail out! serve_search out of memory\n");
+            exit(1);
+        }
+        int64_t checked = 0, wide = 0, differ = 0;
+        for (int64_t i = -1; i < r.frontier_count; i++) {
+            const struct serve_point *p = i < 0 ? &r.best : &r.frontier[i];
+            struct serve_point direct;
+            bool made = serve_disaggregated(&pool, &p->prefill, &pool, &p->decode, w, p->prefill_arrivals_per_s,
+                                            &direct);
+            bool same = made && !p->ttft_deferred && direct.prefill_instances == p->prefill_instances &&
+                        (!p->meets || p->ttft_s <= w->ttft_s * (1 + 1e-12));
+            for (int l = 0; same && l < SERVE_PERCENTILES; l++)
+                same = fabs(direct.tail.ttft_s[l] - p->tail.ttft_s[l]) <= 1e-12 * direct.tail.ttft_s[l];
+            if (!same && differ++ < 3)
+                printf("# %s: %lld prefill instances, TTFT p99 %.6f s; serve_disaggregated %lld, %.6f s\n",
+                       names[c], (long long)p->prefill_instances, p->ttft_s, (long long)direct.prefill_instances,
+                       made ? direct.ttft_s : NAN);
+            checked++;
+            wide += p->prefill_instances >= BATCH_QUEUE_PHASES;
+        }
+        CHECK(r.found && differ == 0 && wide > 0,
+              "%s, TTFT 500 ms / TPOT 30 ms at p99: the best and %lld frontier points (%lld of %lld pools of %d "
+              "instances or more) as serve_disaggregated makes them",
+              names[c], (long long)r.frontier_count, (long long)wide, (long long)checked, BATCH_QUEUE_PHASES);
+        serve_result_release(&r);
+    }
+    length_mix_release(&mix);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && chdir(argv[1]) != 0)
@@ -1475,5 +1533,6 @@ int main(int argc, char **argv)
     percentile_order();
     best_only();
     occupancy_skew();
+    deferred_ttft();
     return tap_done();
 }
