@@ -81,8 +81,33 @@ double queue_wait_cdf(const struct queue_wait *q, double t_s)
         return 0;
     if (q->wait_probability <= 0 || q->mean_wait_s <= 0)
         return 1;
+    if (q->phases > 0) {
+        double above = 0;
+        for (int i = 0; i < q->phases; i++)
+            if (q->phase_probability[i] > 0 && q->phase_mean_s[i] > 0)
+                above += q->phase_probability[i] * exp(-t_s / q->phase_mean_s[i]);
+        return 1 - above;
+    }
     double tail_mean = q->mean_wait_s / q->wait_probability;
     return 1 - q->wait_probability * exp(-t_s / tail_mean);
+}
+
+double queue_wait_tail_mean_s(const struct queue_wait *q)
+{
+    if (q->wait_probability <= 0 || q->mean_wait_s <= 0)
+        return 0;
+    if (q->phases == 0)
+        return q->mean_wait_s / q->wait_probability;
+    double longest = 0;
+    for (int i = 0; i < q->phases; i++)
+        if (q->phase_probability[i] > 0)
+            longest = fmax(longest, q->phase_mean_s[i]);
+    return longest;
+}
+
+static double wait_cdf_of(void *context, double t_s)
+{
+    return queue_wait_cdf(context, t_s);
 }
 
 double queue_wait_quantile(const struct queue_wait *q, double p)
@@ -93,6 +118,9 @@ double queue_wait_quantile(const struct queue_wait *q, double p)
         return 0;
     if (p == 1)
         return INFINITY;
+    if (q->phases > 0) /* between 0 and where the slowest phase alone would put it */
+        return queue_quantile(wait_cdf_of, (void *)q, p, 0,
+                              queue_wait_tail_mean_s(q) * log(q->wait_probability / (1 - p)) + 1e-300);
     double tail_mean = q->mean_wait_s / q->wait_probability;
     return tail_mean * log(q->wait_probability / (1 - p));
 }

@@ -23,7 +23,9 @@
  *   scaling with Poisson arrivals (ca^2 = 1); for c > 1 the factor's error is small near scv = 1 and
  *   grows with |scv - 1| and as rho falls (Whitt, Prod. Oper. Manag. 2, 1993).
  * The wait's distribution, an atom 1 - P(W > 0) at zero and an exponential tail of mean
- *   E[W] / P(W > 0):  P(W > t) = P(W > 0) exp(-t P(W > 0) / E[W]).
+ *   E[W] / P(W > 0):  P(W > t) = P(W > 0) exp(-t P(W > 0) / E[W]); or, where the caller knows
+ *   the wait as a mixture of such queues (struct queue_wait's phases), the mixture of their
+ *   exponentials, P(W > t) = sum_i p_i exp(-t / m_i).
  *   EXACT for M/M/1 (rho e^{-(mu - lambda) t}) and M/M/c (C e^{-(c mu - lambda) t}); for any
  *   other service it is an APPROXIMATION with the right atom and mean. For M/D/1 use the exact
  *   CDF below: there the exponential's decay rate 2 (1 - rho) / D is below the exact x / D
@@ -65,10 +67,16 @@
 #define QUEUE_QUANTILE_STEPS 200
 #define QUEUE_QUANTILE_EXPANSIONS 1000
 
+#define QUEUE_WAIT_PHASES 16
+
 struct queue_wait {
     double use;              /* rho, per server */
     double wait_probability; /* P(W > 0) */
     double mean_wait_s;      /* E[W] */
+    /* 0: one exponential tail of mean E[W] / P(W > 0); else the tail is `phases` exponentials,
+     * phase_probability[i] of mean phase_mean_s[i] (summing to P(W > 0) and E[W]) */
+    int phases;
+    double phase_probability[QUEUE_WAIT_PHASES], phase_mean_s[QUEUE_WAIT_PHASES];
 };
 
 /* M/G/1 FCFS by Pollaczek-Khinchine (exact). False, *out untouched, when rho >= 1, a rate or
@@ -93,13 +101,18 @@ bool queue_mgc(double arrivals_per_s, double service_mean_s, double service_scv,
  * servers < 1 or a is negative or not finite. */
 double queue_erlang_c(int64_t servers, double offered_load);
 
-/* P(W <= t) of the atom-plus-exponential wait (see the header): 0 for t < 0, 1 - P(W > 0) at 0;
- * 1 for t >= 0 when E[W] or P(W > 0) is 0. NaN when t is NaN. */
+/* P(W <= t) of the atom-plus-exponential wait, or of its phases (see the header): 0 for t < 0,
+ * 1 - P(W > 0) at 0; 1 for t >= 0 when E[W] or P(W > 0) is 0. NaN when t is NaN. */
 double queue_wait_cdf(const struct queue_wait *q, double t_s);
 
-/* Its p-quantile: 0 when p <= 1 - P(W > 0), else (E[W] / P) ln(P / (1 - p)) with P = P(W > 0);
- * infinity at p = 1 (unless nobody waits); NaN for p outside [0, 1]. */
+/* Its p-quantile: 0 when p <= 1 - P(W > 0), else (E[W] / P) ln(P / (1 - p)) with P = P(W > 0)
+ * (with phases, by queue_quantile on the CDF); infinity at p = 1 (unless nobody waits); NaN for p
+ * outside [0, 1]. */
 double queue_wait_quantile(const struct queue_wait *q, double p);
+
+/* The mean of its slowest exponential: E[W] / P(W > 0), or the longest phase's; 0 when nobody
+ * waits. */
+double queue_wait_tail_mean_s(const struct queue_wait *q);
 
 /* The exact M/D/1 FCFS waiting-time CDF P(W <= t) for arrivals at lambda and a deterministic
  * service of D seconds (see the header for the sum and the asymptote beyond

@@ -97,7 +97,7 @@ void serve_workload_set_lengths(struct serve_workload *w, const struct length_mi
     struct serve_lengths *s = &w->lengths;
     memset(s, 0, sizeof *s);
     struct weighted *items = xmalloc((size_t)m->count * sizeof *items);
-    double total = 0, isl = 0, osl = 0, isl2 = 0, decode = 0, held = 0;
+    double total = 0, isl = 0, osl = 0, isl2 = 0, decode = 0, held = 0, held2 = 0, held2_long = 0;
     for (int64_t i = 0; i < m->count; i++)
         total += m->classes[i].weight;
     for (int64_t i = 0; i < m->count; i++) {
@@ -108,6 +108,8 @@ void serve_workload_set_lengths(struct serve_workload *w, const struct length_mi
         isl2 += p * in * in;
         decode += p * out * (in + out / 2);
         held += p * out * (in + out);
+        held2 += p * out * (in + out) * (in + out);
+        held2_long += p * out * out * (in + out) * (in + out);
         items[i] = (struct weighted){out, p};
     }
     s->bins = bin_lengths(items, m->count, SERVE_LENGTH_BINS, NULL, s->osl, s->osl_weight);
@@ -120,6 +122,8 @@ void serve_workload_set_lengths(struct serve_workload *w, const struct length_mi
     s->isl_second_moment = isl2;
     s->decode_context = (int64_t)llround(decode / osl);
     s->held_context = (int64_t)llround(held / osl);
+    s->held_sd = sqrt(fmax(held2 / osl - (held / osl) * (held / osl), 0));
+    s->held_relaxation_tokens = held2 > 0 ? held2_long / (2 * held2) : 0;
     w->isl = (int64_t)llround(isl) > 0 ? (int64_t)llround(isl) : 1;
     w->osl = (int64_t)llround(osl) > 0 ? (int64_t)llround(osl) : 1;
 }
@@ -777,8 +781,105 @@ struct occupancy_run {
     double middle, step_s, variance_s2, correlation, delay_s, length, increment, mass;
 };
 
-static void occupancy_of(const struct settled *g, int64_t cap, double arrivals_per_s, double osl, double y,
-                         const double *levels, struct serve_occupancy *out)
+/* The sequences the KV cache holds (serve.h, "the wait for a slot"): a sequence in flight
+ * reserves its prompt and output, so when lengths vary the count that fits moves with those in
+ * flight, slowly: about the cap N at the mean reservation, sd sqrt(N) s / m. The wait is taken
+ * over caps at N and -+ 0.5 .. 3.5 sd, a normal law's weights at those points. */
+#define SLOT_CAP_NODES 15
+#define SLOT_CAP_STEP_SD 0.5
+
+struct slot_caps {
+    int count;
+    int64_t most; /* the largest, or the cap at the mean when larger */
+    int64_t cap[SLOT_CAP_NODES];
+    double weight[SLOT_CAP_NODES];
+};
+
+/* The caps about `cap` (sd cap_sd), equal ones merged: one, `cap`, when the sd is 0. */
+static void slot_caps_of(int64_t cap, double cap_sd, struct slot_caps *out)
+{
+    *out = (struct slot_caps){.most = cap};
+    double total = 0;
+    for (int i = 0; i < SLOT_CAP_NODES; i++) {
+        double z = SLOT_CAP_STEP_SD * (double)(i - SLOT_CAP_NODES / 2);
+        int64_t c = cap_sd > 0 ? (int64_t)llround((double)cap + z * cap_sd) : cap;
+        if (c < 1)
+            c = 1;
+        double weight = exp(-z * z / 2);
+        total += weight;
+        if (out->count > 0 && out->cap[out->count - 1] == c) {
+            out->weight[out->count - 1] += weight;
+            continue;
+        }
+        out->cap[out->count] = c;
+        out->weight[out->count++] = weight;
+        out->most = c > out->most ? c : out->most;
+    }
+    for (int i = 0; i < out->count; i++)
+        out->weight[i] /= total;
+}
+
+/* The wait for a slot over the caps (serve.h): at each cap c, the chance a request waits is the
+ * birth-death law's own there (pi to c from the runs, within a run its ratio a count, and the
+ * geometric tail beyond; 1 where lambda >= X(c)); the requests ahead of it are the geometric
+ * tail's, r / (1 - r) at r = lambda / X_c, but the sequences that hold such a cap are the longer
+ * ones, so they leave at X_c = X(c) c / N, and a composition lasts about relaxation_s, over which
+ * a queue near balance grows only as a random walk, sqrt(2 (lambda + X_c) t / pi), and one past
+ * it by (lambda - X_c) t / 2 on average: the fewer of the two; its wait (ahead + 1) / X_c. */
+static void slot_wait_of(const struct settled *g, const struct occupancy_run *runs, int64_t count,
+                         double arrivals_per_s, double log_rate, int64_t cap, double relaxation_s,
+                         const struct slot_caps *caps, struct queue_wait *out)
+{
+    double top = 0, log_pi = 0;
+    for (int64_t i = 0; i < count; i++) {
+        log_pi += runs[i].increment * runs[i].length;
+        top = fmax(top, log_pi);
+    }
+    *out = (struct queue_wait){0};
+    double pi0 = exp(-top), mass = 0; /* through the runs before run i */
+    int64_t i = 0, start = 1;         /* run i covers start .. start + length - 1 */
+    log_pi = 0;
+    for (int k = 0; k < caps->count; k++) {
+        int64_t c = caps->cap[k];
+        while (i < count && start + (int64_t)runs[i].length - 1 < c) {
+            double first = log_pi + runs[i].increment - top, inc = runs[i].increment, length = runs[i].length;
+            mass += fabs(inc) < 1e-12 ? length * exp(first) : exp(first) * expm1(inc * length) / expm1(inc);
+            log_pi += inc * length;
+            start += (int64_t)length;
+            i++;
+        }
+        double at = 0, through = mass;
+        if (i < count) { /* c within run i: its first c - start + 1 counts */
+            double first = log_pi + runs[i].increment - top, inc = runs[i].increment, part = (double)(c - start + 1);
+            through += fabs(inc) < 1e-12 ? part * exp(first) : exp(first) * expm1(inc * part) / expm1(inc);
+            at = exp(log_pi + inc * part - top);
+        }
+        double t, variance, correlation, delay;
+        int from = 1;
+        settled_at(g, (double)c, &from, &t, &variance, &correlation, &delay);
+        double r = exp(log_rate - log((double)c / t)); /* lambda / X(c) */
+        double waits = 1;
+        if (r < 1) {
+            double beyond = at * r / (1 - r);
+            waits = (at + beyond) / (pi0 + through + beyond);
+        }
+        double leaving = arrivals_per_s / r * (double)c / (double)cap, over = arrivals_per_s / leaving;
+        double episode = sqrt(2 * (arrivals_per_s + leaving) * relaxation_s / M_PI) +
+                         fmax(arrivals_per_s - leaving, 0) * relaxation_s / 2;
+        double ahead = over < 1 ? fmin(over / (1 - over), episode) : episode;
+        double wait_s = (ahead + 1) / leaving;
+        if (waits > 0) {
+            out->wait_probability += caps->weight[k] * waits;
+            out->mean_wait_s += caps->weight[k] * waits * wait_s;
+            out->phase_probability[out->phases] = caps->weight[k] * waits;
+            out->phase_mean_s[out->phases++] = wait_s;
+        }
+    }
+}
+
+static void occupancy_of(const struct settled *g, int64_t cap, double cap_sd, double cap_relaxation_tokens,
+                         double arrivals_per_s, double osl, double y, const double *levels,
+                         struct serve_occupancy *out)
 {
     double last, last_variance, last_correlation, last_delay;
     int from = 1;
@@ -789,15 +890,20 @@ static void occupancy_of(const struct settled *g, int64_t cap, double arrivals_p
     double r = exp(log_rate - log((double)cap / last)); /* lambda / X(N) */
     if (!(r < 1) || !isfinite(last))
         return;
-    /* the runs, up to the cap or to where pi has fallen out of every sum past its mode */
-    int64_t room = 0, count = 0;
+    struct slot_caps caps;
+    slot_caps_of(cap, cap_sd, &caps);
+    /* the runs, up to the cap (and the largest of the caps) or to where pi has fallen out of
+     * every sum past its mode */
+    int64_t room = 0, count = 0, within = 0;
     struct occupancy_run *runs = NULL;
     double log_pi = 0, top = 0;
     bool reached_cap = true;
-    for (int64_t n = 1; n <= cap;) {
+    for (int64_t n = 1; n <= caps.most;) {
         int64_t length = n <= OCCUPANCY_EXACT ? 1 : n / OCCUPANCY_EXACT;
-        if (n + length - 1 > cap)
+        if (n <= cap && n + length - 1 > cap)
             length = cap - n + 1;
+        if (n + length - 1 > caps.most)
+            length = caps.most - n + 1;
         double middle = (double)n + (double)(length - 1) / 2, t, v, rho, delay;
         settled_at(g, middle, &from, &t, &v, &rho, &delay);
         /* log (lambda / X(n)), flattened where an arrival also holds every sequence back (it
@@ -808,7 +914,7 @@ static void occupancy_of(const struct settled *g, int64_t cap, double arrivals_p
         double increment = (log_rate - log(middle / t)) * (arrivals_per_s + departures) /
                            (arrivals_per_s * jump * jump + departures);
         if (increment < 0 && log_pi + increment * (double)length < top - OCCUPANCY_TAIL) {
-            reached_cap = false; /* past the mode (X never falls as n grows): nothing left to add */
+            reached_cap &= n > cap; /* past the mode (X never falls as n grows): nothing left to add */
             break;
         }
         if (count == room) {
@@ -816,13 +922,14 @@ static void occupancy_of(const struct settled *g, int64_t cap, double arrivals_p
             runs = xrealloc(runs, (size_t)room * sizeof *runs);
         }
         runs[count++] = (struct occupancy_run){middle, t, v, rho, delay, (double)length, increment, 0};
+        within += n <= cap;
         log_pi += increment * (double)length;
-        top = fmax(top, log_pi);
+        top = n <= cap ? fmax(top, log_pi) : top;
         n += length;
     }
     double mass = 0, n1 = 0, n2 = 0, t1 = 0, t2 = 0, t3 = 0, v1 = 0, vr = 0, d1 = 0;
     log_pi = 0;
-    for (int64_t i = 0; i < count; i++) {
+    for (int64_t i = 0; i < within; i++) {
         struct occupancy_run *x = &runs[i];
         /* sum over k = 1 .. length of exp(log_pi + k increment - top) */
         double first = log_pi + x->increment - top;
@@ -863,13 +970,18 @@ static void occupancy_of(const struct settled *g, int64_t cap, double arrivals_p
     out->composition_variance_s2 = v1 / busy;
     out->composition_correlation = v1 > 0 ? vr / v1 : 0;
     out->prompt_delay_s = d1 / busy;
-    out->wait_probability = (at_cap + beyond) / all;
-    out->mean_wait_s = queued / all / arrivals_per_s;
+    if (caps.count > 1) {
+        slot_wait_of(g, runs, count, arrivals_per_s, log_rate, cap, cap_relaxation_tokens / y * last, &caps,
+                     &out->slot);
+    } else {
+        out->slot.wait_probability = (at_cap + beyond) / all;
+        out->slot.mean_wait_s = queued / all / arrivals_per_s;
+    }
     out->idle_probability = pi0 / all;
     for (int l = 0; l < TAIL_LEVELS; l++) {
         double below = 0;
         out->step_quantile_s[l] = last;
-        for (int64_t i = 0; i < count; i++) {
+        for (int64_t i = 0; i < within; i++) {
             below += runs[i].mass;
             if (below >= levels[l] * busy) {
                 out->step_quantile_s[l] = runs[i].step_s;
@@ -951,6 +1063,8 @@ static bool instance_occupancy(const struct serve_pool *pool, const struct roof_
     int64_t cap = most_held(pool, pool->topology, l, serve_held_context(w));
     if (cap < batch)
         cap = batch;
+    /* the count the KV holds, as the reservations in flight vary (slot_caps) */
+    double cap_sd = w->lengths.bins > 0 ? sqrt((double)cap) * w->lengths.held_sd / (double)serve_held_context(w) : 0;
     struct occupancy_table *table = occupancy_table_of(s, w, cap, prefilling);
     /* each point settled once a call (the law depends on lambda), at the coarse points first */
     struct settled_point *at = xcalloc((size_t)table->count, sizeof *at);
@@ -991,7 +1105,8 @@ static bool instance_occupancy(const struct serve_pool *pool, const struct roof_
             g.correlation[g.count] = at[i].correlation;
             g.delay_s[g.count++] = at[i].delay_s;
         }
-        occupancy_of(&g, cap, arrivals_per_s, (double)w->osl, y, levels, out);
+        occupancy_of(&g, cap, cap_sd, w->lengths.held_relaxation_tokens, arrivals_per_s, (double)w->osl, y, levels,
+                     out);
         if (!out->stable)
             break;
     }
@@ -1325,7 +1440,7 @@ static void ttft_tail(const struct serve_workload *w, const struct ttft_mix *m, 
         }
     }
     free(sorted);
-    double tail = m->wait->mean_wait_s / m->wait->wait_probability;
+    double tail = queue_wait_tail_mean_s(m->wait);
     for (int i = target_only ? SERVE_PERCENTILES : 0; i < TAIL_LEVELS; i++)
         at[i] = queue_quantile(ttft_mix_cdf, &merged, levels[i], low, high + 50 * tail + 1e-12);
     fill_unasked(target_only, at);
@@ -1434,12 +1549,25 @@ static bool prefill_wait(const struct serve_workload *w, double arrivals_per_s, 
 }
 
 /* Two independent waits one after the other, as one atom-and-exponential wait of their summed
- * mean that is 0 only when both are. */
+ * mean that is 0 only when both are; when the first is a mixture (phases: the slot's), each of
+ * its phases with the second's mean added, and the second's own where the first is 0 (the same
+ * chance of waiting and the same mean). */
 static struct queue_wait waits_added(const struct queue_wait *a, const struct queue_wait *b)
 {
     double none = (1 - a->wait_probability) * (1 - b->wait_probability);
-    return (struct queue_wait){.use = fmax(a->use, b->use), .wait_probability = 1 - none,
-                               .mean_wait_s = a->mean_wait_s + b->mean_wait_s};
+    struct queue_wait sum = {.use = fmax(a->use, b->use), .wait_probability = 1 - none,
+                             .mean_wait_s = a->mean_wait_s + b->mean_wait_s};
+    if (a->phases == 0 || b->phases > 0)
+        return sum;
+    for (int i = 0; i < a->phases; i++) {
+        sum.phase_probability[sum.phases] = a->phase_probability[i];
+        sum.phase_mean_s[sum.phases++] = a->phase_mean_s[i] + b->mean_wait_s;
+    }
+    if (b->wait_probability > 0 && b->mean_wait_s > 0) {
+        sum.phase_probability[sum.phases] = (1 - a->wait_probability) * b->wait_probability;
+        sum.phase_mean_s[sum.phases++] = b->mean_wait_s / b->wait_probability;
+    }
+    return sum;
 }
 
 /* A point's TTFT (or TPOT) at the levels and its mean: the percentiles into its tail, the
@@ -1554,7 +1682,7 @@ static bool aggregated_tails(const struct serve_pool *pool, const struct graph_s
         free(chain);
         return true;
     }
-    struct queue_wait slot = {.wait_probability = o->wait_probability, .mean_wait_s = o->mean_wait_s}, wait = slot;
+    struct queue_wait slot = o->slot, wait = slot;
     struct ttft_mix mix = {.wait = &wait};
     double isl[SERVE_PROMPT_BINS], weight[SERVE_PROMPT_BINS];
     int64_t bins = prompt_bins(w, isl, weight);

@@ -74,7 +74,8 @@
  *   the batch: closed or constant, B exactly; Poisson, the birth-death process of continuous
  *   batching as processor sharing, pi(n) ~ prod lambda / X(k), X(n) = y n / (T(n) osl), T(n) the
  *   steps' mean at n with the prompts lambda T(n) brings, widened where an arrival's prefill
- *   holds every sequence back; at the HBM cap requests wait for a slot (a geometric tail);
+ *   holds every sequence back; at the HBM cap requests wait for a slot (a geometric tail;
+ *   the wait for a slot, below);
  *   T(n) settled at 12 counts from 1 to the cap, then at up to 12 of a grid 3% apart where pi's
  *   mass lies (its mean +- 6 sd, twice), unless the chord there is within 0.1% of T;
  *   the steps' prompts under Poisson arrivals: those that arrive during a step join the next, so
@@ -90,6 +91,21 @@
  *   those of the mixture over output-length bins, each a lognormal shifted to the mean, variance
  *   and skewness of the bin's TPOT (the steps' units a compound Poisson sum, Poisson(n m / s_n)
  *   clumps of s_n = s g units, g the correlated factor above);
+ *   the wait for a slot: a sequence reserves its prompt and output (the engine admits a request
+ *   only while its KV can grow to its own length), so with lengths that vary the sequences the
+ *   KV holds move with those in flight, slowly: about the cap N at the mean reservation m, sd
+ *   sqrt(N) s / m (s the reservation's sd; both over the sequences in flight, weighed by osl:
+ *   serve_lengths.held_sd), over relaxation_s = E[osl^2 r^2] / (2 E[osl r^2]) output tokens of
+ *   steps (the integrated autocorrelation of an M/G/infinity population's reserved sum, r = isl +
+ *   osl). The wait is a mixture over 15 caps c at N and -+ 0.5 .. 3.5 sd (a normal law's
+ *   weights), each a phase of queue_wait: a request waits with the birth-death law's chance at c
+ *   (1 where lambda >= X(c)); the sequences holding a cap below N are the longer ones, which
+ *   leave at X_c = X(c) c / N (tests/data/kv-slot-replica.py, a replica of the simulation's
+ *   admission: while requests wait, completions run 6% below X(n) and the reservation in flight
+ *   6% above its mean), so it has r / (1 - r) requests ahead at r = lambda /
+ *   X_c, no more than a composition's life lets a queue near balance grow (a random walk,
+ *   sqrt(2 (lambda + X_c) relaxation_s / pi), past it (lambda - X_c) relaxation_s / 2 more), and
+ *   waits (ahead + 1) / X_c; alike requests: one cap, the geometric tail alone;
  *   waits: for a slot, and for a chunk budget (floor(dp C / c) prompts a step, an M/G/c queue)
  *   or, closed-loop or evenly spaced, a prefill instance (M/G/x of service 1 / r_p, a prompt's own
  *   batch a full one of b), Erlang C with Allen-Cunneen's (c_a^2 + c_s^2) / 2 (exact P-K at one
@@ -161,6 +177,7 @@
 
 #include "model.h"
 #include "plan.h"
+#include "queueing.h"
 #include "roofline.h"
 #include "topology.h"
 
@@ -211,6 +228,9 @@ struct serve_lengths {
     double isl_second_moment;   /* E[isl^2] */
     int64_t decode_context;     /* E[osl (isl + osl / 2)] / E[osl]: the KV a decode token attends to */
     int64_t held_context;       /* E[osl (isl + osl)] / E[osl]: the KV a sequence in flight reserves */
+    double held_sd;             /* its standard deviation over the sequences in flight (weighed by osl) */
+    double held_relaxation_tokens; /* E[osl^2 (isl + osl)^2] / (2 E[osl (isl + osl)^2]): how long, in
+                                    * output tokens, the KV reserved in flight keeps its deviations */
 };
 
 /* How requests arrive: a Poisson process at the served rate (open loop: MLPerf's server
@@ -264,7 +284,7 @@ struct serve_occupancy {
     double composition_units, composition_clump; /* units of prompts a step carries on average, and
                                                   * the clumps they come in (0: not at random) */
     double step_quantile_s[SERVE_PERCENTILES + 1]; /* the occupancy's at p50, p90, p99, the workload's */
-    double wait_probability, mean_wait_s;
+    struct queue_wait slot; /* a request's wait for a slot at the KV cap */
     double idle_probability; /* that no sequence is in flight (Poisson: pi(0); else 0) */
 };
 

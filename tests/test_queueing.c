@@ -308,6 +308,26 @@ static void bisection(void)
               "M/M/1 p95 by bisection = ln(0.8 / 0.05) / 2");
 }
 
+/* ---- 8b. a wait of phases ----
+ * Two exponential phases, 2% of arrivals waiting 1 s on average and 1% 10 s: P(W > t) = 0.02 e^-t
+ * + 0.01 e^(-t / 10). At t = 1 the CDF is 1 - 0.02 / e - 0.01 e^-0.1; the 99.9th percentile is
+ * where 0.01 e^(-t / 10) alone is 0.001 (the fast phase is 2e-12 there), 10 ln 10, to 1e-8. */
+static void phases(void)
+{
+    struct queue_wait q = {.wait_probability = 0.03, .mean_wait_s = 0.02 * 1 + 0.01 * 10, .phases = 2,
+                           .phase_probability = {0.02, 0.01}, .phase_mean_s = {1, 10}};
+    CHECK_REL(queue_wait_cdf(&q, 0), 0.97, 1e-15, "P(W <= 0) = 1 - 0.03");
+    CHECK_REL(queue_wait_cdf(&q, 1), 1 - 0.02 / M_E - 0.01 * exp(-0.1), 1e-15,
+              "P(W <= 1) = 1 - 0.02 / e - 0.01 e^-0.1");
+    CHECK_REL(queue_wait_quantile(&q, 0.999), 10 * log(10), 1e-8, "p99.9 = 10 ln 10");
+    CHECK_EQ(queue_wait_quantile(&q, 0.96), 0, "p96: below the 3% who wait, 0");
+    double p99 = queue_wait_quantile(&q, 0.99);
+    CHECK(fabs(0.02 * exp(-p99) + 0.01 * exp(-p99 / 10) - 0.01) <= 1e-14, "p99 %.12f s: P(W > it) = 0.01", p99);
+    CHECK_EQ(queue_wait_tail_mean_s(&q), 10, "its slowest phase: 10 s");
+    q.phases = 0; /* the same P and mean as one exponential: mean 4 s */
+    CHECK_REL(queue_wait_tail_mean_s(&q), 4, 1e-15, "one exponential: E[W] / P = 0.12 / 0.03 = 4 s");
+}
+
 /* ---- 9. M/G/infinity: the window-averaged occupancy's variance ---- */
 
 /* (2 / w^2) integral_0^w (w - tau) lambda E[(S - tau)+] d tau by Simpson's rule, pieces split at
@@ -386,6 +406,7 @@ int main(void)
     md1();
     normal();
     bisection();
+    phases();
     occupancy();
     compound();
     return tap_done();
