@@ -35,7 +35,10 @@ static int64_t events_most(double mean)
 struct batch_law {
     int64_t most;    /* events followed in a batch of this time */
     double *events;  /* Poisson(nu t) chances of 0 .. most, the rest lumped into most */
-    double *reached; /* P(N(u) >= n) at u = s t / BATCH_QUEUE_SHARES: [s (most + 1) + n] */
+    double *beyond;  /* P(N(t) >= n) */
+    /* P(N(s t / BATCH_QUEUE_SHARES) < n <= N((s + 1) t / BATCH_QUEUE_SHARES)): the n-th event in
+     * share s, [n BATCH_QUEUE_SHARES + s] */
+    double *in_share;
 };
 
 struct work {
@@ -83,14 +86,19 @@ static bool laws_make(struct work *w)
             double mean = w->nu * batch_s(w, k, r);
             l->most = events_most(mean) + w->m;
             l->events = malloc((size_t)(l->most + 1) * sizeof *l->events);
-            l->reached = malloc((size_t)((l->most + 1) * (BATCH_QUEUE_SHARES + 1)) * sizeof *l->reached);
-            if (!l->events || !l->reached)
+            l->beyond = malloc((size_t)(l->most + 1) * sizeof *l->beyond);
+            l->in_share = malloc((size_t)((l->most + 1) * BATCH_QUEUE_SHARES) * sizeof *l->in_share);
+            if (!l->events || !l->beyond || !l->in_share)
                 return false;
+            /* P(N(u) >= n) at the shares' ends, u = s t / BATCH_QUEUE_SHARES, into `beyond` */
             for (int s = 0; s <= BATCH_QUEUE_SHARES; s++) {
-                double *reached = l->reached + s * (l->most + 1), above = 1;
+                double above = 1;
                 poisson_law(mean * s / BATCH_QUEUE_SHARES, l->most, l->events);
                 for (int64_t n = 0; n <= l->most; n++) {
-                    reached[n] = above > 0 ? above : 0;
+                    double reached = above > 0 ? above : 0;
+                    if (s > 0)
+                        l->in_share[n * BATCH_QUEUE_SHARES + s - 1] = reached - l->beyond[n];
+                    l->beyond[n] = reached;
                     above -= l->events[n];
                 }
             }
@@ -107,7 +115,8 @@ static void laws_free(struct work *w)
     if (w->laws)
         for (int64_t i = 0; i < w->sizes * w->in->atoms; i++) {
             free(w->laws[i].events);
-            free(w->laws[i].reached);
+            free(w->laws[i].beyond);
+            free(w->laws[i].in_share);
         }
     free(w->laws);
     w->laws = NULL;
@@ -143,64 +152,85 @@ static void chain_free(struct chain *c)
     *c = (struct chain){0};
 }
 
+/* row += f from over count states: unrolled so that GCC's basic-block vectorizer pairs it at -O2
+ * (the elimination's time is in it) */
+static void row_add(double *restrict row, const double *restrict from, double f, int64_t count)
+{
+    int64_t j = 0;
+    for (; j + 4 <= count; j += 4) {
+        row[j] += f * from[j];
+        row[j + 1] += f * from[j + 1];
+        row[j + 2] += f * from[j + 2];
+        row[j + 3] += f * from[j + 3];
+    }
+    for (; j < count; j++)
+        row[j] += f * from[j];
+}
+
 /* Builds and solves the chain at `levels` levels; false when out of memory. */
 static bool chain_solve(struct work *w, int64_t levels, struct chain *c)
 {
     const int64_t m = w->m, atoms = w->in->atoms;
-    int64_t most_up = 0;
-    for (int64_t k = 1; k <= w->sizes; k++)
-        for (int r = 0; r < atoms; r++)
-            if (w->laws[(k - 1) * atoms + r].most > most_up)
-                most_up = w->laws[(k - 1) * atoms + r].most;
     *c = (struct chain){.levels = levels, .states = levels * m};
-    c->lower = w->sizes * m + m;
-    c->upper = (most_up / m + 1) * m + m;
-    if (c->lower > c->states)
-        c->lower = c->states;
-    if (c->upper > c->states)
-        c->upper = c->states;
+    /* From state s a batch of k with n events goes to s - k m + n (below 0 the idle state 0, past
+     * the top into the top level at the same phase): the band is k m below and the most events
+     * less k m above, at most. */
+    int64_t most_up = 0, upper = 0;
+    for (int64_t k = 1; k <= w->sizes; k++)
+        for (int r = 0; r < atoms; r++) {
+            int64_t most = w->laws[(k - 1) * atoms + r].most;
+            most_up = most > most_up ? most : most_up;
+            upper = most - k * m > upper ? most - k * m : upper;
+        }
+    c->lower = w->sizes * m < c->states - 1 ? w->sizes * m : c->states - 1;
+    c->upper = upper < c->states - 1 ? upper : c->states - 1;
     c->width = c->lower + c->upper + 1;
     c->p = calloc((size_t)(c->states * c->width), sizeof *c->p);
     c->out = malloc((size_t)c->states * sizeof *c->out);
     c->pi = malloc((size_t)c->states * sizeof *c->pi);
-    if (!c->p || !c->out || !c->pi)
+    double *events = malloc((size_t)(most_up + 1) * sizeof *events);
+    if (!c->p || !c->out || !c->pi || !events) {
+        free(events);
         return false;
-    for (int64_t q = 1; q <= levels; q++) {
-        int64_t k = q < w->b ? q : w->b;
-        for (int64_t phase = 0; phase < m; phase++) {
-            int64_t i = state_of(w, c, q, phase);
-            for (int r = 0; r < atoms; r++) {
-                double weight = batch_weight(w, k, r);
-                if (weight <= 0)
-                    continue;
-                const struct batch_law *l = &w->laws[(k - 1) * atoms + r];
-                /* n events: floor((phase + n) / m) arrivals, phase + n mod m after, counted along */
-                for (int64_t n = 0, arrived = 0, after = phase; n <= l->most; n++) {
-                    *at(c, i, state_of(w, c, q - k + arrived, after)) += weight * l->events[n];
-                    if (++after == m) {
-                        after = 0;
-                        arrived++;
-                    }
-                }
-            }
-        }
     }
+    for (int64_t k = 1; k <= w->sizes; k++) {
+        /* the events in a batch of k over its time atoms: the same for every state it starts at */
+        int64_t most = 0;
+        memset(events, 0, (size_t)(most_up + 1) * sizeof *events);
+        for (int r = 0; r < atoms; r++) {
+            double weight = batch_weight(w, k, r);
+            if (weight <= 0)
+                continue;
+            const struct batch_law *l = &w->laws[(k - 1) * atoms + r];
+            for (int64_t n = 0; n <= l->most; n++)
+                events[n] += weight * l->events[n];
+            most = l->most > most ? l->most : most;
+        }
+        int64_t first = (k - 1) * m, last = k < w->b ? k * m : c->states;
+        for (int64_t i = first; i < last; i++)
+            for (int64_t n = 0; n <= most; n++) {
+                int64_t to = i - k * m + n;
+                if (to < 0)
+                    to = 0;
+                else if (to >= c->states)
+                    to = c->states - m + to % m;
+                *at(c, i, to) += events[n];
+            }
+    }
+    free(events);
     /* Grassmann-Taksar-Heyman: states eliminated from the top, each row's mass to the states
      * below it kept as the divisor; then pi forwards from pi(0) = 1 */
     for (int64_t n = c->states - 1; n > 0; n--) {
         int64_t low = n - c->lower > 0 ? n - c->lower : 0, high = n - c->upper > 0 ? n - c->upper : 0;
+        const double *from = at(c, n, low);
         double out = 0;
-        for (int64_t j = low; j < n; j++)
-            out += *at(c, n, j);
+        for (int64_t j = 0; j < n - low; j++)
+            out += from[j];
         c->out[n] = out > 0 ? out : 1e-300;
         for (int64_t i = high; i < n; i++) {
             double f = *at(c, i, n);
-            if (f == 0)
-                continue;
-            f /= c->out[n];
-            double *row = at(c, i, 0), *from = at(c, n, 0);
-            for (int64_t j = low; j < n; j++)
-                row[j] += f * from[j];
+            if (f != 0)
+                row_add(at(c, i, low), from, f / c->out[n], n - low);
         }
     }
     double sum = c->pi[0] = 1;
@@ -326,6 +356,13 @@ static void bins_add(struct bins *s, double weight, double wait_s, double own, d
     s->own2[i] += weight * own2;
 }
 
+/* to += weight chance over the shares (a fixed count: GCC vectorizes it at -O2) */
+static void shares_add(double *restrict to, const double *restrict chance, double weight)
+{
+    for (int s = 0; s < BATCH_QUEUE_SHARES; s++)
+        to[s] += weight * chance[s];
+}
+
 /* The arrivals during the batches begun at each state: their waits into the bins. A wait depends
  * on the batch's size and time, the arrival's place in the queue and its share of the batch, not
  * on the state otherwise, so the chances are summed by (time atom, place, share) for each batch
@@ -338,12 +375,11 @@ static bool waits_gather(const struct work *w, const struct chain *c, const stru
     for (int64_t i = 0; i < w->sizes * atoms; i++)
         most_up = w->laws[i].most > most_up ? w->laws[i].most : most_up;
     const int64_t places = c->levels + most_up / m + 2;
-    double *mass = malloc((size_t)(atoms * places * shares) * sizeof *mass);
+    double *mass = calloc((size_t)(atoms * places * shares), sizeof *mass);
     if (!mass)
         return false;
     *busy_s = *idle_s = 0;
     for (int64_t k = 1; k <= w->sizes; k++) {
-        memset(mass, 0, (size_t)(atoms * places * shares) * sizeof *mass);
         int64_t last = 0; /* the last place with mass */
         for (int64_t q = k; q <= (k < b ? k : c->levels); q++) {
             int64_t left = q - k;
@@ -366,34 +402,31 @@ static bool waits_gather(const struct work *w, const struct chain *c, const stru
                         if (none * weight >= BATCH_QUEUE_CASE_LEAST)
                             bins_add(bins, weight * none, 0, 1, 1);
                     }
-                    const int64_t most = l->most;
-                    const double *reached = l->reached;
-                    /* the j-th arrival in the batch, at event j m - phase, in share s when
-                     * N(s d / shares) < event <= N((s + 1) d / shares) */
-                    for (int64_t j = 1, event = m - phase; event <= most; j++, event += m) {
-                        if (weight * reached[shares * (most + 1) + event] < BATCH_QUEUE_CASE_LEAST)
+                    /* the j-th arrival in the batch, at event j m - phase */
+                    for (int64_t j = 1, event = m - phase; event <= l->most; j++, event += m) {
+                        if (weight * l->beyond[event] < BATCH_QUEUE_CASE_LEAST)
                             break;
-                        double *to = mass + (r * places + left + j) * shares;
-                        for (int64_t s = 0; s < shares; s++)
-                            to[s] += weight * (reached[(s + 1) * (most + 1) + event] - reached[s * (most + 1) + event]);
+                        shares_add(mass + (r * places + left + j) * shares, l->in_share + event * shares, weight);
                         last = left + j > last ? left + j : last;
                     }
                 }
             }
         }
         for (int r = 0; r < atoms; r++) {
-            double d = batch_s(w, k, r);
+            double d = batch_s(w, k, r), rest[BATCH_QUEUE_SHARES];
+            for (int64_t s = 0; s < shares; s++)
+                rest[s] = d * (1 - ((double)s + 0.5) / (double)shares);
             for (int64_t place = 1; place <= last; place++) {
                 int64_t before = (place - 1) / b, in_batch = place - before * b;
                 double mean = (double)before * w->full_mean_s, sd = w->full_sd_s * sqrt((double)before);
+                const double *chances = mass + (r * places + place) * shares;
                 for (int64_t s = 0; s < shares; s++) {
-                    double chance = mass[(r * places + place) * shares + s];
+                    double chance = chances[s];
                     if (chance < BATCH_QUEUE_CASE_LEAST)
                         continue;
-                    double rest = d * (1 - ((double)s + 0.5) / (double)shares);
                     double own, own2;
                     if (sd <= 0) {
-                        double wait = rest + mean;
+                        double wait = rest[s] + mean;
                         joiners_at(join, b, in_batch, wait, &own, &own2);
                         bins_add(bins, chance, wait, own, own2);
                         continue;
@@ -401,12 +434,14 @@ static bool waits_gather(const struct work *w, const struct chain *c, const stru
                     static const double spread[3] = {-1.7320508075688772, 0, 1.7320508075688772};
                     static const double share[3] = {1.0 / 6, 2.0 / 3, 1.0 / 6};
                     for (int g = 0; g < 3; g++) {
-                        double wait = rest + fmax(mean + spread[g] * sd, 0);
+                        double full = mean + spread[g] * sd, wait = rest[s] + (full > 0 ? full : 0);
                         joiners_at(join, b, in_batch, wait, &own, &own2);
                         bins_add(bins, chance * share[g], wait, own, own2);
                     }
                 }
             }
+            /* cleared for the next size as far as this one reached (the small ones reach little) */
+            memset(mass + r * places * shares, 0, (size_t)((last + 1) * shares) * sizeof *mass);
         }
     }
     free(mass);
