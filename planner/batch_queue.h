@@ -17,21 +17,31 @@
  * j mod x, so an instance sees every x-th event of that process (its gaps Erlang with x phases,
  * rate lambda / x). The chain follows m of those phases, events at nu = m lambda / x: m = x up to
  * BATCH_QUEUE_PHASES, and fewer where the elimination would take more than BATCH_QUEUE_WORK
- * multiply-adds; with m < x the gaps are taken as more variable than they are (Erlang with m
- * phases of the same mean), the queue a little longer than round-robin's (over 12 instances the
- * mean within 4% where a batch's fixed time is at least a fifth of it; where it costs no fixed
- * time, up to a third at 80-93% busy: test_batch_queue, README). An instance, free with prompts
- * waiting, takes k = min(q, b) of them and is busy for t(k) (the caller's law: atoms of time and
- * chance for each k, a length mix spreading them); idle, it starts a batch of one as the next
- * prompt arrives.
+ * multiply-adds at the levels the tail needs (below); with m < x the gaps are taken as more
+ * variable than they are (Erlang with m phases of the same mean), the queue a little longer than
+ * round-robin's (over 12 instances the mean within 4% where a batch's fixed time is at least a
+ * fifth of it; where it costs no fixed time, up to a third at 80-93% busy: test_batch_queue,
+ * README). An instance, free with prompts waiting, takes k = min(q, b) of them and is busy for
+ * t(k) (the caller's law: atoms of time and chance for each k, a length mix spreading them);
+ * idle, it starts a batch of one as the next prompt arrives.
  * Embedded at batch starts: state (q >= 1 waiting, phi in [0, m) events since the instance's last
  * arrival); a batch of D gives n ~ Poisson(nu D) events, a = floor((phi + n) / m) arrivals, phi' =
  * (phi + n) mod m, q' = q - k + a; q' = 0 goes to (1, 0), the prompt that ends the idle time
- * starting a batch of its own. States to q = N, more lumped at the top; N doubles from
- * b + (the arrivals in the longest batch, mean + 8 sd) + 8 while the top holds more than
- * BATCH_QUEUE_MOST_TOP, up to BATCH_QUEUE_MOST_LEVELS levels. The stationary law by Grassmann-
- * Taksar-Heyman elimination (exact, stable), over the band the chain moves in (down at most b
- * levels a batch, up at most the most arrivals a batch).
+ * starting a batch of its own. States to q = N, more lumped at the top. N is set before solving:
+ * above b waiting the chain is a random walk in the states s = (q - 1) m + phi, s -> s - b m + n
+ * (n the events in a full batch), whose law falls as exp(-theta s), theta > 0 the root of
+ * E[exp(theta (n - b m))] = 1 (Cramer-Lundberg, halved to the last bit); N is where that tail
+ * leaves the top level at most BATCH_QUEUE_MOST_TOP (from b levels up by Lundberg's inequality, a
+ * level 1 - exp(-theta m) of what lies above it, and the top what full batches carry past it,
+ * kept until one takes more than it brings), at least b + (the arrivals in the longest batch,
+ * mean + 8 sd) + 8, at most BATCH_QUEUE_MOST_LEVELS. m is then the most the work allows at N,
+ * and N is set again for it until m holds (fewer phases, a slower fall). Solved once: over 3,097
+ * pools (the search's, and batches of 1 to 256 prompts at 0.3 to 0.995 busy) the top held at most
+ * 0.76 of BATCH_QUEUE_MOST_TOP and N was 1.01 to 1.84 times the fewest levels that would do (1.06
+ * at the median); should the top hold more, N grows by half (at the phases that allow) and it is
+ * solved again, up to BATCH_QUEUE_MOST_LEVELS. The stationary law by Grassmann-Taksar-Heyman
+ * elimination (exact, stable), over the band the chain moves in (from s, to s - k m + n: down at
+ * most k m states, up at most the most events a batch less k m).
  *
  * The wait. A prompt arriving during a batch of D that started at (q, phi) is the j-th arrival of
  * that batch (at event j m - phi, its time u Erlang: the batch's time cut into
@@ -87,6 +97,12 @@ struct batch_queue_waits {
         own_sd[BATCH_QUEUE_WAIT_BINS + 1];
     double mean_wait_s;
     double busy; /* an instance's share of time in batches */
+    /* the chain solved: its levels, the phases it followed, how many times it was solved (1
+     * unless the levels predicted fell short), the chance at its top level (at most
+     * BATCH_QUEUE_MOST_TOP) and theta, its law's fall a state above b waiting (exp(-theta)) */
+    int64_t levels, phases;
+    int solves;
+    double top, decay;
 };
 
 enum batch_queue_status {

@@ -203,7 +203,62 @@ static void against_simulation(void)
     }
 }
 
-/* ---- 4. determinism, overload and refusals ---- */
+/* ---- 4. the tail's decay and the levels it sets ---- */
+
+static void tail(void)
+{
+    /* M/D/1 (one instance, batches of one, a fixed D): above the boundary the chain's walk is
+     * s -> s - 1 + n, n ~ Poisson(rho), so its law falls as exp(-theta s), theta > 0 the root of
+     * -theta + rho (e^theta - 1) = 0: theta = -W_-1(-rho e^-rho) - rho (Lambert's W, its lower
+     * branch; mpmath 1.3 at 30 digits: lambertw(-rho * exp(-rho), -1), the residual below 1e-30) */
+    static const struct {
+        double rho, theta;
+    } md1[] = {{0.5, 1.25643120862616967698}, {0.93, 0.143427394656162555130}};
+    const double d = 0.187;
+    for (int i = 0; i < 2; i++) {
+        for (int64_t x = 1; x <= 3; x += 2) {
+            /* x = 3 (E_3/D/1, 3 phases): s -> s - 3 + Poisson(3 rho), whose E[exp(theta (n - 3))]
+             * is the cube of M/D/1's, so the same theta a state (3 theta a level) */
+            struct pool p = {.x = x, .b = 1, .alpha = d, .beta = 0, .arrivals_per_s = (double)x * md1[i].rho / d};
+            struct batch_queue_input in = input_of(&p);
+            struct batch_queue_waits q;
+            if (!CHECK(batch_queue_waits(&in, &q) == BATCH_QUEUE_OK && q.phases == x,
+                       "%lld instance(s) of one prompt at rho %.2f: solved at %lld phases", (long long)x, md1[i].rho,
+                       (long long)x))
+                continue;
+            /* the root halved to the last bit; the drift's log summed to within a few ulps */
+            check_near(q.decay, md1[i].theta, 1e-12, "%lld instance(s), rho %.2f: theta %.17g a state", (long long)x,
+                       md1[i].rho, md1[i].theta);
+        }
+    }
+    /* The levels for M/D/1 at rho 0.93: b + 1 + (ln((1 - e^-theta) g) - ln BATCH_QUEUE_MOST_TOP) /
+     * theta rounded up, g the top's gathering, (1 + E[(n - 1)^+]) / P(n < 1) = (1 + 0.93 - 1 +
+     * e^-0.93) / e^-0.93 = 1.324554 / 0.394554 = 3.357094, so with 1 - e^-0.143427 = 0.133616,
+     * 2 + ceil((ln 0.448562 + 20.723266) / 0.143427) = 2 + ceil(138.896) = 141 (above the 19 levels
+     * a batch's arrivals ask: 1 + 10 + 8). Solved once there, its top holds at most
+     * BATCH_QUEUE_MOST_TOP, and not ten times less: the prediction wastes at most ln 10 / theta =
+     * 16 levels. */
+    struct pool p = {.x = 1, .b = 1, .alpha = d, .beta = 0, .arrivals_per_s = 0.93 / d};
+    struct batch_queue_input in = input_of(&p);
+    struct batch_queue_waits q;
+    if (CHECK(batch_queue_waits(&in, &q) == BATCH_QUEUE_OK, "M/D/1 at rho 0.93: solved")) {
+        CHECK_EQ(q.levels, 141, "M/D/1 at rho 0.93: 141 levels from theta");
+        CHECK_EQ(q.solves, 1, "M/D/1 at rho 0.93: solved once");
+        CHECK(q.top <= BATCH_QUEUE_MOST_TOP && q.top >= BATCH_QUEUE_MOST_TOP / 10,
+              "M/D/1 at rho 0.93: its top holds %.3g, within a tenth of BATCH_QUEUE_MOST_TOP", q.top);
+    }
+    /* a pool near the most use: 6 instances of batches of 8, a fixed share 0.64, at 0.99 of what
+     * full batches serve (a wait of 1.6 full batches): solved once, its top within the bound */
+    struct pool near = {.x = 6, .b = 8, .alpha = 0.64 * 0.187, .beta = 0.36 * 0.187 / 8};
+    near.arrivals_per_s = 0.99 * 6 * 8 / 0.187;
+    in = input_of(&near);
+    if (CHECK(batch_queue_waits(&in, &q) == BATCH_QUEUE_OK, "6 instances at rho 0.99: solved")) {
+        CHECK_EQ(q.solves, 1, "6 instances at rho 0.99: solved once");
+        CHECK(q.top <= BATCH_QUEUE_MOST_TOP, "6 instances at rho 0.99: its top holds %.3g", q.top);
+    }
+}
+
+/* ---- 5. determinism, overload and refusals ---- */
 
 static void refusals(void)
 {
@@ -236,6 +291,7 @@ int main(void)
     md1();
     light();
     against_simulation();
+    tail();
     refusals();
     return tap_done();
 }
