@@ -826,26 +826,20 @@ static void slot_caps_of(int64_t cap, double cap_sd, struct slot_caps *out)
  * ones, so they leave at X_c = X(c) c / N, and a composition lasts about relaxation_s, over which
  * a queue near balance grows only as a random walk, sqrt(2 (lambda + X_c) t / pi), and one past
  * it by (lambda - X_c) t / 2 on average: the fewer of the two; its wait (ahead + 1) / X_c. */
-static void slot_wait_of(const struct settled *g, const struct occupancy_run *runs, int64_t count,
+static void slot_wait_of(const struct settled *g, const struct occupancy_run *runs, int64_t count, double top,
                          double arrivals_per_s, double log_rate, int64_t cap, double relaxation_s,
                          const struct slot_caps *caps, struct queue_wait *out)
 {
-    double top = 0, log_pi = 0;
-    for (int64_t i = 0; i < count; i++) {
-        log_pi += runs[i].increment * runs[i].length;
-        top = fmax(top, log_pi);
-    }
     *out = (struct queue_wait){0};
-    double pi0 = exp(-top), mass = 0; /* through the runs before run i */
-    int64_t i = 0, start = 1;         /* run i covers start .. start + length - 1 */
-    log_pi = 0;
+    double pi0 = exp(-top), mass = 0, log_pi = 0; /* through the runs before run i (their masses
+                                                   * over e^top, as occupancy_of left them) */
+    int64_t i = 0, start = 1;                     /* run i covers start .. start + length - 1 */
     for (int k = 0; k < caps->count; k++) {
         int64_t c = caps->cap[k];
         while (i < count && start + (int64_t)runs[i].length - 1 < c) {
-            double first = log_pi + runs[i].increment - top, inc = runs[i].increment, length = runs[i].length;
-            mass += fabs(inc) < 1e-12 ? length * exp(first) : exp(first) * expm1(inc * length) / expm1(inc);
-            log_pi += inc * length;
-            start += (int64_t)length;
+            mass += runs[i].mass;
+            log_pi += runs[i].increment * runs[i].length;
+            start += (int64_t)runs[i].length;
             i++;
         }
         double at = 0, through = mass;
@@ -971,7 +965,14 @@ static void occupancy_of(const struct settled *g, int64_t cap, double cap_sd, do
     out->composition_correlation = v1 > 0 ? vr / v1 : 0;
     out->prompt_delay_s = d1 / busy;
     if (caps.count > 1) {
-        slot_wait_of(g, runs, count, arrivals_per_s, log_rate, cap, cap_relaxation_tokens / y * last, &caps,
+        for (int64_t i = within; i < count; i++) { /* the runs past the cap that some caps reach */
+            struct occupancy_run *x = &runs[i];
+            double first = log_pi + x->increment - top;
+            x->mass = fabs(x->increment) < 1e-12 ? x->length * exp(first)
+                                                  : exp(first) * expm1(x->increment * x->length) / expm1(x->increment);
+            log_pi += x->increment * x->length;
+        }
+        slot_wait_of(g, runs, count, top, arrivals_per_s, log_rate, cap, cap_relaxation_tokens / y * last, &caps,
                      &out->slot);
     } else {
         out->slot.wait_probability = (at_cap + beyond) / all;
