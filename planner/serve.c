@@ -873,8 +873,9 @@ static void slot_wait_of(const struct settled *g, const struct occupancy_run *ru
 
 static void occupancy_of(const struct settled *g, int64_t cap, double cap_sd, double cap_relaxation_tokens,
                          double arrivals_per_s, double osl, double y, const double *levels,
-                         struct serve_occupancy *out)
+                         struct serve_occupancy *out, struct queue_wait *slot)
 {
+    *slot = (struct queue_wait){0};
     double last, last_variance, last_correlation, last_delay;
     int from = 1;
     settled_at(g, (double)cap, &from, &last, &last_variance, &last_correlation, &last_delay);
@@ -973,11 +974,14 @@ static void occupancy_of(const struct settled *g, int64_t cap, double cap_sd, do
             log_pi += x->increment * x->length;
         }
         slot_wait_of(g, runs, count, top, arrivals_per_s, log_rate, cap, cap_relaxation_tokens / y * last, &caps,
-                     &out->slot);
+                     slot);
     } else {
-        out->slot.wait_probability = (at_cap + beyond) / all;
-        out->slot.mean_wait_s = queued / all / arrivals_per_s;
+        slot->wait_probability = (at_cap + beyond) / all;
+        slot->mean_wait_s = queued / all / arrivals_per_s;
     }
+    out->wait_probability = slot->wait_probability;
+    out->mean_wait_s = slot->mean_wait_s;
+    out->slot_caps = caps.count;
     out->idle_probability = pi0 / all;
     for (int l = 0; l < TAIL_LEVELS; l++) {
         double below = 0;
@@ -1041,11 +1045,14 @@ static bool chord_holds(struct occupancy_table *table, struct settled_point *at,
 /* The occupancy an instance of layout `l` (setup `s`) holds when requests arrive at
  * `arrivals_per_s` and it runs `batch` sequences on average: under Poisson arrivals the
  * birth-death process above, otherwise exactly `batch`, its steps those of `at_batch` (the
- * batch's own composition). False when the instance cannot keep up. */
+ * batch's own composition); *slot the wait for a slot, with its phases (none where nobody waits).
+ * False when the instance cannot keep up. */
 static bool instance_occupancy(const struct serve_pool *pool, const struct roof_setup *s, const struct layout *l,
                                const struct serve_workload *w, int64_t batch, struct composition *at_batch,
-                               bool prefilling, double arrivals_per_s, struct serve_occupancy *out)
+                               bool prefilling, double arrivals_per_s, struct serve_occupancy *out,
+                               struct queue_wait *slot)
 {
+    *slot = (struct queue_wait){0};
     double levels[TAIL_LEVELS];
     tail_levels(w, levels);
     double y = serve_tokens_per_step(w);
@@ -1107,7 +1114,7 @@ static bool instance_occupancy(const struct serve_pool *pool, const struct roof_
             g.delay_s[g.count++] = at[i].delay_s;
         }
         occupancy_of(&g, cap, cap_sd, w->lengths.held_relaxation_tokens, arrivals_per_s, (double)w->osl, y, levels,
-                     out);
+                     out, slot);
         if (!out->stable)
             break;
     }
@@ -1662,7 +1669,8 @@ static void chain_ttft_add(void *context, double weight, double time_s)
  * where it cannot change that). False when the budgets cannot keep up. */
 static bool aggregated_tails(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
                              const struct serve_workload *w, int64_t batch, const struct serve_occupancy *o,
-                             struct composition *at_batch, bool judging, struct serve_point *p)
+                             const struct queue_wait *slot, struct composition *at_batch, bool judging,
+                             struct serve_point *p)
 {
     double arrivals = p->decode.requests_per_s, step_s = p->decode.step_s, slower = o->step_mean_s / step_s;
     double tpot[TAIL_LEVELS], tpot_mean, ttft[TAIL_LEVELS] = {0}, ttft_mean = 0;
@@ -1683,7 +1691,7 @@ static bool aggregated_tails(const struct serve_pool *pool, const struct graph_s
         free(chain);
         return true;
     }
-    struct queue_wait slot = o->slot, wait = slot;
+    struct queue_wait wait = *slot;
     struct ttft_mix mix = {.wait = &wait};
     double isl[SERVE_PROMPT_BINS], weight[SERVE_PROMPT_BINS];
     int64_t bins = prompt_bins(w, isl, weight);
@@ -1706,7 +1714,7 @@ static bool aggregated_tails(const struct serve_pool *pool, const struct graph_s
         struct queue_wait budget;
         if (!prefill_wait(w, arrivals, service, (int64_t)servers, &budget))
             return false;
-        wait = waits_added(&slot, &budget);
+        wait = waits_added(slot, &budget);
         /* An open-loop arrival lands in a step of length-biased length L (the step a gamma law of
          * its mean m and variance v: E[L] = E[T^2] / m, E[L^2] = E[T^3] / m, E[T^3] = m^3 + 3 m v +
          * 2 v^2 / m), waits out a uniform share of it, and its first chunk's step carries the K ~
@@ -1846,8 +1854,10 @@ static bool aggregated_counted(const struct serve_pool *pool, const struct graph
     p.decode.requests_per_s = finished_per_s(w, batch, t);
     p.devices = l->devices;
     p.prefill_use = rank_prefill / chunk;
-    if (!instance_occupancy(pool, &s, l, w, batch, &at_batch, true, p.decode.requests_per_s, &p.decode.occupancy) ||
-        !aggregated_tails(pool, g, l, w, batch, &p.decode.occupancy, &at_batch, judging, &p))
+    struct queue_wait slot;
+    if (!instance_occupancy(pool, &s, l, w, batch, &at_batch, true, p.decode.requests_per_s, &p.decode.occupancy,
+                            &slot) ||
+        !aggregated_tails(pool, g, l, w, batch, &p.decode.occupancy, &slot, &at_batch, judging, &p))
         return false;
     p.tokens_per_s_per_device = p.decode_tokens_per_s_per_device = p.decode.point.tokens_per_s_per_device;
     p.cost_per_mtok = p.decode.point.cost_per_mtok;
@@ -1881,7 +1891,8 @@ bool serve_decode_instance(const struct serve_pool *pool, const struct graph_sum
     d.requests_per_s = finished_per_s(w, batch, d.step_s);
     struct roof_setup s = setup_of(pool, g, l);
     struct composition alone = {.count = 1, .prompts = {0}, .step_s = {d.step_s}};
-    if (!instance_occupancy(pool, &s, l, w, batch, &alone, false, d.requests_per_s, &d.occupancy))
+    struct queue_wait slot; /* a decode pool's wait for a slot is not modelled (serve.h) */
+    if (!instance_occupancy(pool, &s, l, w, batch, &alone, false, d.requests_per_s, &d.occupancy, &slot))
         return false;
     *out = d;
     return true;

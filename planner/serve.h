@@ -177,7 +177,6 @@
 
 #include "model.h"
 #include "plan.h"
-#include "queueing.h"
 #include "roofline.h"
 #include "topology.h"
 
@@ -284,7 +283,8 @@ struct serve_occupancy {
     double composition_units, composition_clump; /* units of prompts a step carries on average, and
                                                   * the clumps they come in (0: not at random) */
     double step_quantile_s[SERVE_PERCENTILES + 1]; /* the occupancy's at p50, p90, p99, the workload's */
-    struct queue_wait slot; /* a request's wait for a slot at the KV cap */
+    double wait_probability, mean_wait_s; /* a request's wait for a slot at the KV cap */
+    int slot_caps; /* the caps that wait is a mixture over (the wait for a slot): 1 for alike requests */
     double idle_probability; /* that no sequence is in flight (Poisson: pi(0); else 0) */
 };
 

@@ -1541,8 +1541,8 @@ static void kv_slot_wait(void)
     fixed.arrivals = SERVE_POISSON;
     struct serve_point p;
     bool made = serve_aggregated(&pool, &g, &node_tp8, &fixed, 400, &p);
-    CHECK(made && p.decode.occupancy.slot.phases == 0, "alike requests: one cap, a wait with no phases (%d)",
-          made ? p.decode.occupancy.slot.phases : -1);
+    CHECK(made && p.decode.occupancy.slot_caps == 1, "alike requests: one cap (%d)",
+          made ? p.decode.occupancy.slot_caps : -1);
 
     /* MLPerf's DeepSeek-R1 mix (outputs to 32,768 tokens) on an H200 node, DP 8 x EP 8, at batch
      * 267: what serve chooses for p99 TTFT 6 s / TPOT 80 ms. The KV holds 312 sequences at the
@@ -1573,11 +1573,11 @@ static void kv_slot_wait(void)
     length_mix_release(&mix);
     if (!CHECK(made && runs == 3, "DeepSeek-R1 mix, 267 sequences: a point, simulated three times"))
         return;
-    CHECK(p.decode.occupancy.slot.phases > 1 && fabs(p.tail.ttft_mean_s / simulated - 1) <= 0.20,
+    CHECK(p.decode.occupancy.slot_caps > 1 && fabs(p.tail.ttft_mean_s / simulated - 1) <= 0.20,
           "mean TTFT %.1f ms against the simulations' %.1f ms (%d caps; %.2f%% of requests wait for a slot, %.0f ms "
           "on average)",
-          p.tail.ttft_mean_s * 1e3, simulated * 1e3, p.decode.occupancy.slot.phases,
-          100 * p.decode.occupancy.slot.wait_probability, p.decode.occupancy.slot.mean_wait_s * 1e3);
+          p.tail.ttft_mean_s * 1e3, simulated * 1e3, p.decode.occupancy.slot_caps,
+          100 * p.decode.occupancy.wait_probability, p.decode.occupancy.mean_wait_s * 1e3);
 }
 
 int main(int argc, char **argv)
