@@ -781,6 +781,13 @@ struct occupancy_run {
     double middle, step_s, variance_s2, correlation, delay_s, length, increment, mass;
 };
 
+/* A run's mass, the sum of exp(first + k increment) over k = 0 .. length - 1: `first` its first
+ * count's log mass (over e^top), `increment` log pi's step a count. */
+static double run_mass(double first, double increment, double length)
+{
+    return fabs(increment) < 1e-12 ? length * exp(first) : exp(first) * expm1(increment * length) / expm1(increment);
+}
+
 /* The sequences the KV cache holds (serve.h, "the wait for a slot"): a sequence in flight
  * reserves its prompt and output, so when lengths vary the count that fits moves with those in
  * flight, slowly: about the cap N at the mean reservation, sd sqrt(N) s / m. The wait is taken
@@ -845,7 +852,7 @@ static void slot_wait_of(const struct settled *g, const struct occupancy_run *ru
         double at = 0, through = mass;
         if (i < count) { /* c within run i: its first c - start + 1 counts */
             double first = log_pi + runs[i].increment - top, inc = runs[i].increment, part = (double)(c - start + 1);
-            through += fabs(inc) < 1e-12 ? part * exp(first) : exp(first) * expm1(inc * part) / expm1(inc);
+            through += run_mass(first, inc, part);
             at = exp(log_pi + inc * part - top);
         }
         double t, variance, correlation, delay;
@@ -926,10 +933,7 @@ static void occupancy_of(const struct settled *g, int64_t cap, double cap_sd, do
     log_pi = 0;
     for (int64_t i = 0; i < within; i++) {
         struct occupancy_run *x = &runs[i];
-        /* sum over k = 1 .. length of exp(log_pi + k increment - top) */
-        double first = log_pi + x->increment - top;
-        x->mass = fabs(x->increment) < 1e-12 ? x->length * exp(first)
-                                              : exp(first) * expm1(x->increment * x->length) / expm1(x->increment);
+        x->mass = run_mass(log_pi + x->increment - top, x->increment, x->length);
         log_pi += x->increment * x->length;
         mass += x->mass;
         n1 += x->mass * x->middle;
@@ -967,11 +971,8 @@ static void occupancy_of(const struct settled *g, int64_t cap, double cap_sd, do
     out->prompt_delay_s = d1 / busy;
     if (caps.count > 1) {
         for (int64_t i = within; i < count; i++) { /* the runs past the cap that some caps reach */
-            struct occupancy_run *x = &runs[i];
-            double first = log_pi + x->increment - top;
-            x->mass = fabs(x->increment) < 1e-12 ? x->length * exp(first)
-                                                  : exp(first) * expm1(x->increment * x->length) / expm1(x->increment);
-            log_pi += x->increment * x->length;
+            runs[i].mass = run_mass(log_pi + runs[i].increment - top, runs[i].increment, runs[i].length);
+            log_pi += runs[i].increment * runs[i].length;
         }
         slot_wait_of(g, runs, count, top, arrivals_per_s, log_rate, cap, cap_relaxation_tokens / y * last, &caps,
                      slot);

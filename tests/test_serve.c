@@ -1470,11 +1470,9 @@ static void deferred_ttft(void)
     struct length_mix mix;
     if (!mix_read("workloads/azure-2023-conversation.csv", "Azure 2023 conversation", &mix))
         return;
-    struct serve_workload fixed = workload(1024, 1024), mixed = mix_workload(&mix, 0.5, 0.03);
-    fixed.ttft_s = 0.5;
-    fixed.tpot_s = 0.03;
-    fixed.arrivals = SERVE_POISSON;
-    fixed.percentile = mixed.percentile = 99;
+    const struct search_case llama = {"Llama 3.1 70B 1k/1k", &pool, 1024, 1024, 0.5, 0.03, SERVE_POISSON};
+    struct serve_workload fixed = case_workload(&llama), mixed = mix_workload(&mix, 0.5, 0.03);
+    fixed.percentile = 99; /* mix_workload's */
     fixed.mode = mixed.mode = SERVE_DISAGGREGATED;
     const struct serve_workload *cases[] = {&fixed, &mixed};
     const char *names[] = {"Llama 3.1 70B 1k/1k", "Llama 3.1 70B, Azure conversation mix"};
