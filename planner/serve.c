@@ -260,14 +260,20 @@ static void aggregated_step(const struct serve_pool *pool, const struct graph_su
  * chunk's context, so this is exact while one term binds every chunk, below the sum where the
  * binding term changes along the prompt (a max of linear terms is convex), above it where a
  * window or DSA's top-k caps the keys (concave); a prompt of one or two chunks is priced exactly. */
-static double chunk_step_s(const struct roof_setup *s, const struct serve_workload *w, int64_t batch, double prefill,
-                           double tokens, double context)
+static void chunk_point(const struct roof_setup *s, const struct serve_workload *w, int64_t batch, double prefill,
+                        double tokens, double context, struct roof_point *out)
 {
     struct roof_step step = mixed_step(w, batch, fmax(prefill - tokens, 0));
     step.chunk_tokens = tokens;
     step.chunk_context = (int64_t)llround(context);
+    roof_step(s, &step, out);
+}
+
+static double chunk_step_s(const struct roof_setup *s, const struct serve_workload *w, int64_t batch, double prefill,
+                           double tokens, double context)
+{
     struct roof_point r;
-    roof_step(s, &step, &r);
+    chunk_point(s, w, batch, prefill, tokens, context, &r);
     return r.step_s;
 }
 
@@ -421,6 +427,94 @@ static bool ranks_independent(const struct roof_setup *s)
     return s->layout.dp > 1 && !model_is_moe(s->model);
 }
 
+/* Ranks in step, prompts of lengths that vary, each whole within a rank's budget C: the k
+ * prompts go to the ranks in turn, so the h = k - (j - 1) dp ranks that hold j = ceil(k / dp)
+ * hold the most, and the busiest of them paces the step. Its tokens taken as (j - 1) mean prompts
+ * and the longest of h drawn from the prompt bins (P(longest <= x) = F(x)^h); the step's whole as
+ * k mean prompts moved by what that longest adds and by the other h - 1 drawn below it. The
+ * step's mean over the longest's law: a step's time is convex in its busiest rank's tokens (a
+ * max of linear terms), so pricing the mean prompt's step fell short: MLPerf's DeepSeek-R1 prompts
+ * (mean 804 tokens) on one of 8 H200 ranks cost 23.0 ms at the mean and 25.0 on average over
+ * the mix, the longest eighth 33.9. */
+static double mixed_lengths_step_s(const struct roof_setup *s, const struct serve_workload *w, int64_t n, double k)
+{
+    double tokens[SERVE_PROMPT_BINS], weight[SERVE_PROMPT_BINS];
+    int64_t bins = computed_bins(w, tokens, weight);
+    for (int64_t i = 1; i < bins; i++) /* by length */
+        for (int64_t j = i; j > 0 && tokens[j] < tokens[j - 1]; j--) {
+            double t = tokens[j], x = weight[j];
+            tokens[j] = tokens[j - 1], weight[j] = weight[j - 1];
+            tokens[j - 1] = t, weight[j - 1] = x;
+        }
+    double sum = 0;
+    for (int64_t i = 0; i < bins; i++)
+        sum += weight[i];
+    double dp = (double)s->layout.dp, budget = (double)w->chunk_tokens, mean = prefilled_tokens(w);
+    double held = ceil(k / dp), holding = k - (held - 1) * dp;
+    /* the longest's law over the bins that can be it, and each such step's tokens */
+    double longest[SERVE_PROMPT_BINS], chance[SERVE_PROMPT_BINS], total[SERVE_PROMPT_BINS], busiest[SERVE_PROMPT_BINS];
+    double step_s[SERVE_PROMPT_BINS];
+    enum roof_term bound[SERVE_PROMPT_BINS];
+    int m = 0;
+    double below = 0, below_tokens = 0;
+    for (int64_t i = 0; i < bins; i++) {
+        double before = below;
+        below += weight[i] / sum;
+        below_tokens += tokens[i] * weight[i] / sum;
+        double p = pow(fmin(below, 1), holding) - pow(before, holding);
+        if (p <= 0)
+            continue;
+        longest[m] = tokens[i];
+        chance[m] = p;
+        busiest[m] = fmin((held - 1) * mean + tokens[i], budget);
+        total[m] = k * mean + (tokens[i] - mean) + (holding - 1) * (below_tokens / below - mean);
+        total[m] = fmin(fmax(total[m], busiest[m]), dp * budget);
+        step_s[m++] = NAN;
+    }
+    /* The step is a max of terms linear in the tokens (roofline.h), so where one term binds at
+     * both ends of a run of bins it binds between them and the step is linear there: priced at
+     * the ends, and halved where the ends differ (a few roof_steps, not one a bin). */
+    int stack[2 * SERVE_PROMPT_BINS][2], top = 0;
+    for (int e = 0; e < 2 && m > 0; e++) {
+        int i = e == 0 ? 0 : m - 1;
+        struct roof_point r;
+        chunk_point(s, w, n, total[i], busiest[i], prefill_context(w), &r);
+        step_s[i] = r.step_s;
+        bound[i] = r.bound;
+    }
+    if (m > 2) {
+        stack[top][0] = 0;
+        stack[top++][1] = m - 1;
+    }
+    while (top > 0) {
+        int a = stack[--top][0], b = stack[top][1];
+        if (b - a < 2)
+            continue;
+        if (bound[a] == bound[b]) {
+            for (int i = a + 1; i < b; i++) {
+                double f = longest[b] > longest[a] ? (longest[i] - longest[a]) / (longest[b] - longest[a]) : 0;
+                step_s[i] = step_s[a] + f * (step_s[b] - step_s[a]);
+            }
+            continue;
+        }
+        int mid = (a + b) / 2;
+        struct roof_point r;
+        chunk_point(s, w, n, total[mid], busiest[mid], prefill_context(w), &r);
+        step_s[mid] = r.step_s;
+        bound[mid] = r.bound;
+        stack[top][0] = a;
+        stack[top++][1] = mid;
+        stack[top][0] = mid;
+        stack[top++][1] = b;
+    }
+    double expected = 0, mass = 0;
+    for (int i = 0; i < m; i++) {
+        expected += chance[i] * step_s[i];
+        mass += chance[i];
+    }
+    return expected / mass;
+}
+
 /* The step of n decode sequences that carries k units of u tokens (at the prompts' mean prefill
  * context). Ranks in step: each unit on one rank, the ranks taking them in turn, so the busiest
  * holds ceil(k / dp) of them, at most its chunk budget C, the rest spread over the others; at
@@ -439,13 +533,19 @@ static double carrying_step_s(const struct roof_setup *s, const struct serve_wor
         double each = fmin(k * c, budget); /* spread evenly: each rank's share is `each` */
         return chunk_step_s(s, w, n, each * dp, 0, prefill_context(w));
     }
+    if (dp > 1 && w->lengths.prompt_bins > 1 && prefilled_tokens(w) <= budget)
+        return mixed_lengths_step_s(s, w, n, k);
     double total = fmin(k * c, dp * budget), busiest = fmin(ceil(k / dp) * c, budget);
     return chunk_step_s(s, w, n, total, fmin(busiest, total), prefill_context(w));
 }
 
 
 /* The counts a composition of n sequences is priced at, up to `most` prompts (capped where the
- * budgets fill); `s` and `w` must outlive it. A decode pool's steps (most 0) carry none. */
+ * budgets fill); `s` and `w` must outlive it. A decode pool's steps (most 0) carry none. Ranks
+ * that step together take the units in turn, so the busiest one's share rises by a unit past
+ * each multiple of dp: both counts about each such jump are points (a chord across one priced
+ * Qwen3-30B-A3B's steps of 9 to 11 prompts on 8 ranks as if the busiest held one, and its TPOT
+ * p99 came out 18% below the simulation's), with the last point kept within reach. */
 static void composition_init(struct composition *out, const struct roof_setup *s, const struct serve_workload *w,
                              int64_t n, double most)
 {
@@ -460,7 +560,13 @@ static void composition_init(struct composition *out, const struct roof_setup *s
         if (k >= last)
             break;
         double next = k < COMPOSITION_EXACT ? k + 1 : ceil(k * 1.5);
-        k = fmin(next, last);
+        if (ranks > 1 && k >= ranks) { /* the next jump: past a multiple of dp, or the multiple */
+            double jump = floor(k / ranks) * ranks;
+            next = fmin(next, k == jump ? k + 1 : jump + ranks);
+        } else if (ranks > 1 && next > ranks) {
+            next = ranks;
+        }
+        k = out->count >= COMPOSITION_POINTS - 1 ? last : fmin(next, last);
     }
 }
 
@@ -3236,19 +3342,52 @@ void serve_result_release(struct serve_result *r)
 /* ---- the simulation of a point (serve.h, serve_simulate) ---- */
 
 /* What a simulated step costs, priced by the roofline at each batch the simulation reaches (see
- * the header): that batch's composition at whole prompt counts, linear between them, and its
- * decode step's growth with the context, linear about the workload's mean. */
+ * the header): a step that carries prompts, where the ranks step together (or there is one),
+ * as the roofline prices its busiest rank's tokens beside the others' at their own context (a
+ * step's price kept by sequences, tokens, the busiest rank's and the context: prompts of a mix
+ * come back at a few lengths); where the ranks step on their own, the batch's composition at
+ * whole prompt counts, linear between them. Either way the decode step's growth with the
+ * context, linear about the workload's mean. */
+struct step_price {
+    int64_t sequences, tokens, busiest, context; /* tokens 0: empty */
+    double step_s;
+};
+
+enum { SIM_PRICES_KEPT = 1 << 16, SIM_PRICE_PROBES = 16 };
+
 struct sim_prices {
     const struct serve_workload *w;
     struct roof_setup decode, prefill;
     int64_t room;                      /* entries of the caches, by sequences */
     struct composition *steps;         /* count 0 until priced */
     double *context_slope_s;
+    struct step_price *kept;           /* SIM_PRICES_KEPT, open addressing; NULL: none kept */
     int64_t prefill_room;
     double *prefill_s;                 /* by prompts: NAN until priced */
     bool prefilling;                   /* aggregated: steps carry prompts */
     bool short_of_memory;
 };
+
+/* A step carrying prompts as the roofline prices it, kept for the next step alike. */
+static double carrying_price(struct sim_prices *p, int64_t sequences, int64_t tokens, int64_t busiest, int64_t context)
+{
+    uint64_t h = (uint64_t)sequences * 0x9e3779b97f4a7c15u ^ (uint64_t)tokens * 0xbf58476d1ce4e5b9u ^
+                 (uint64_t)busiest * 0x94d049bb133111ebu ^ (uint64_t)context * 0xd6e8feb86659fd93u;
+    struct step_price *slot = NULL;
+    for (int i = 0; p->kept && i < SIM_PRICE_PROBES; i++) {
+        struct step_price *e = &p->kept[(h + (uint64_t)i) & (SIM_PRICES_KEPT - 1)];
+        if (e->tokens == 0) {
+            slot = e;
+            break;
+        }
+        if (e->sequences == sequences && e->tokens == tokens && e->busiest == busiest && e->context == context)
+            return e->step_s;
+    }
+    double t = chunk_step_s(&p->decode, p->w, sequences, (double)tokens, (double)busiest, (double)context);
+    if (slot)
+        *slot = (struct step_price){sequences, tokens, busiest, context, t};
+    return t;
+}
 
 static double sim_step_price(void *context, const struct sim_step *step)
 {
@@ -3280,8 +3419,14 @@ static double sim_step_price(void *context, const struct sim_step *step)
         roof_step(&p->decode, &longer, &r);
         p->context_slope_s[b] = (r.step_s - composition_step(c, 0)) / (double)(longer.context - serve_decode_context(w));
     }
-    double unit = unit_tokens(p->w), units = unit > 0 ? (double)step->prefill_tokens / unit : 0;
-    double t = composition_at(c, ranks_independent(&p->decode) ? units / (double)p->decode.layout.dp : units);
+    double t;
+    if (step->prefill_tokens > 0 && !ranks_independent(&p->decode)) {
+        t = carrying_price(p, b, step->prefill_tokens, step->prefill_busiest_tokens,
+                           (int64_t)llround(step->prefill_context_tokens));
+    } else {
+        double unit = unit_tokens(p->w), units = unit > 0 ? (double)step->prefill_tokens / unit : 0;
+        t = composition_at(c, ranks_independent(&p->decode) ? units / (double)p->decode.layout.dp : units);
+    }
     if (b > 0)
         t += p->context_slope_s[b] * (step->context_tokens - (double)serve_decode_context(p->w));
     return fmax(t, 0);
@@ -3430,7 +3575,13 @@ enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const
         longest = isl[i] + osl[i] > longest ? isl[i] + osl[i] : longest;
     if (c.kv_capacity_tokens < longest + SERVE_KV_BLOCK_TOKENS)
         c.kv_capacity_tokens = longest + SERVE_KV_BLOCK_TOKENS; /* the longest request is admitted alone */
-    c.chunk_tokens = p->mode == SERVE_AGGREGATED ? l->dp * w->chunk_tokens : 0;
+    /* ranks that step together are the simulation's ranks; ranks that step on their own share
+     * the instance's budgets (priced as the composition spreads them) */
+    bool together = !ranks_independent(&prices.decode);
+    c.ranks = together ? l->dp : 1;
+    c.chunk_tokens = p->mode == SERVE_AGGREGATED ? (together ? 1 : l->dp) * w->chunk_tokens : 0;
+    if (c.mode == SIM_AGGREGATED && together)
+        prices.kept = calloc(SIM_PRICES_KEPT, sizeof *prices.kept); /* none kept: each priced anew */
     if (p->mode == SERVE_DISAGGREGATED) {
         c.prefill_instances = p->prefill_instances;
         c.prefill_batch_tokens = (int64_t)ceil((double)p->prefill.batch * prefilled_tokens(w));
@@ -3447,6 +3598,7 @@ enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const
     free(weight);
     free(prices.steps);
     free(prices.context_slope_s);
+    free(prices.kept);
     free(prices.prefill_s);
     if (status == SIM_OK)
         return SERVE_SIM_OK;

@@ -24,8 +24,12 @@
  * average, Poisson(m) (in clumps of E[c^2] / E[c]^2 units when the lengths vary) under Poisson
  * arrivals or varying lengths, else the two whole counts about m. A step of k units: each unit on
  * one data-parallel rank in turn, the busiest rank pacing the step when the ranks meet at every
- * MoE layer; a dense model's ranks step on their own, each carrying its share. T(B, k) =
- * roof_step(B, K + 1, S; the k units so placed); the mean step T = E_k[T(B, k)].
+ * MoE layer (so past each multiple of dp the busiest holds a unit more: T is priced at both
+ * counts about each such jump, linear between); a dense model's ranks step on their own, each
+ * carrying its share. T(B, k) = roof_step(B, K + 1, S; the k units so placed); where the ranks
+ * meet and prompt lengths vary (each within C), the busiest's tokens are (j - 1) mean prompts and
+ * the longest of the h ranks holding j = ceil(k / dp), and T(B, k) the mean over that longest's
+ * law (a step is convex in its busiest rank's tokens). The mean step T = E_k[T(B, k)].
  *
  * Aggregated (one pool, continuous batching with chunked prefill), an instance of n devices, dp
  * data-parallel ranks, B sequences:
@@ -516,10 +520,15 @@ struct sim_result;
  * point's served rate, or w->rate; the mix's lengths, or isl and osl): each instance admits
  * what its KV holds (the most sequences of the workload's mean reservation that fit in HBM, in
  * tokens, paged in SERVE_KV_BLOCK_TOKENS blocks). A step is priced by roof_step at its exact
- * batch, on the instance's layout and pool; its context and prefill tokens enter linearly about
- * the workload's means (the derivatives from two more roof_steps at that batch, cached), a
- * prefill batch by its prompts at the mean prompt, scaled by its tokens. `prefill_pool` NULL: the
- * decode pool's hardware. Deterministic for a seed. */
+ * batch, on the instance's layout and pool. Where the ranks meet (or there is one), the
+ * simulation's ranks are the layout's dp, each with the chunk budget C, taking the prompts in
+ * turn, and a step that carries prompts is roof_step's at its prompt tokens, its busiest rank's
+ * and their context; where a dense model's ranks step on their own, one queue with the budget
+ * dp C, a step's prompt tokens spread over the ranks as the composition's whole counts, linear
+ * between. The decode context enters linearly about the workload's mean (the derivative from
+ * one more roof_step at that batch, cached); a prefill batch by its prompts at the mean prompt,
+ * scaled by its tokens. `prefill_pool` NULL: the decode pool's hardware. Deterministic for a
+ * seed. */
 enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
                                      const struct serve_workload *w, const struct length_mix *mix,
                                      const struct serve_point *p, int64_t requests, uint64_t seed,

@@ -161,6 +161,7 @@ struct sim {
     double *server_free_s;
     struct heap pool;
     int64_t max_decoding, steps, batches;
+    int64_t *rank_tokens; /* aggregated: a step's prompt tokens on each rank (0 between steps) */
 };
 
 static struct request *queued(const struct sim *s, const struct inst *in, int64_t i)
@@ -236,21 +237,32 @@ static enum sim_status inst_start(struct sim *s, struct inst *in, bool prefill)
         step.context_tokens = ((double)in->base + tps * (double)(h->n * in->k - in->starts)) / (double)h->n;
     int64_t finished = in->pf, done = in->pf_done; /* queue[pf, finished) end their prompts */
     if (prefill) {
-        int64_t budget = chunk;
+        const int64_t ranks = c->ranks;
+        int64_t *on_rank = s->rank_tokens, visited = 0;
         double weighted = 0;
-        while (finished < in->next && budget > 0) {
+        while (finished < in->next) {
             const struct class_info *ci = &info[queued(s, in, finished)->cls];
-            int64_t left = ci->computed - done, take = left < budget ? left : budget;
+            int64_t rank = finished % ranks, room = chunk - on_rank[rank];
+            if (room <= 0)
+                break; /* its rank's budget is spent: it and those after it wait for the next step */
+            int64_t left = ci->computed - done, take = left < room ? left : room;
+            if (visited < ranks)
+                visited++;
             weighted += (double)take * ((double)(ci->isl - ci->computed + done) + (double)take / 2);
             step.prefill_tokens += take;
-            budget -= take;
+            on_rank[rank] += take;
+            if (on_rank[rank] > step.prefill_busiest_tokens)
+                step.prefill_busiest_tokens = on_rank[rank];
             if (take == left) {
                 finished++;
                 done = 0;
             } else {
                 done += take;
+                break; /* its rank's budget is spent */
             }
         }
+        for (int64_t j = 0; j < visited; j++) /* consecutive prompts: at most `ranks` ranks touched */
+            on_rank[(in->pf + j) % ranks] = 0;
         if (step.prefill_tokens > 0)
             step.prefill_context_tokens = weighted / (double)step.prefill_tokens;
     }
@@ -509,7 +521,7 @@ static struct sim_percentiles percentiles(double *v, int64_t n)
 void sim_config_init(struct sim_config *c)
 {
     *c = (struct sim_config){.mode = SIM_AGGREGATED, .arrivals = SIM_POISSON, .seed = 1, .tokens_per_step = 1,
-                             .decode_instances = 1, .kv_block_tokens = 16, .chunk_tokens = 8192,
+                             .decode_instances = 1, .kv_block_tokens = 16, .ranks = 1, .chunk_tokens = 8192,
                              .prefill_instances = 1, .prefill_batch_tokens = 16384};
 }
 
@@ -557,6 +569,8 @@ const char *sim_config_problem(const struct sim_config *c)
         return "decode_instances must be in [1, SIM_MAX_INSTANCES]";
     if (c->max_sequences < 0 || c->kv_capacity_tokens < 0 || c->kv_block_tokens < 0 || c->chunk_tokens < 0)
         return "max_sequences, kv_capacity_tokens, kv_block_tokens and chunk_tokens must be >= 0";
+    if (c->mode == SIM_AGGREGATED && (c->ranks < 1 || c->ranks > SIM_MAX_INSTANCES))
+        return "ranks must be in [1, SIM_MAX_INSTANCES]";
     if (c->kv_capacity_tokens > 0)
         for (int64_t i = 0; i < c->classes; i++)
             if (reservation(c, i) > c->kv_capacity_tokens)
@@ -708,8 +722,11 @@ enum sim_status simulate(const struct sim_config *c, const struct sim_timing *t,
     struct ready *order = malloc(total * sizeof *order);
     int64_t *list = malloc(total * sizeof *list), *first = malloc((instances + 1) * sizeof *first);
     struct sim_class_result *by_class = classes ? malloc(k * sizeof *by_class) : NULL;
+    if (c->mode == SIM_AGGREGATED)
+        s.rank_tokens = calloc((size_t)c->ranks, sizeof *s.rank_tokens);
     enum sim_status status = SIM_NO_MEMORY;
-    if (!s.req || !s.info || !s.heap.e || !cumulative || !order || !list || !first || (classes && !by_class))
+    if (!s.req || !s.info || !s.heap.e || !cumulative || !order || !list || !first || (classes && !by_class) ||
+        (c->mode == SIM_AGGREGATED && !s.rank_tokens))
         goto done;
 
     double sum = 0;
@@ -770,5 +787,6 @@ done:
     free(list);
     free(first);
     free(by_class);
+    free(s.rank_tokens);
     return status;
 }

@@ -34,9 +34,15 @@
  * join the next) first come, first served while in flight (prefilling + decoding) <
  * max_sequences and the KV reserved plus the next request's reservation <= kv_capacity_tokens (a
  * reservation is isl + osl rounded up to kv_block_tokens: the engine admits only what can grow
- * to its full length); a request that arrives during a step waits for the next. The step carries every
- * decoding sequence and up to chunk_tokens prefill tokens of the admitted prompts in admission
- * order, a prompt's remainder continuing next step. Its time is step_s(step). A prompt whose last
+ * to its full length); a request that arrives during a step waits for the next. An instance has
+ * `ranks` data-parallel ranks, and its i-th request (from 0, in the order they reach it) is
+ * prefilled on rank i mod ranks (SGLang's data-parallel controller sends requests to its ranks in
+ * turn by default: load_balance_method "round_robin", python/sglang/srt/server_args.py). The
+ * step carries every decoding sequence and, of the admitted prompts in admission order, up to
+ * chunk_tokens prefill tokens a rank, a prompt's remainder continuing next step; a prompt whose
+ * rank has spent its budget ends what the step takes (none overtakes an earlier one, so prompts
+ * finish in order; with chunks of thousands of tokens a rank's budget is spent only behind a
+ * backlog). Its time is step_s(step), which sees the busiest rank's tokens. A prompt whose last
  * chunk is in the step emits its first token at the step's end (TTFT = that end - arrival) and
  * decodes from the next step; each step adds tokens_per_step to each decoding sequence, which
  * completes at the end of its M-th decode step, M = ceil((osl - 1) / tokens_per_step) (computed
@@ -100,6 +106,8 @@ struct sim_step {
     double context_tokens;    /* their mean KV length: isl + 1 + tokens_per_step x the decode
                                * steps each has run; 0 when sequences is 0 */
     int64_t prefill_tokens;   /* prompt tokens computed in the step (aggregated; 0 disaggregated) */
+    int64_t prefill_busiest_tokens; /* of them, the most one rank computes (= prefill_tokens with
+                                     * one rank): the rank that paces a step when ranks meet */
     double prefill_context_tokens; /* the mean over those tokens of the context each chunk attends
                                     * to: its prompt's cached and already prefilled tokens + half
                                     * the chunk; 0 when prefill_tokens is 0 */
@@ -142,7 +150,10 @@ struct sim_config {
     int64_t kv_capacity_tokens; /* an instance's KV in tokens; 0: none. Every class's
                                  * reservation must fit in it */
     int64_t kv_block_tokens;  /* paged KV block; 0 is 1 */
-    int64_t chunk_tokens;     /* aggregated: prefill tokens a step may carry; 0: no limit */
+    int64_t ranks;            /* aggregated: an instance's data-parallel ranks, in [1,
+                               * SIM_MAX_INSTANCES]; disaggregated: not read */
+    int64_t chunk_tokens;     /* aggregated: prefill tokens a step may carry on each rank; 0: no
+                               * limit */
     int64_t prefill_instances;    /* disaggregated: prefill servers, in [1, SIM_MAX_INSTANCES] */
     int64_t prefill_batch_tokens; /* disaggregated: the most computed tokens a batch, >= 1 */
     double kv_transfer_s;     /* disaggregated: prefill end to decode instance, >= 0 */
@@ -179,8 +190,8 @@ enum sim_status {
     SIM_BAD_TIME = -3,  /* a callback returned a time that is negative or not finite */
 };
 
-/* Defaults: aggregated, Poisson, one instance, seed 1, one token a step, 16-token KV blocks, a chunk of
- * 8192 tokens, one prefill server of 16384 tokens a batch, no caps, no warm-up, concurrency 0;
+/* Defaults: aggregated, Poisson, one instance of one rank, seed 1, one token a step, 16-token KV
+ * blocks, a chunk of 8192 tokens, one prefill server of 16384 tokens a batch, no caps, no warm-up, concurrency 0;
  * the caller sets requests, the rate (or, closed, the concurrency) and the classes. */
 void sim_config_init(struct sim_config *c);
 

@@ -1,8 +1,8 @@
 /* The serving simulation (simulate.h) against hand arithmetic and queueing theory (issue 26,
  * item 5): an isolated request step by step, Little's law under a load-dependent step, the M/D/1
  * prefill queue against Pollaczek-Khinchine and the exact wait distribution, a two-class mix,
- * determinism, KV and slot admission, constant and closed-loop arrivals, and the configs it
- * refuses.
+ * determinism, KV and slot admission, constant and closed-loop arrivals, an instance's ranks
+ * taking prompts in turn, and the configs it refuses.
  *
  * Every expected number is worked out beside its check or is a closed form stated there; none is
  * pasted from a run. Constant step times are powers of two (2^-6 s = 15.625 ms) so that adding
@@ -535,7 +535,63 @@ static void closed_loop(void)
     }
 }
 
-/* ---- 9. refused configs ---- */
+/* ---- 9. the ranks of an instance ---- */
+
+static void ranks(void)
+{
+    /* One instance of 2 ranks, 100 prompt tokens a rank a step, 3 clients (closed) with prompts of
+     * 100 and outputs of 2 tokens: requests 0 and 2 go to rank 0, 1 to rank 1 (i mod 2). Step 1
+     * carries prompts 0 and 1 (200 tokens, 100 the busiest rank's); prompt 2's rank has spent its
+     * budget, so it waits. Step 2: prompt 2 alone (100) beside 0 and 1 decoding their one token,
+     * which completes them (3 requests, so no more are sent); step 3: 2's token. TTFT T, T, 2 T. */
+    static const int64_t isl[] = {100}, osl[] = {2};
+    static const double weight[] = {1};
+    struct sim_config c = config_of(isl, osl, weight, 1, 3, 0);
+    c.arrivals = SIM_CLOSED;
+    c.concurrency = 3;
+    c.ranks = 2;
+    c.chunk_tokens = 100;
+    struct timing t = {.constant_s = T_S};
+    struct sim_timing timing = timing_of(&t);
+    struct sim_result r;
+    CHECK(simulate(&c, &timing, &r, NULL) == SIM_OK && r.steps == 3, "2 ranks, 3 prompts of one chunk: 3 steps (%lld)",
+          (long long)r.steps);
+    CHECK(t.log[0].prefill_tokens == 200 && t.log[0].prefill_busiest_tokens == 100 && t.log[0].sequences == 0,
+          "step 1: prompts 0 and 1, one a rank (200 tokens, the busiest 100)");
+    CHECK(t.log[1].prefill_tokens == 100 && t.log[1].prefill_busiest_tokens == 100 && t.log[1].sequences == 2,
+          "step 2: prompt 2 on rank 0 beside the 2 decoding");
+    CHECK(t.log[2].prefill_tokens == 0 && t.log[2].prefill_busiest_tokens == 0 && t.log[2].sequences == 1,
+          "step 3: request 2's token alone");
+    CHECK(r.ttft_s.p50 == T_S && r.ttft_s.p99 == 2 * T_S, "TTFT T, T and 2 T");
+
+    /* One rank of 200 a step: prompts 0 and 1 share it (the busiest rank's 200), prompt 2 next */
+    c.ranks = 1;
+    c.chunk_tokens = 200;
+    t = (struct timing){.constant_s = T_S};
+    CHECK(simulate(&c, &timing, &r, NULL) == SIM_OK && t.log[0].prefill_tokens == 200 &&
+              t.log[0].prefill_busiest_tokens == 200 && t.log[1].prefill_busiest_tokens == 100,
+          "one rank: 200 tokens, all the busiest's; then 100");
+
+    /* Prompts longer than a rank's budget: 2 ranks of 60 and 2 prompts of 100. Step 1: prompt 0's
+     * first 60 on rank 0, which spends that rank's budget with its prompt unfinished, so prompt 1
+     * does not start (none overtakes an earlier one); step 2: 0's last 40, 1's first 60 (100, the
+     * busiest 60); step 3: 1's last 40 beside 0's token; step 4: 1's token. TTFT 2 T and 3 T. */
+    c.concurrency = 2;
+    c.requests = 2;
+    c.ranks = 2;
+    c.chunk_tokens = 60;
+    t = (struct timing){.constant_s = T_S};
+    CHECK(simulate(&c, &timing, &r, NULL) == SIM_OK && r.steps == 4, "2 ranks of 60, 2 prompts of 100: 4 steps (%lld)",
+          (long long)r.steps);
+    CHECK(t.log[0].prefill_tokens == 60 && t.log[0].prefill_busiest_tokens == 60, "step 1: prompt 0's first 60 alone");
+    CHECK(t.log[1].prefill_tokens == 100 && t.log[1].prefill_busiest_tokens == 60,
+          "step 2: 0's last 40 on rank 0, 1's first 60 on rank 1");
+    CHECK(t.log[2].prefill_tokens == 40 && t.log[2].prefill_busiest_tokens == 40 && t.log[2].sequences == 1,
+          "step 3: 1's last 40 beside 0's token");
+    CHECK(r.ttft_s.p50 == 2 * T_S && r.ttft_s.p99 == 3 * T_S, "TTFT 2 T and 3 T");
+}
+
+/* ---- 10. refused configs ---- */
 
 static void refused(void)
 {
@@ -559,6 +615,7 @@ static void refused(void)
         {"unknown mode", good}, {"too many instances", good}, {"too many requests", good},
         {"unknown arrivals", good}, {"constant, rate 0", good}, {"closed, concurrency 0", good},
         {"closed, negative concurrency", good}, {"closed, too many clients", good},
+        {"no rank", good}, {"too many ranks", good},
     };
     int i = 0;
     cases[i++].c.requests = 0;
@@ -596,6 +653,8 @@ static void refused(void)
     cases[i++].c.concurrency = 0;
     cases[i++].c.concurrency = -1;
     cases[i++].c.concurrency = SIM_MAX_REQUESTS + 1;
+    cases[i++].c.ranks = 0;
+    cases[i++].c.ranks = SIM_MAX_INSTANCES + 1;
     for (int j = 0; j < i; j++) {
         memset(&r, 0xa5, sizeof r);
         before = r;
@@ -620,7 +679,13 @@ static void refused(void)
           "closed, concurrency 1, rate 0: runs");
     closed.arrivals_per_s = NAN;
     CHECK(sim_config_problem(&closed) == NULL, "closed, rate NaN: not read");
-    CHECK(good.arrivals == SIM_POISSON && good.concurrency == 0, "sim_config_init: Poisson, concurrency 0");
+    CHECK(good.arrivals == SIM_POISSON && good.concurrency == 0 && good.ranks == 1,
+          "sim_config_init: Poisson, concurrency 0, one rank");
+    CHECK_STR(sim_config_problem(&cases[i - 1].c), "ranks must be in [1, SIM_MAX_INSTANCES]", "the ranks' message");
+    struct sim_config no_rank = good;
+    no_rank.mode = SIM_DISAGGREGATED;
+    no_rank.ranks = 0;
+    CHECK(sim_config_problem(&no_rank) == NULL, "disaggregated reads no ranks");
     /* 224 holds the larger class exactly */
     struct sim_config fits = good;
     fits.kv_capacity_tokens = 224;
@@ -658,6 +723,7 @@ int main(void)
     admission();
     constant_arrivals();
     closed_loop();
+    ranks();
     refused();
     return tap_done();
 }
