@@ -616,13 +616,28 @@ static void composed(struct composition *c, const struct serve_workload *w, doub
     composed_with(c, w, m, 0, 0, mean_s, variance_s2);
 }
 
-/* The step's first two moments when clumps of `clump` units come Poisson(m / clump) a step, `offset`
- * units more than the count drawn; *next_s the mean with one clump more (the slope). From its mode
- * outward, until what is left is below a part in 10^15. */
-static void poisson_composed(struct composition *c, double m, double offset, double clump, double *t1_out,
-                             double *t2_out, double *next_s)
+/* A count past the full budget does not vanish: what waits is carried by the steps after, so the
+ * steps carry `units` on average, not the capped law's `carried`. The shortfall is priced at a
+ * unit's share of the full budget's prompts: with a budget of one unit (a prompt longer than the
+ * chunk), exactly a full step for an empty one, in the share of steps work conservation asks.
+ * Without it, Llama 3.1 405B's steps with prompts of 4,096 tokens at the budget settled at 85.0
+ * ms at batch 111, below the prefill chain's 93.3. */
+static double carried_over_s(struct composition *c, double units, double carried)
 {
-    double t1 = 0, t2 = 0, t3 = 0;
+    double short_units = units - carried, most = c->count > 1 ? c->prompts[c->count - 1] : 0;
+    if (!(short_units > 1e-9 * (units + 1)) || most <= 0)
+        return 0; /* none to speak of: the full step is not priced for it */
+    return short_units * (composition_step(c, c->count - 1) - composition_step(c, 0)) / most;
+}
+
+/* The step's first two moments when clumps of `clump` units come Poisson(m / clump) a step, `offset`
+ * units more than the count drawn; *next_s the mean with one clump more (the slope), *carried_out
+ * the units a step carries on average (a count past the composition's last point, its last). From
+ * its mode outward, until what is left is below a part in 10^15. */
+static void poisson_composed(struct composition *c, double m, double offset, double clump, double *t1_out,
+                             double *t2_out, double *next_s, double *carried_out)
+{
+    double t1 = 0, t2 = 0, t3 = 0, carried = 0;
     m /= clump;
     offset /= clump;
     double mode = floor(m), log_mode = mode * log(m) - m - lgamma(mode + 1), mass = 0;
@@ -633,6 +648,7 @@ static void poisson_composed(struct composition *c, double m, double offset, dou
         for (; k >= 0 && p > 1e-13; k += side ? -1 : 1) {
             double t = composition_at(c, (k + offset) * clump);
             mass += p;
+            carried += p * fmin((k + offset) * clump, c->prompts[c->count - 1]);
             t1 += p * t;
             t2 += p * t * t;
             if (next_s)
@@ -647,9 +663,12 @@ static void poisson_composed(struct composition *c, double m, double offset, dou
         t1 += (1 - mass) * t;
         t2 += (1 - mass) * t * t;
         t3 += (1 - mass) * t;
+        carried += (1 - mass) * c->prompts[c->count - 1];
     }
     *t1_out = t1;
     *t2_out = t2;
+    if (carried_out)
+        *carried_out = carried;
     if (next_s)
         *next_s = t3;
 }
@@ -665,22 +684,24 @@ static void poisson_composed(struct composition *c, double m, double offset, dou
 static void composed_with(struct composition *c, const struct serve_workload *w, double m, double offset,
                           double clump, double *mean_s, double *variance_s2)
 {
-    double t1 = 0, t2 = 0;
+    double t1 = 0, t2 = 0, carried = m + offset, most = c->count > 0 ? c->prompts[c->count - 1] : 0;
     if (m <= 0) {
         t1 = composition_at(c, offset);
         t2 = t1 * t1;
+        carried = fmin(offset, most);
     } else if (!prompts_poisson(w)) {
         double low = floor(m), f = m - low, a = composition_at(c, low + offset),
                b = composition_at(c, low + 1 + offset);
         t1 = (1 - f) * a + f * b;
         t2 = (1 - f) * a * a + f * b * b;
+        carried = (1 - f) * fmin(low + offset, most) + f * fmin(low + 1 + offset, most);
     } else {
         /* prompts of lengths that vary come as clumps: m / s counts of s units each, s = E[c^2] /
          * E[c]^2 (or as the caller grew it), so that the units' variance is the compound Poisson
          * sum's, m E[c^2] / E[c]^2 */
-        poisson_composed(c, m, offset, clump > 0 ? clump : prompt_clump(w), &t1, &t2, NULL);
+        poisson_composed(c, m, offset, clump > 0 ? clump : prompt_clump(w), &t1, &t2, NULL, &carried);
     }
-    *mean_s = t1;
+    *mean_s = t1 + carried_over_s(c, m + offset, carried);
     *variance_s2 = fmax(t2 - t1 * t1, 0);
 }
 
@@ -781,9 +802,9 @@ static void settle_once(struct composition *c, const struct serve_workload *w, d
         composed_with(c, w, m, 0, *clump, mean_s, variance_s2);
         return;
     }
-    double t1, t2, next;
-    poisson_composed(c, m, 0, *clump, &t1, &t2, &next);
-    *mean_s = t1;
+    double t1, t2, next, carried;
+    poisson_composed(c, m, 0, *clump, &t1, &t2, &next, &carried);
+    *mean_s = t1 + carried_over_s(c, m, carried);
     *variance_s2 = fmax(t2 - t1 * t1, 0);
     double slope = (next - t1) / *clump; /* a unit's share of the mean step */
     *rho = t1 > 0 ? fmin(fmax(m * slope / t1, 0), COMPOSITION_MOST_CORRELATED) : 0;

@@ -29,7 +29,9 @@
  * carrying its share. T(B, k) = roof_step(B, K + 1, S; the k units so placed); where the ranks
  * meet and prompt lengths vary (each within C), the busiest's tokens are (j - 1) mean prompts and
  * the longest of the h ranks holding j = ceil(k / dp), and T(B, k) the mean over that longest's
- * law (a step is convex in its busiest rank's tokens). The mean step T = E_k[T(B, k)].
+ * law (a step is convex in its busiest rank's tokens). The mean step T = E_k[T(B, k)], plus,
+ * where the law of k passes the full budget K, the units past it, which wait and are carried
+ * later, each at (T(B, K) - T(B, 0)) / K (work conservation: the steps carry all that arrives).
  *
  * Aggregated (one pool, continuous batching with chunked prefill), an instance of n devices, dp
  * data-parallel ranks, B sequences:
