@@ -294,6 +294,8 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct answer *
         json_number(&j, x->output_tokens_per_s / (double)a->simulated_point->devices);
         json_key(&j, "mean_decoding_sequences");
         json_number(&j, x->mean_decoding_sequences);
+        json_key(&j, "decoding_sequences_sd");
+        json_number(&j, x->decoding_sequences_sd);
         json_key(&j, "settles_at_requests");
         json_int(&j, a->settling.requests);
         json_end_object(&j);
@@ -704,9 +706,12 @@ static void text_simulated(FILE *out, const struct answer *a)
     format_count((double)a->options->simulate, requests, sizeof requests);
     format_count(x->output_tokens_per_s / (double)p->devices, rate, sizeof rate);
     fprintf(out, "  simulated (%s requests, seed %llu): %s output tokens/s per device, %.1f sequences decoding in "
-                 "an instance on average\n",
+                 "an instance on average",
             requests, (unsigned long long)a->options->seed, rate,
             x->mean_decoding_sequences / (double)p->decode_instances);
+    if (a->options->arrivals != SERVE_CLOSED)
+        fprintf(out, " (sd %.1f)", x->decoding_sequences_sd);
+    fputc('\n', out);
     if (a->options->simulate < a->settling.requests) {
         char settles[32];
         format_count((double)a->settling.requests, settles, sizeof settles);

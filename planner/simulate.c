@@ -162,6 +162,8 @@ struct sim {
     struct heap pool;
     int64_t max_decoding, steps, batches;
     int64_t *rank_tokens; /* aggregated: a step's prompt tokens on each rank (0 between steps) */
+    /* open loop: the window, and its steps' time, sequence-time and squared sequence-time */
+    double window_start_s, window_end_s, window_steps_s, window_n_s, window_n2_s;
 };
 
 static struct request *queued(const struct sim *s, const struct inst *in, int64_t i)
@@ -271,6 +273,12 @@ static enum sim_status inst_start(struct sim *s, struct inst *in, bool prefill)
     if (!isfinite(d_s) || d_s < 0)
         return SIM_BAD_TIME;
     in->end_s = in->now_s + d_s;
+    if (in->now_s > s->window_start_s && in->now_s <= s->window_end_s) {
+        double n = (double)h->n;
+        s->window_steps_s += d_s;
+        s->window_n_s += n * d_s;
+        s->window_n2_s += n * n * d_s;
+    }
     in->finished = finished;
     in->done = done;
     if (h->n > s->max_decoding)
@@ -743,6 +751,10 @@ enum sim_status simulate(const struct sim_config *c, const struct sim_timing *t,
         cumulative[i] = sum;
     }
     draw(&s, cumulative);
+    if (!s.closed) { /* the window (simulate.h): the measured requests' arrivals */
+        s.window_start_s = s.req[c->warmup].arrival_s;
+        s.window_end_s = s.req[s.total - 1].arrival_s;
+    }
     if (s.closed)
         status = run_closed(&s);
     else if (c->mode == SIM_DISAGGREGATED && (status = run_prefill(&s)) != SIM_OK)
@@ -771,6 +783,11 @@ enum sim_status simulate(const struct sim_config *c, const struct sim_timing *t,
     if (window_s > 0) {
         r.output_tokens_per_s = tokens / window_s;
         r.mean_decoding_sequences = integral / window_s;
+    }
+    if (!s.closed && window_s > 0) { /* idle time at 0 sequences */
+        double time_s = fmax(window_s * (double)c->decode_instances, s.window_steps_s);
+        double mean = s.window_n_s / time_s;
+        r.decoding_sequences_sd = sqrt(fmax(s.window_n2_s / time_s - mean * mean, 0));
     }
     r.max_decoding_sequences = s.max_decoding;
     r.steps = s.steps;

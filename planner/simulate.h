@@ -168,6 +168,10 @@ struct sim_result {
                                             * all 0 when there are none) */
     double output_tokens_per_s;      /* in the window (see the header) */
     double mean_decoding_sequences;  /* in the window, summed over the instances */
+    double decoding_sequences_sd;    /* open loop: the sd over time of an instance's decoding
+                                      * sequences in the window (each step that starts in it at
+                                      * its own count for its length, an instance's idle time at
+                                      * 0); closed loop: 0 */
     double simulated_s;              /* the last completion */
     int64_t max_decoding_sequences;  /* the most in one step of any instance */
     int64_t steps;                   /* instance steps, every instance */
