@@ -427,6 +427,17 @@ static bool ranks_independent(const struct roof_setup *s)
     return s->layout.dp > 1 && !model_is_moe(s->model);
 }
 
+/* A step of n sequences carrying `total` prompt tokens, `busiest` of them on one rank: its time and
+ * the roofline term that binds it. */
+static void bin_step(const struct roof_setup *s, const struct serve_workload *w, int64_t n, double total,
+                     double busiest, double *step_s, enum roof_term *bound)
+{
+    struct roof_point r;
+    chunk_point(s, w, n, total, busiest, prefill_context(w), &r);
+    *step_s = r.step_s;
+    *bound = r.bound;
+}
+
 /* Ranks in step, prompts of lengths that vary, each whole within a rank's budget C: the k
  * prompts go to the ranks in turn, so the h = k - (j - 1) dp ranks that hold j = ceil(k / dp)
  * hold the most, and the busiest of them paces the step. Its tokens taken as (j - 1) mean prompts
@@ -439,13 +450,7 @@ static bool ranks_independent(const struct roof_setup *s)
 static double mixed_lengths_step_s(const struct roof_setup *s, const struct serve_workload *w, int64_t n, double k)
 {
     double tokens[SERVE_PROMPT_BINS], weight[SERVE_PROMPT_BINS];
-    int64_t bins = computed_bins(w, tokens, weight);
-    for (int64_t i = 1; i < bins; i++) /* by length */
-        for (int64_t j = i; j > 0 && tokens[j] < tokens[j - 1]; j--) {
-            double t = tokens[j], x = weight[j];
-            tokens[j] = tokens[j - 1], weight[j] = weight[j - 1];
-            tokens[j - 1] = t, weight[j - 1] = x;
-        }
+    int64_t bins = computed_bins(w, tokens, weight); /* by length (bin_lengths) */
     double sum = 0;
     for (int64_t i = 0; i < bins; i++)
         sum += weight[i];
@@ -475,13 +480,10 @@ static double mixed_lengths_step_s(const struct roof_setup *s, const struct serv
      * both ends of a run of bins it binds between them and the step is linear there: priced at
      * the ends, and halved where the ends differ (a few roof_steps, not one a bin). */
     int stack[2 * SERVE_PROMPT_BINS][2], top = 0;
-    for (int e = 0; e < 2 && m > 0; e++) {
-        int i = e == 0 ? 0 : m - 1;
-        struct roof_point r;
-        chunk_point(s, w, n, total[i], busiest[i], prefill_context(w), &r);
-        step_s[i] = r.step_s;
-        bound[i] = r.bound;
-    }
+    if (m > 0)
+        bin_step(s, w, n, total[0], busiest[0], &step_s[0], &bound[0]);
+    if (m > 1)
+        bin_step(s, w, n, total[m - 1], busiest[m - 1], &step_s[m - 1], &bound[m - 1]);
     if (m > 2) {
         stack[top][0] = 0;
         stack[top++][1] = m - 1;
@@ -498,10 +500,7 @@ static double mixed_lengths_step_s(const struct roof_setup *s, const struct serv
             continue;
         }
         int mid = (a + b) / 2;
-        struct roof_point r;
-        chunk_point(s, w, n, total[mid], busiest[mid], prefill_context(w), &r);
-        step_s[mid] = r.step_s;
-        bound[mid] = r.bound;
+        bin_step(s, w, n, total[mid], busiest[mid], &step_s[mid], &bound[mid]);
         stack[top][0] = a;
         stack[top++][1] = mid;
         stack[top][0] = mid;

@@ -1611,11 +1611,9 @@ static void kv_slot_wait(void)
  * the simulation, 200,000 requests, seed 1: 117.8. Both must now agree within 2%. */
 static void work_conserving(void)
 {
-    struct model m;
-    struct topology t;
+    struct topology t = fixture_topology("topologies/hgx-h200.xml");
     struct graph_summary g;
-    struct serve_pool pool;
-    llama_h200(&m, &t, &g, &pool);
+    analyse(&t, 1, &g);
     struct model big = fixture_model("models/llama-3.1-405b.yaml");
     struct serve_pool node = pool_of(&big, &t);
     node.precisions.kv = PREC_FP8;
