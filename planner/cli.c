@@ -1215,6 +1215,8 @@ void cli_json_tail(struct json *j, const struct serve_tail *t)
     json_number(j, t->prefill_wait_s);
     json_key(j, "sequences_mean");
     json_number(j, t->sequences_mean);
+    json_key(j, "sequences_sd");
+    json_number(j, t->sequences_sd);
 }
 
 bool cli_tree_format(enum output_format format, enum json_syntax *syntax)

@@ -710,7 +710,8 @@ static void text_simulated(FILE *out, const struct answer *a)
             requests, (unsigned long long)a->options->seed, rate,
             x->mean_decoding_sequences / (double)p->decode_instances);
     if (a->options->arrivals != SERVE_CLOSED)
-        fprintf(out, " (sd %.1f)", x->decoding_sequences_sd);
+        fprintf(out, " (sd %.1f; the analysis %.1f, sd %.1f)", x->decoding_sequences_sd, p->tail.sequences_mean,
+                p->tail.sequences_sd);
     fputc('\n', out);
     if (a->options->simulate < a->settling.requests) {
         char settles[32];

@@ -297,3 +297,12 @@ bool queue_compound_poisson(double arrivals_per_s, double window_s, double amoun
     *out = (struct queue_moments){.mean = arrivals * amount_mean, .variance = arrivals * amount_second_moment};
     return true;
 }
+
+double queue_cluster_spread(double held, double hold_scv, double overlap)
+{
+    if (!(held >= 0) || !(hold_scv >= 0) || !isfinite(hold_scv) || !(overlap >= 0 && overlap <= 1))
+        return NAN;
+    if (held >= 1)
+        return INFINITY;
+    return 1 + held * (2 - held + held * hold_scv) * overlap / ((1 - held) * (1 - held));
+}

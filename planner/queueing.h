@@ -49,6 +49,17 @@
  *   2 lambda w / 3 at s = w, lambda E[S^2] / w as w -> infinity.
  * A compound Poisson sum (arrivals at lambda over w seconds, each bringing an amount X):
  *   mean lambda w E[X], variance lambda w E[X^2], EXACT.
+ * Arrivals in clusters (a decode batch whose steps a prompt's prefill holds back: counted in
+ *   decode steps, the requests that arrive during a hold of d seconds come at one instant,
+ *   Poisson(lambda d) of them, and each holds the batch back again). The cluster is a
+ *   Galton-Watson tree whose offspring have mean m = lambda E[d] (the share of time held) and
+ *   variance m + m^2 scv_d, so its size C has E[C] = 1 / (1 - m) and
+ *   E[C^2] / E[C] = (m + m^2 scv_d) / (1 - m)^2 + 1 / (1 - m), EXACT for m < 1. In an
+ *   M^X/G/infinity system the number present has variance / mean
+ *   1 + (E[C^2] / E[C] - 1) phi, phi = E[min(S1, S2)] / E[S] (two members' lives overlap: 1 for
+ *   a fixed S, 1/2 exponential), EXACT for lives independent of the cluster (Campbell's theorem).
+ *   So a cluster widens the number present's variance over a Poisson arrival's by
+ *   1 + m (2 - m + m scv_d) phi / (1 - m)^2.
  */
 #ifndef RACKPLAN_QUEUEING_H
 #define RACKPLAN_QUEUEING_H
@@ -141,6 +152,13 @@ double queue_quantile(double (*cdf)(void *context, double x), void *context, dou
  * or not finite, the weights sum to 0, the rate is negative or not finite, or w <= 0. */
 double queue_occupancy_window_variance(double arrivals_per_s, const double *service_s,
                                        const double *weight, int64_t n, double window_s);
+
+/* The factor by which holds widen the variance of the number present (see the header, "Arrivals
+ * in clusters"): 1 + m (2 - m + m scv_d) phi / (1 - m)^2 for held share m in [0, 1), the holds'
+ * squared coefficient of variation scv_d >= 0 and the lives' overlap phi in [0, 1]. Infinity at
+ * m >= 1 (the clusters never end); NaN when an argument is NaN, scv_d is infinite, or one is
+ * outside its range. */
+double queue_cluster_spread(double held, double hold_scv, double overlap);
 
 struct queue_moments {
     double mean;

@@ -92,6 +92,20 @@ static int64_t bin_lengths(struct weighted *items, int64_t n, int64_t most, cons
     return kept;
 }
 
+/* E[min(S1, S2)] / E[S] of two independent draws of the weighted values, sorted by value (weights
+ * summing to 1): a pair's minimum is the earlier one's value, so each value counts its own weight
+ * squared and twice its weight times all the weight after it. */
+static double lives_overlap(const struct weighted *sorted, int64_t n)
+{
+    double after = 1, together = 0, mean = 0;
+    for (int64_t i = 0; i < n; i++) {
+        after = fmax(after - sorted[i].weight, 0);
+        together += sorted[i].weight * sorted[i].value * (sorted[i].weight + 2 * after);
+        mean += sorted[i].weight * sorted[i].value;
+    }
+    return mean > 0 ? together / mean : 1;
+}
+
 void serve_workload_set_lengths(struct serve_workload *w, const struct length_mix *m)
 {
     struct serve_lengths *s = &w->lengths;
@@ -113,6 +127,7 @@ void serve_workload_set_lengths(struct serve_workload *w, const struct length_mi
         items[i] = (struct weighted){out, p};
     }
     s->bins = bin_lengths(items, m->count, SERVE_LENGTH_BINS, NULL, s->osl, s->osl_weight);
+    s->life_overlap = lives_overlap(items, m->count);
     for (int64_t i = 0; i < m->count; i++)
         items[i] = (struct weighted){(double)m->classes[i].isl, m->classes[i].weight / total};
     s->prompt_bins = bin_lengths(items, m->count, SERVE_PROMPT_BINS, NULL, s->isl, s->isl_weight);
@@ -330,6 +345,14 @@ static double computed_second_moment(const struct serve_workload *w)
     double kept = 1 - w->prefix_hit;
     double isl2 = w->lengths.bins > 0 ? w->lengths.isl_second_moment : (double)w->isl * (double)w->isl;
     return kept * kept * isl2;
+}
+
+/* The squared coefficient of variation of the tokens a prompt computes (0 when all alike): its
+ * hold's, a step growing with the prompt tokens it carries. */
+static double prompt_scv(const struct serve_workload *w)
+{
+    double mean = prefilled_tokens(w);
+    return mean > 0 ? fmax(computed_second_moment(w) / (mean * mean) - 1, 0) : 0;
 }
 
 /* A side's bins as the tails read them (`count` of them, or, when none, the one fixed length):
@@ -733,6 +756,11 @@ static double prompts_most(double m)
 /* Past its mode, the distribution is summed until pi(n) falls below e^-45 of its largest: the
  * rest moves no sum by a part in 10^19. */
 #define OCCUPANCY_TAIL 45
+/* The held share the clusters' spread is taken at, at most: at 1 a cluster never ends (the steps
+ * that near it have diverged already, settled_step). */
+#define OCCUPANCY_MOST_HELD 0.99
+/* Newton's steps at most that balance the departures (balance_departures). */
+#define OCCUPANCY_BALANCE_STEPS 8
 
 /* Each grid point's composition; a function of the setup, the workload and the cap alone, so one
  * table a thread is kept for the layout priced last (the search prices a layout's batches in
@@ -895,7 +923,11 @@ static void settled_at(const struct settled *g, double n, int *from, double *ste
 /* The sequences in flight of an instance fed by Poisson arrivals at lambda: each of n sequences
  * gains y tokens a step of mean T(n), so requests end at X(n) = y n / (T(n) E[osl]) and n is a
  * birth-death process, pi(n) = pi(0) prod_{k <= n} lambda / X(k), insensitive to how output
- * lengths vary (Kelly 1979: continuous batching is processor sharing, a symmetric queue). At the cap
+ * lengths vary (Kelly 1979: continuous batching is processor sharing, a symmetric queue). Where
+ * prompts hold the batch back (a share m = lambda delay of the time), the requests that arrive
+ * during a hold join with it, in clusters, which widen the law's variance by
+ * queue_cluster_spread(m, the prompts' scv, the lives' overlap): each factor of log pi is divided
+ * by it, and the law tilted so that its departures still balance the arrivals. At the cap
  * N a request waits for a slot: beyond it n - N wait, a geometric tail of ratio r = lambda / X(N);
  * stable while r < 1. The moments of the step are over pi (what a request finds on arriving,
  * PASTA), its quantiles those of T at pi's quantiles of n (T grows with n); the wait for a slot
@@ -911,7 +943,64 @@ struct occupancy_run {
  * count's log mass (over e^top), `increment` log pi's step a count. */
 static double run_mass(double first, double increment, double length)
 {
-    return fabs(increment) < 1e-12 ? length * exp(first) : exp(first) * expm1(increment * length) / expm1(increment);
+    if (fabs(increment) < 1e-12)
+        return length * exp(first);
+    if (increment < 0)
+        return exp(first) * expm1(increment * length) / expm1(increment);
+    double last = first + increment * (length - 1); /* summed from its largest term, which cannot overflow */
+    return exp(last) * expm1(-increment * length) / expm1(-increment);
+}
+
+/* Tilts the runs' law by e^{theta n} so that its departures balance the arrivals, E[X(n)] =
+ * lambda: every request that comes leaves, which the birth-death law keeps exactly and the
+ * clusters' wider law only near its mode (Llama 3.1 405B at 4,096/685, held 73% of the time: its
+ * departures 4.3% short, the mean 111.5 sequences where the simulation has 117.8). Newton's steps,
+ * the slope Cov(X, n), each kept within half a standard deviation's shift of the mean (where X
+ * hardly grows with n, at a compute plateau, the balance does not pin the mean). The queue past the
+ * cap (`beyond`, ratio r) sits at the cap's X. Returns the new top of log pi within the cap. */
+static double balance_departures(struct occupancy_run *runs, int64_t within, int64_t count, double cap,
+                                 double cap_departures, double r, double arrivals_per_s, double y, double osl)
+{
+    double theta = 0;
+    for (int step = 0; step < OCCUPANCY_BALANCE_STEPS; step++) {
+        double log_pi = 0, top = 0;
+        for (int64_t i = 0; i < within; i++) {
+            log_pi += (runs[i].increment + theta) * runs[i].length;
+            top = fmax(top, log_pi);
+        }
+        double all = exp(-top), flow = 0, n1 = 0, n2 = 0, flow_n = 0;
+        log_pi = 0;
+        for (int64_t i = 0; i < within; i++) {
+            double increment = runs[i].increment + theta, x = runs[i].middle / runs[i].step_s * y / osl;
+            double mass = run_mass(log_pi + increment - top, increment, runs[i].length);
+            log_pi += increment * runs[i].length;
+            all += mass;
+            flow += mass * x;
+            n1 += mass * runs[i].middle;
+            n2 += mass * runs[i].middle * runs[i].middle;
+            flow_n += mass * x * runs[i].middle;
+        }
+        double beyond = exp(log_pi - top) * r / (1 - r);
+        all += beyond;
+        flow += beyond * cap_departures;
+        n1 += beyond * cap;
+        n2 += beyond * cap * cap;
+        flow_n += beyond * cap_departures * cap;
+        double gap = flow / all - arrivals_per_s, slope = flow_n / all - flow / all * n1 / all;
+        double variance = n2 / all - n1 / all * n1 / all;
+        if (fabs(gap) <= 1e-9 * arrivals_per_s || !(slope > 0) || !(variance > 0))
+            break;
+        double most = 0.5 / sqrt(variance);
+        theta -= fmax(fmin(gap / slope, most), -most);
+    }
+    double log_pi = 0, top = 0;
+    for (int64_t i = 0; i < count; i++) {
+        runs[i].increment += theta;
+        log_pi += runs[i].increment * runs[i].length;
+        if (i < within)
+            top = fmax(top, log_pi);
+    }
+    return top;
 }
 
 /* The sequences the KV cache holds (serve.h, "the wait for a slot"): a sequence in flight
@@ -1005,8 +1094,8 @@ static void slot_wait_of(const struct settled *g, const struct occupancy_run *ru
 }
 
 static void occupancy_of(const struct settled *g, int64_t cap, double cap_sd, double cap_relaxation_tokens,
-                         double arrivals_per_s, double osl, double y, const double *levels,
-                         struct serve_occupancy *out, struct queue_wait *slot)
+                         double arrivals_per_s, double osl, double y, double hold_scv, double overlap,
+                         const double *levels, struct serve_occupancy *out, struct queue_wait *slot)
 {
     *slot = (struct queue_wait){0};
     double last, last_variance, last_correlation, last_delay;
@@ -1034,13 +1123,10 @@ static void occupancy_of(const struct settled *g, int64_t cap, double cap_sd, do
             length = caps.most - n + 1;
         double middle = (double)n + (double)(length - 1) / 2, t, v, rho, delay;
         settled_at(g, middle, &from, &t, &v, &rho, &delay);
-        /* log (lambda / X(n)), flattened where an arrival also holds every sequence back (it
-         * delays the departures of delay seconds: a jump of 1 + X delay, diffusion (lambda J^2 +
-         * X) / 2 in place of (lambda + X) / 2) */
-        double departures = middle / t * y / osl;
-        double jump = 1 + departures * delay;
-        double increment = (log_rate - log(middle / t)) * (arrivals_per_s + departures) /
-                           (arrivals_per_s * jump * jump + departures);
+        /* log (lambda / X(n)), flattened by the clusters' spread at the share held here */
+        double increment = (log_rate - log(middle / t)) /
+                           queue_cluster_spread(fmin(arrivals_per_s * delay, OCCUPANCY_MOST_HELD), hold_scv,
+                                                overlap);
         if (increment < 0 && log_pi + increment * (double)length < top - OCCUPANCY_TAIL) {
             reached_cap &= n > cap; /* past the mode (X never falls as n grows): nothing left to add */
             break;
@@ -1055,6 +1141,7 @@ static void occupancy_of(const struct settled *g, int64_t cap, double cap_sd, do
         top = n <= cap ? fmax(top, log_pi) : top;
         n += length;
     }
+    top = balance_departures(runs, within, count, (double)cap, (double)cap / last * y / osl, r, arrivals_per_s, y, osl);
     double mass = 0, n1 = 0, n2 = 0, t1 = 0, t2 = 0, t3 = 0, v1 = 0, vr = 0, d1 = 0;
     log_pi = 0;
     for (int64_t i = 0; i < within; i++) {
@@ -1240,8 +1327,8 @@ static bool instance_occupancy(const struct serve_pool *pool, const struct roof_
             g.correlation[g.count] = at[i].correlation;
             g.delay_s[g.count++] = at[i].delay_s;
         }
-        occupancy_of(&g, cap, cap_sd, w->lengths.held_relaxation_tokens, arrivals_per_s, (double)w->osl, y, levels,
-                     out, slot);
+        occupancy_of(&g, cap, cap_sd, w->lengths.held_relaxation_tokens, arrivals_per_s, (double)w->osl, y,
+                     prompt_scv(w), w->lengths.bins > 0 ? w->lengths.life_overlap : 1, levels, out, slot);
         if (!out->stable)
             break;
     }
@@ -1864,6 +1951,7 @@ static bool aggregated_tails(const struct serve_pool *pool, const struct graph_s
     set_tail(ttft, ttft_mean, tpot, tpot_mean, p);
     p->tail.prefill_wait_s = wait.mean_wait_s;
     p->tail.sequences_mean = o->sequences_mean;
+    p->tail.sequences_sd = sqrt(o->sequences_variance);
     p->tokens_per_s_per_user = 1 / tpot_mean;
     return true;
 }
@@ -2574,6 +2662,7 @@ static bool disaggregated_point(const struct serve_pool *prefill_pool, const str
     decode_tpot(w, decode, false, tpot, &tpot_mean);
     set_tpot(tpot, tpot_mean, &p);
     p.tail.sequences_mean = decode->occupancy.sequences_mean;
+    p.tail.sequences_sd = sqrt(decode->occupancy.sequences_variance);
     p.tokens_per_s_per_user = 1 / tpot_mean;
     p.meets = (w->ttft_s <= 0 || p.ttft_s <= w->ttft_s * (1 + 1e-12)) && (w->tpot_s <= 0 || p.tpot_s <= w->tpot_s);
     if (rate > 0 && !within_budget(prefill_pool, decode_pool, p.prefill_instances, prefill->layout.devices,

@@ -80,7 +80,12 @@
  *   the batch: closed or constant, B exactly; Poisson, the birth-death process of continuous
  *   batching as processor sharing, pi(n) ~ prod lambda / X(k), X(n) = y n / (T(n) osl), T(n) the
  *   steps' mean at n with the prompts lambda T(n) brings, widened where an arrival's prefill
- *   holds every sequence back; at the HBM cap requests wait for a slot (a geometric tail;
+ *   holds every sequence back: the requests that arrive during a hold join with it, in clusters
+ *   (a Galton-Watson tree of held share m = lambda delay, delay what one more prompt adds to a
+ *   step), so each factor of pi is taken to the power 1 / queue_cluster_spread(m, the computed
+ *   prompt tokens' scv, serve_lengths.life_overlap), and pi tilted by e^{theta n} until its
+ *   departures balance the arrivals, E[X(n)] = lambda (theta's shift of the mean at most half an
+ *   sd a Newton step, 8 steps); at the HBM cap requests wait for a slot (a geometric tail;
  *   the wait for a slot, below);
  *   T(n) settled at 12 counts from 1 to the cap, then at up to 12 of a grid 3% apart where pi's
  *   mass lies (its mean +- 6 sd, twice), unless the chord there is within 0.1% of T;
@@ -236,6 +241,8 @@ struct serve_lengths {
     double held_sd;             /* its standard deviation over the sequences in flight (weighed by osl) */
     double held_relaxation_tokens; /* E[osl^2 (isl + osl)^2] / (2 E[osl (isl + osl)^2]): how long, in
                                     * output tokens, the KV reserved in flight keeps its deviations */
+    double life_overlap;        /* E[min(osl1, osl2)] / E[osl] over two requests: how long two that
+                                 * start together stay together, in shares of a life */
 };
 
 /* How requests arrive: a Poisson process at the served rate (open loop: MLPerf's server
@@ -327,6 +334,7 @@ struct serve_tail {
     double ttft_mean_s, tpot_mean_s;
     double prefill_wait_s; /* the mean wait for a slot and a prefill server (chunk budget or pool) */
     double sequences_mean; /* sequences in flight an instance, on average */
+    double sequences_sd;   /* and their sd over time (0 when the batch is held fixed) */
 };
 
 struct serve_point {

@@ -3,7 +3,8 @@
  * (Halfin-Whitt), M/G/c at one server against M/G/1, the exact M/D/1 CDF (its first pieces by
  * hand, its mean against P-K by integration, its tail's decay against the Lundberg equation),
  * the normal quantile at published points, bisection against the exponential quantile, the
- * M/G/infinity window variance by hand and by integration, and the refusals.
+ * M/G/infinity window variance by hand and by integration, the spread of clusters by hand and
+ * against Galton-Watson trees and an M^X/G/infinity count drawn here, and the refusals.
  *
  * Every expected number is a closed form or hand arithmetic written beside its check; none is
  * pasted from a run. */
@@ -11,7 +12,9 @@
 #include "tap.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 /* ---- 1. M/G/1: Pollaczek-Khinchine ---- */
 
@@ -396,6 +399,99 @@ static void compound(void)
     CHECK(!queue_compound_poisson(3, 2, 5, 24, &m), "E[X^2] < E[X]^2: refused");
 }
 
+/* ---- 11. arrivals in clusters ---- */
+
+/* A deterministic generator for the cluster checks (splitmix64), its uniforms in (0, 1). */
+static uint64_t cluster_state = 0x9e3779b97f4a7c15u;
+
+static double uniform01(void)
+{
+    uint64_t z = (cluster_state += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    z ^= z >> 31;
+    return ((double)(z >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static int64_t poisson_draw(double mean)
+{
+    int64_t k = 0;
+    for (double product = uniform01(), floor_ = exp(-mean); product > floor_; product *= uniform01())
+        k++;
+    return k;
+}
+
+/* A cluster's size: the request and, for each member, the Poisson(lambda d) that arrive during its
+ * hold d (fixed, or exponential when `exponential`), of mean held share m. */
+static int64_t cluster_size(double held, bool exponential)
+{
+    int64_t size = 0, pending = 1;
+    while (pending > 0) {
+        pending--;
+        size++;
+        double hold = exponential ? -held * log(uniform01()) : held;
+        pending += poisson_draw(hold);
+    }
+    return size;
+}
+
+static void clusters(void)
+{
+    /* m = 0.5, fixed holds (scv 0), fixed lives (phi 1): 1 + 0.5 x 1.5 / 0.25 = 4 = 1 / (1 - m)^2 */
+    CHECK_REL(queue_cluster_spread(0.5, 0, 1), 4, 1e-15, "m 0.5, fixed holds and lives: 1 / (1 - m)^2 = 4");
+    /* lives that overlap half (exponential): 1 + 3 x 0.5 = 2.5 */
+    CHECK_REL(queue_cluster_spread(0.5, 0, 0.5), 2.5, 1e-15, "phi 0.5: 1 + 3 x 0.5 = 2.5");
+    /* exponential holds (scv 1): 1 + 0.5 (2 - 0.5 + 0.5) / 0.25 = 5 */
+    CHECK_REL(queue_cluster_spread(0.5, 1, 1), 5, 1e-15, "exponential holds: 1 + 0.5 x 2 / 0.25 = 5");
+    CHECK(queue_cluster_spread(0, 3, 1) == 1, "no holds: a Poisson arrival's spread, 1");
+    CHECK(isinf(queue_cluster_spread(1, 0, 1)), "held all the time: clusters never end, infinity");
+    CHECK(isnan(queue_cluster_spread(-0.1, 0, 1)) && isnan(queue_cluster_spread(0.5, -1, 1)) &&
+              isnan(queue_cluster_spread(0.5, 0, 1.5)) && isnan(queue_cluster_spread(NAN, 0, 1)),
+          "a negative share or scv, an overlap above 1, NaN: NaN");
+
+    /* the trees themselves: E[C^2] / E[C] over 400,000 clusters against (m + m^2 scv) / (1 - m)^2 +
+     * 1 / (1 - m): fixed holds at m 0.5, 4; exponential, 5 (sampling error about 1%) */
+    for (int exponential = 0; exponential <= 1; exponential++) {
+        double c1 = 0, c2 = 0;
+        for (int i = 0; i < 400000; i++) {
+            double c = (double)cluster_size(0.5, exponential);
+            c1 += c;
+            c2 += c * c;
+        }
+        check_near(c2 / c1, exponential ? 5 : 4, 0.03, "%s holds at m 0.5: E[C^2] / E[C] %.3f",
+                   exponential ? "exponential" : "fixed", c2 / c1);
+        check_near(c1 / 400000, 2, 0.02, "E[C] %.3f = 1 / (1 - m) = 2", c1 / 400000);
+    }
+
+    /* the number present in M^X/G/infinity: clusters at 1 a second for 50,000 s, each member a life
+     * of 0.5 or 2 s equally (E[S] 1.25, E[min(S1, S2)] = (0.5 + 0.5 + 0.5 + 2) / 4 = 0.875, phi
+     * 0.7), counted every 0.05 s: variance / mean = 1 + 3 x 0.7 = 3.1 at m 0.5 (fixed holds), the
+     * mean 1 x E[C] x E[S] = 2.5 */
+    enum { TICKS = 1000000 };
+    const double tick = 0.05;
+    int32_t *change = calloc(TICKS + 64, sizeof *change);
+    if (!CHECK(change != NULL, "room for the count"))
+        return;
+    for (double t = -log(uniform01()); t < TICKS * tick; t += -log(uniform01())) {
+        int64_t size = cluster_size(0.5, false), start = (int64_t)(t / tick);
+        for (int64_t k = 0; k < size; k++) {
+            change[start]++;
+            change[start + (uniform01() < 0.5 ? 10 : 40)]--;
+        }
+    }
+    double present = 0, n1 = 0, n2 = 0;
+    for (int64_t i = 0; i < TICKS; i++) {
+        present += change[i];
+        n1 += present;
+        n2 += present * present;
+    }
+    free(change);
+    double mean = n1 / TICKS, ratio = (n2 / TICKS - mean * mean) / mean;
+    check_near(mean, 2.5, 0.03, "the mean present %.3f = E[C] E[S] = 2.5", mean);
+    check_near(ratio, queue_cluster_spread(0.5, 0, 0.7), 0.05, "variance / mean %.3f against 1 + 3 x 0.7 = %.1f", ratio,
+               queue_cluster_spread(0.5, 0, 0.7));
+}
+
 int main(void)
 {
     mg1();
@@ -409,5 +505,6 @@ int main(void)
     phases();
     occupancy();
     compound();
+    clusters();
     return tap_done();
 }
