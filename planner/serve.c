@@ -956,24 +956,31 @@ static double run_mass(double first, double increment, double length)
  * clusters' wider law only near its mode (Llama 3.1 405B at 4,096/685, held 73% of the time: its
  * departures 4.3% short, the mean 111.5 sequences where the simulation has 117.8). Newton's steps,
  * the slope Cov(X, n), each kept within half a standard deviation's shift of the mean (where X
- * hardly grows with n, at a compute plateau, the balance does not pin the mean). The queue past the
- * cap (`beyond`, ratio r) sits at the cap's X. Returns the new top of log pi within the cap. */
+ * hardly grows with n, at a compute plateau, the balance does not pin the mean), until a step
+ * moves the mean by under a hundredth of a standard deviation. The queue past the cap (`beyond`,
+ * ratio r) sits at the cap's X. Returns the new top of log pi within the cap. */
 static double balance_departures(struct occupancy_run *runs, int64_t within, int64_t count, double cap,
                                  double cap_departures, double r, double arrivals_per_s, double y, double osl)
 {
     double theta = 0;
     for (int step = 0; step < OCCUPANCY_BALANCE_STEPS; step++) {
-        double log_pi = 0, top = 0;
+        /* the sums over pi at theta, each over e^top, top the largest log pi so far (rescaled as it
+         * grows, so one pass does) */
+        double log_pi = 0, top = 0, all = 1, flow = 0, n1 = 0, n2 = 0, flow_n = 0;
         for (int64_t i = 0; i < within; i++) {
-            log_pi += (runs[i].increment + theta) * runs[i].length;
-            top = fmax(top, log_pi);
-        }
-        double all = exp(-top), flow = 0, n1 = 0, n2 = 0, flow_n = 0;
-        log_pi = 0;
-        for (int64_t i = 0; i < within; i++) {
-            double increment = runs[i].increment + theta, x = runs[i].middle / runs[i].step_s * y / osl;
+            double increment = runs[i].increment + theta, end = log_pi + increment * runs[i].length;
+            if (end > top) {
+                double scale = exp(top - end);
+                all *= scale;
+                flow *= scale;
+                n1 *= scale;
+                n2 *= scale;
+                flow_n *= scale;
+                top = end;
+            }
+            double x = runs[i].middle / runs[i].step_s * y / osl;
             double mass = run_mass(log_pi + increment - top, increment, runs[i].length);
-            log_pi += increment * runs[i].length;
+            log_pi = end;
             all += mass;
             flow += mass * x;
             n1 += mass * runs[i].middle;
@@ -987,11 +994,13 @@ static double balance_departures(struct occupancy_run *runs, int64_t within, int
         n2 += beyond * cap * cap;
         flow_n += beyond * cap_departures * cap;
         double gap = flow / all - arrivals_per_s, slope = flow_n / all - flow / all * n1 / all;
-        double variance = n2 / all - n1 / all * n1 / all;
-        if (fabs(gap) <= 1e-9 * arrivals_per_s || !(slope > 0) || !(variance > 0))
+        double sd = sqrt(fmax(n2 / all - n1 / all * n1 / all, 0));
+        if (!(slope > 0) || !(sd > 0))
             break;
-        double most = 0.5 / sqrt(variance);
-        theta -= fmax(fmin(gap / slope, most), -most);
+        double move = fmax(fmin(gap / slope, 0.5 / sd), -0.5 / sd);
+        theta -= move;
+        if (fabs(move) * sd < 0.01)
+            break;
     }
     double log_pi = 0, top = 0;
     for (int64_t i = 0; i < count; i++) {
