@@ -84,9 +84,9 @@
  *   (a Galton-Watson tree of held share m = lambda delay, delay what one more prompt adds to a
  *   step), so each factor of pi is taken to the power 1 / queue_cluster_spread(m, the computed
  *   prompt tokens' scv, serve_lengths.life_overlap), and pi tilted by e^{theta n} until its
- *   departures balance the arrivals, E[X(n)] = lambda (theta's shift of the mean at most half an
- *   sd a Newton step, 8 steps); at the HBM cap requests wait for a slot (a geometric tail;
- *   the wait for a slot, below);
+ *   departures balance the arrivals, E[X(n)] = lambda (Newton's steps, each shifting the mean by
+ *   at most half an sd, until one shifts it by under a hundredth of one; 8 at most); at the HBM
+ *   cap requests wait for a slot (a geometric tail; the wait for a slot, below);
  *   T(n) settled at 12 counts from 1 to the cap, then at up to 12 of a grid 3% apart where pi's
  *   mass lies (its mean +- 6 sd, twice), unless the chord there is within 0.1% of T;
  *   the steps' prompts under Poisson arrivals: those that arrive during a step join the next, so
