@@ -932,11 +932,12 @@ static void settled_at(const struct settled *g, double n, int *from, double *ste
  * stable while r < 1. The moments of the step are over pi (what a request finds on arriving,
  * PASTA), its quantiles those of T at pi's quantiles of n (T grows with n); the wait for a slot
  * from Little's law on the queue (mean) and PASTA (its probability); the relaxation time
- * Var(n) / lambda an Ornstein-Uhlenbeck process's (one request's life when X(k) = k mu). */
+ * Var(n) / (lambda G) an Ornstein-Uhlenbeck process's (one request's life when X(k) = k mu and
+ * arrivals come alone, G = 1; clusters widen the law by G, not how fast it forgets). */
 /* A run of sequence counts summed as one: its middle count, step, step variance, length, the
  * increment of log pi a count over it, and its mass. */
 struct occupancy_run {
-    double middle, step_s, variance_s2, correlation, delay_s, length, increment, mass;
+    double middle, step_s, variance_s2, correlation, delay_s, spread, length, increment, mass;
 };
 
 /* A run's mass, the sum of exp(first + k increment) over k = 0 .. length - 1: `first` its first
@@ -1133,9 +1134,8 @@ static void occupancy_of(const struct settled *g, int64_t cap, double cap_sd, do
         double middle = (double)n + (double)(length - 1) / 2, t, v, rho, delay;
         settled_at(g, middle, &from, &t, &v, &rho, &delay);
         /* log (lambda / X(n)), flattened by the clusters' spread at the share held here */
-        double increment = (log_rate - log(middle / t)) /
-                           queue_cluster_spread(fmin(arrivals_per_s * delay, OCCUPANCY_MOST_HELD), hold_scv,
-                                                overlap);
+        double spread = queue_cluster_spread(fmin(arrivals_per_s * delay, OCCUPANCY_MOST_HELD), hold_scv, overlap);
+        double increment = (log_rate - log(middle / t)) / spread;
         if (increment < 0 && log_pi + increment * (double)length < top - OCCUPANCY_TAIL) {
             reached_cap &= n > cap; /* past the mode (X never falls as n grows): nothing left to add */
             break;
@@ -1144,14 +1144,14 @@ static void occupancy_of(const struct settled *g, int64_t cap, double cap_sd, do
             room = room ? 2 * room : 1024;
             runs = xrealloc(runs, (size_t)room * sizeof *runs);
         }
-        runs[count++] = (struct occupancy_run){middle, t, v, rho, delay, (double)length, increment, 0};
+        runs[count++] = (struct occupancy_run){middle, t, v, rho, delay, spread, (double)length, increment, 0};
         within += n <= cap;
         log_pi += increment * (double)length;
         top = n <= cap ? fmax(top, log_pi) : top;
         n += length;
     }
     top = balance_departures(runs, within, count, (double)cap, (double)cap / last * y / osl, r, arrivals_per_s, y, osl);
-    double mass = 0, n1 = 0, n2 = 0, t1 = 0, t2 = 0, t3 = 0, v1 = 0, vr = 0, d1 = 0;
+    double mass = 0, n1 = 0, n2 = 0, t1 = 0, t2 = 0, t3 = 0, v1 = 0, vr = 0, d1 = 0, g1 = 0;
     log_pi = 0;
     for (int64_t i = 0; i < within; i++) {
         struct occupancy_run *x = &runs[i];
@@ -1166,6 +1166,7 @@ static void occupancy_of(const struct settled *g, int64_t cap, double cap_sd, do
         v1 += x->mass * x->variance_s2;
         vr += x->mass * x->variance_s2 * x->correlation;
         d1 += x->mass * x->delay_s;
+        g1 += x->mass * x->spread;
     }
     double at_cap = reached_cap ? exp(log_pi - top) : 0; /* pi(N), unnormalised */
     double pi0 = exp(-top);                                /* pi(0): no step runs */
@@ -1179,11 +1180,14 @@ static void occupancy_of(const struct settled *g, int64_t cap, double cap_sd, do
     v1 += beyond * last_variance;
     vr += beyond * last_variance * last_correlation;
     d1 += beyond * last_delay;
+    g1 += beyond * queue_cluster_spread(fmin(arrivals_per_s * last_delay, OCCUPANCY_MOST_HELD), hold_scv, overlap);
     double busy = mass + beyond, all = busy + pi0;
     out->stable = true;
     out->sequences_mean = n1 / all;
     out->sequences_variance = fmax(n2 / all - out->sequences_mean * out->sequences_mean, 0);
-    out->relaxation_s = out->sequences_variance / arrivals_per_s;
+    /* an Ornstein-Uhlenbeck process's 1 / slope = 2 Var / D, D = 2 lambda G: the clusters widen
+     * the law, not how fast it forgets */
+    out->relaxation_s = out->sequences_variance / (arrivals_per_s * (busy > 0 ? g1 / busy : 1));
     out->step_mean_s = t1 / busy; /* a step runs only while some sequence is in flight */
     out->step_variance_s2 = fmax(t2 / busy - out->step_mean_s * out->step_mean_s, 0);
     double m = out->step_mean_s;

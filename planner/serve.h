@@ -95,9 +95,9 @@
  *   the counts vary 1 / (1 - rho^2) times a Poisson count's: their clumps grow by that factor,
  *   settled with T (rho <= 0.95);
  *   TPOT: the mean of a request's n = (osl - 1) / y steps: the batch's quantile shrunk to what a
- *   life of that length keeps (relaxation Var(n) / lambda) and the steps' own variance V / n
- *   times the correlated sum's (1 + rho) / (1 - rho) - 2 rho (1 - rho^n) / (n (1 - rho)^2), in
- *   quadrature, after the request's own prompt's delay delta carried into its steps, delta rho^j
+ *   life of that length keeps (relaxation Var(n) / (lambda G), G the clusters' spread) and the
+ *   steps' own variance V / n times the correlated sum's (1 + rho) / (1 - rho) - 2 rho (1 - rho^n)
+ *   / (n (1 - rho)^2), in quadrature, after the request's own prompt's delay delta carried into its steps, delta rho^j
  *   at the j-th (its TPOT + delta rho (1 - rho^n) / ((1 - rho) n y)); a length mix's quantiles
  *   those of the mixture over output-length bins, each a lognormal shifted to the mean, variance
  *   and skewness of the bin's TPOT (the steps' units a compound Poisson sum, Poisson(n m / s_n)
