@@ -1217,6 +1217,8 @@ void cli_json_tail(struct json *j, const struct serve_tail *t)
     json_number(j, t->sequences_mean);
     json_key(j, "sequences_sd");
     json_number(j, t->sequences_sd);
+    json_key(j, "slot_wait_probability");
+    json_number(j, t->slot_wait_probability);
 }
 
 bool cli_tree_format(enum output_format format, enum json_syntax *syntax)

@@ -327,7 +327,7 @@ static double aggregated_ttft(const struct serve_pool *pool, const struct graph_
 /* A tail is computed at serve_percentile_levels and then at the workload's percentile. */
 #define TAIL_LEVELS (SERVE_PERCENTILES + 1)
 
-static double workload_percentile(const struct serve_workload *w)
+double serve_workload_percentile(const struct serve_workload *w)
 {
     return w->percentile > 0 ? w->percentile : 50;
 }
@@ -336,7 +336,7 @@ static void tail_levels(const struct serve_workload *w, double *levels)
 {
     for (int i = 0; i < SERVE_PERCENTILES; i++)
         levels[i] = serve_percentile_levels[i] / 100;
-    levels[SERVE_PERCENTILES] = workload_percentile(w) / 100;
+    levels[SERVE_PERCENTILES] = serve_workload_percentile(w) / 100;
 }
 
 /* E[c^2] of the tokens a prompt computes. */
@@ -1965,6 +1965,7 @@ static bool aggregated_tails(const struct serve_pool *pool, const struct graph_s
     p->tail.prefill_wait_s = wait.mean_wait_s;
     p->tail.sequences_mean = o->sequences_mean;
     p->tail.sequences_sd = sqrt(o->sequences_variance);
+    p->tail.slot_wait_probability = slot->wait_probability;
     p->tokens_per_s_per_user = 1 / tpot_mean;
     return true;
 }
@@ -3587,6 +3588,11 @@ enum { SIM_WARMUP_PARTS = 5 };
 static double simulated_arrivals_per_s(const struct serve_workload *w, const struct serve_point *p)
 {
     return w->rate > 0 ? w->rate : (double)p->decode_instances * p->decode.requests_per_s;
+}
+
+bool serve_ttft_on_slot_waits(const struct serve_workload *w, const struct serve_point *p)
+{
+    return p->tail.slot_wait_probability >= (1 - serve_workload_percentile(w) / 100) / SERVE_SLOT_WAITS_NEAR;
 }
 
 struct serve_settling serve_simulation_settles(const struct serve_workload *w, const struct serve_point *p)

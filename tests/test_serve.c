@@ -1262,6 +1262,8 @@ static void poisson_against_simulation(void)
      * simulation's (46.5 against 64.2 at 422 sequences) */
     CHECK(fabs(p.tail.sequences_sd / x.decoding_sequences_sd - 1) <= within,
           "their sd: analysis %.1f, simulation %.1f", p.tail.sequences_sd, x.decoding_sequences_sd);
+    CHECK(!serve_ttft_on_slot_waits(&w, &p), "the KV holds 1,300: hardly anyone waits for a slot (%.2g)",
+          p.tail.slot_wait_probability);
     /* a simulation settles when its warm-up, a fifth of its requests, spans twice the longer of a
      * request's life (TTFT + 1,023 tokens at the mean TPOT) and the batch's relaxation time:
      * requests = 5 x lambda x 2 x that, lambda what the point serves */
@@ -1612,6 +1614,24 @@ static void kv_slot_wait(void)
      * TPOT mean was 0.7% below the simulation's, which prices each step at its busiest rank. */
     CHECK(fabs(p.tail.tpot_mean_s / simulated_tpot - 1) <= 0.003, "mean TPOT %.3f ms against the simulations' %.3f ms",
           p.tail.tpot_mean_s * 1e3, simulated_tpot * 1e3);
+    /* over 1% wait for a slot, above the 1% a p99 leaves: serve cautions that TTFT's p99 is theirs */
+    CHECK(p.tail.slot_wait_probability == p.decode.occupancy.wait_probability && serve_ttft_on_slot_waits(&r1, &p),
+          "TTFT's p99 set by the slot's waits (%.2f%% wait)", 100 * p.tail.slot_wait_probability);
+
+    /* the rule by hand: at p99, at least a quarter of the 1% above it waiting, 0.25%; at the
+     * default p50, 12.5% */
+    struct serve_point at = {0};
+    struct serve_workload p99 = workload(1000, 100);
+    p99.percentile = 99;
+    at.tail.slot_wait_probability = 0.0026;
+    CHECK(serve_ttft_on_slot_waits(&p99, &at), "p99, 0.26%% wait: set by the waits");
+    at.tail.slot_wait_probability = 0.0024;
+    CHECK(!serve_ttft_on_slot_waits(&p99, &at), "p99, 0.24%% wait: not");
+    struct serve_workload p50 = workload(1000, 100);
+    at.tail.slot_wait_probability = 0.13;
+    CHECK(serve_ttft_on_slot_waits(&p50, &at), "p50 (percentile 0), 13%% wait: set by the waits");
+    at.tail.slot_wait_probability = 0.12;
+    CHECK(!serve_ttft_on_slot_waits(&p50, &at), "p50, 12%% wait: not");
 }
 
 /* Llama 3.1 405B (BF16 weights, FP8 KV) on an H200 node, 4,096/685 at random at batch 111, what
