@@ -2120,7 +2120,8 @@ bool serve_decode_instance(const struct serve_pool *pool, const struct graph_sum
     d.requests_per_s = finished_per_s(w, batch, d.step_s);
     struct roof_setup s = setup_of(pool, g, l);
     struct composition alone = {.count = 1, .prompts = {0}, .step_s = {d.step_s}};
-    struct queue_wait slot; /* a decode pool's wait for a slot is not modelled (serve.h) */
+    struct queue_wait slot; /* a decode pool's wait for a slot is not in TTFT (serve.h): its chance is
+                             * reported (serve_tail.slot_wait_probability), its time left out */
     if (!instance_occupancy(pool, &s, l, w, batch, &alone, false, d.requests_per_s, &d.occupancy, &slot))
         return false;
     *out = d;
@@ -2677,6 +2678,7 @@ static bool disaggregated_point(const struct serve_pool *prefill_pool, const str
     set_tpot(tpot, tpot_mean, &p);
     p.tail.sequences_mean = decode->occupancy.sequences_mean;
     p.tail.sequences_sd = sqrt(decode->occupancy.sequences_variance);
+    p.tail.slot_wait_probability = decode->occupancy.wait_probability;
     p.tokens_per_s_per_user = 1 / tpot_mean;
     p.meets = (w->ttft_s <= 0 || p.ttft_s <= w->ttft_s * (1 + 1e-12)) && (w->tpot_s <= 0 || p.tpot_s <= w->tpot_s);
     if (rate > 0 && !within_budget(prefill_pool, decode_pool, p.prefill_instances, prefill->layout.devices,

@@ -142,9 +142,10 @@
  *   where a first token leaves it, with the batch's own variation in quadrature as above. A
  *   queue that does not keep up refuses the point; where the chain cannot be built (more prompts
  *   a step than its grid follows) the laws above stand.
- * Not modelled: retries, priorities, preemption, a wait for a free decode slot (at the KV cap),
- * the variation of accepted drafts, a rate-sized decode instance below its planned batch, and a
- * router that balances the prefill instances by load (round-robin is Dynamo's default; joining
+ * Not modelled: retries, priorities, preemption, the time of a wait for a free decode slot (at
+ * the KV cap; its chance is reported, serve_tail.slot_wait_probability), the variation of
+ * accepted drafts, a rate-sized decode instance below its planned batch, and a router that
+ * balances the prefill instances by load (round-robin is Dynamo's default; joining
  * the shortest queue shares them better where a batch costs little fixed time).
  *
  * The budget (serve_pool.budget_devices, B; 0: none): the most devices the whole deployment
@@ -338,8 +339,9 @@ struct serve_tail {
     double prefill_wait_s; /* the mean wait for a slot and a prefill server (chunk budget or pool) */
     double sequences_mean; /* sequences in flight an instance, on average */
     double sequences_sd;   /* and their sd over time (0 when the batch is held fixed) */
-    double slot_wait_probability; /* the chance a request waits for a KV slot before its prefill
-                                   * (aggregated, the wait for a slot above; else 0) */
+    double slot_wait_probability; /* the chance a request waits for a KV slot (the wait for a slot
+                                   * above): aggregated, before its prefill; disaggregated, at the
+                                   * decode pool, a wait TTFT leaves out */
 };
 
 struct serve_point {
