@@ -296,6 +296,8 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct answer *
         json_number(&j, x->mean_decoding_sequences);
         json_key(&j, "decoding_sequences_sd");
         json_number(&j, x->decoding_sequences_sd);
+        json_key(&j, "slot_wait_probability");
+        json_number(&j, x->slot_wait_share);
         json_key(&j, "settles_at_requests");
         json_int(&j, a->settling.requests);
         json_end_object(&j);
@@ -702,6 +704,9 @@ static void text_sizing(FILE *out, const struct kv_sizing *z)
     }
 }
 
+/* The share of requests waiting for a KV slot below which the simulated line leaves it out. */
+#define SHOWN_SLOT_WAITS 1e-4
+
 static void text_simulated(FILE *out, const struct answer *a)
 {
     const struct sim_result *x = a->simulated;
@@ -717,6 +722,9 @@ static void text_simulated(FILE *out, const struct answer *a)
         fprintf(out, " (sd %.1f; the analysis %.1f, sd %.1f)", x->decoding_sequences_sd, p->tail.sequences_mean,
                 p->tail.sequences_sd);
     fputc('\n', out);
+    if (x->slot_wait_share >= SHOWN_SLOT_WAITS || p->tail.slot_wait_probability >= SHOWN_SLOT_WAITS)
+        fprintf(out, "  %.3g%% of the simulated requests waited for a KV slot (the analysis %.3g%%)\n",
+                x->slot_wait_share * 100, p->tail.slot_wait_probability * 100);
     if (a->options->simulate < a->settling.requests) {
         char settles[32];
         format_count((double)a->settling.requests, settles, sizeof settles);

@@ -140,6 +140,8 @@ struct inst {
     int64_t base, starts;
     struct heap heap;         /* decoding sequences by the step index at whose end each completes */
     double now_s, end_s;      /* the step in progress starts and ends */
+    double slot_blocked_s;    /* the last step start that admitted no more for want of room (KV or
+                               * the running-request cap); -infinity: none yet */
     bool busy, scheduled;     /* closed loop: a step in progress; an event pending */
 };
 
@@ -161,6 +163,7 @@ struct sim {
     double *server_free_s;
     struct heap pool;
     int64_t max_decoding, steps, batches;
+    int64_t slot_waits;       /* measured requests admitted after a step that had no room for them */
     int64_t *rank_tokens; /* aggregated: a step's prompt tokens on each rank (0 between steps) */
     /* open loop: the window, and its steps' time, sequence-time and squared sequence-time */
     double window_start_s, window_end_s, window_steps_s, window_n_s, window_n2_s;
@@ -220,9 +223,16 @@ static enum sim_status inst_start(struct sim *s, struct inst *in, bool prefill)
     while (in->next < in->count) {
         struct request *r = queued(s, in, in->next);
         const struct class_info *ci = &info[r->cls];
-        if (r->ready_s > in->now_s || (c->max_sequences > 0 && in->in_flight >= c->max_sequences) ||
-            (c->kv_capacity_tokens > 0 && in->kv_used + ci->reserve > c->kv_capacity_tokens))
+        if (r->ready_s > in->now_s)
             break;
+        if ((c->max_sequences > 0 && in->in_flight >= c->max_sequences) ||
+            (c->kv_capacity_tokens > 0 && in->kv_used + ci->reserve > c->kv_capacity_tokens)) {
+            in->slot_blocked_s = in->now_s;
+            break;
+        }
+        /* it waited for a slot if a step began after it was ready and had no room (for it or for
+         * one ahead of it) */
+        s->slot_waits += r->ready_s < in->slot_blocked_s && r - rq >= c->warmup;
         in->in_flight++;
         in->kv_used += ci->reserve;
         in->next++;
@@ -418,7 +428,8 @@ static enum sim_status run_closed(struct sim *s)
     /* instance j's clients: those of the first `clients` requests with i mod d = j */
     for (int64_t j = 0, offset = 0; j < active; j++) {
         int64_t n = (clients - j + d - 1) / d;
-        s->inst[j] = (struct inst){.queue = queues + offset, .cap = n, .heap = {decode + offset, 0}};
+        s->inst[j] = (struct inst){
+            .queue = queues + offset, .cap = n, .heap = {decode + offset, 0}, .slot_blocked_s = -INFINITY};
         offset += n;
     }
     for (size_t i = 0; i < servers; i++)
@@ -652,7 +663,11 @@ static enum sim_status run_instances(struct sim *s, struct ready *order, int64_t
             qsort(order + first[j], (size_t)n, sizeof *order, by_ready);
         for (int64_t i = first[j]; i < first[j + 1]; i++)
             list[i] = order[i].id;
-        struct inst in = {.queue = list + first[j], .cap = n > 0 ? n : 1, .count = n, .heap = {s->heap.e, 0}};
+        struct inst in = {.queue = list + first[j],
+                          .cap = n > 0 ? n : 1,
+                          .count = n,
+                          .heap = {s->heap.e, 0},
+                          .slot_blocked_s = -INFINITY};
         enum sim_status status = run_instance(s, &in, prefill);
         if (status != SIM_OK)
             return status;
@@ -707,6 +722,7 @@ static enum sim_status measure(struct sim *s, struct sim_result *out, struct sim
     out->tpot_s = percentiles(tpot, tpot_n);
     out->measured = n;
     out->tpot_measured = tpot_n;
+    out->slot_wait_share = (double)s->slot_waits / (double)n;
     status = SIM_OK;
 done:
     free(ttft);

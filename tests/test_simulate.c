@@ -435,6 +435,21 @@ static void constant_arrivals(void)
     /* the last request (1007) ends with step 8 x 1007 + 32, so 8,089 steps, the last at 8,097 T */
     CHECK_EQ(r.steps, 8089, "8 x 1007 + 33 = 8,089 steps, back to back");
     CHECK_EQ(r.simulated_s, 8097 * T_S, "the last completion at (8 + 8089) T");
+    CHECK_EQ(r.slot_wait_share, 0, "no cap: nobody waits for a slot");
+    /* a cap on sequences in flight: as step 8 i starts, request i joins requests i - 1 .. i - 4
+     * (request i - 4 ends with it): 5 in flight. A cap of 5 admits every one on arrival; at 4,
+     * request 4 finds 0 .. 3 holding the slots at step 32 and waits a step, each slot is then held
+     * 33 steps for a request every 8 (4 / 33 < 1 / 8), so every later request waits too: all the
+     * measured ones (8 on) */
+    struct sim_config capped = c;
+    capped.max_sequences = 5;
+    bool made = simulate(&capped, &timing, &again, NULL) == SIM_OK;
+    CHECK(made && again.slot_wait_share == 0 && again.ttft_s.p99 == T_S, "5 slots: nobody waits (%g), TTFT T",
+          again.slot_wait_share);
+    capped.max_sequences = 4;
+    made = simulate(&capped, &timing, &again, NULL) == SIM_OK;
+    CHECK(made && again.slot_wait_share == 1, "4 slots: every measured request waits for one (%g)",
+          again.slot_wait_share);
     /* one class at one instance: the draws decide nothing, so any seed gives the same */
     c.seed = 12345;
     CHECK(simulate(&c, &timing, &again, NULL) == SIM_OK && memcmp(&r, &again, sizeof r) == 0,
