@@ -412,7 +412,7 @@ static void serving_row_cells(const struct report *r, int64_t rank, struct servi
                  (long long)p->decode.layout.tp, (long long)p->decode.layout.dp, (long long)p->decode.layout.pp);
     format_count((double)p->devices, c->devices, sizeof c->devices);
     format_count((double)p->decode.batch, c->batch, sizeof c->batch);
-    snprintf(c->ttft, sizeof c->ttft, "%.1f", p->ttft_s * 1e3);
+    snprintf(c->ttft, sizeof c->ttft, "%.1f%s", p->ttft_s * 1e3, serve_ttft_on_slot_waits(r->serving, p) ? "!" : "");
     snprintf(c->tpot, sizeof c->tpot, "%.2f", p->tpot_s * 1e3);
     snprintf(c->user, sizeof c->user, "%.1f", p->tokens_per_s_per_user);
     format_count(p->tokens_per_s_per_device, c->per_device, sizeof c->per_device);
@@ -428,6 +428,22 @@ static void serving_row_cells(const struct report *r, int64_t rank, struct servi
         format_count(x->bound_tokens_per_s_per_device, c->bound, sizeof c->bound);
     else
         snprintf(c->bound, sizeof c->bound, "-");
+}
+
+/* The note a TTFT marked "!" refers to, wrapped for the text table. */
+#define SLOT_WAITS_NOTE                                                                                               \
+    "a quarter or more of the requests above the targets' percentile wait for a KV slot:\n"                           \
+    "  aggregated, TTFT's percentile is that wait, which the analysis has put up to 62% below\n"                      \
+    "  the simulation; disaggregated, it is at the decode pool, a wait TTFT leaves out (README,\n"                    \
+    "  \"Tail latency\"): check the row with rackplan serve --simulate."
+
+/* Whether some row meeting the targets has its TTFT percentile set by waits for a KV slot. */
+static bool any_slot_waits(const struct report *r)
+{
+    for (int64_t i = 0; i < r->count; i++)
+        if (r->rows[i].tpot_met && serve_ttft_on_slot_waits(r->serving, &r->rows[i].served))
+            return true;
+    return false;
 }
 
 static void write_serving_text(FILE *out, const struct report *r)
@@ -458,6 +474,8 @@ static void write_serving_text(FILE *out, const struct report *r)
     if ((r->options->racks_count > 0 || r->options->devices > 0) && !r->by_domain_size)
         fprintf(out, "  The budget holds both pools and every replica; devices: those the deployment uses of it,\n"
                      "  over which tok/s/dev is counted.\n");
+    if (any_slot_waits(r))
+        fprintf(out, "! %s\n", SLOT_WAITS_NOTE);
 }
 
 static void write_serving_markdown(FILE *out, const struct report *r)
@@ -483,6 +501,8 @@ static void write_serving_markdown(FILE *out, const struct report *r)
     fprintf(out, "\ntok/s/dev: output tokens/s over every device of the deployment, prefill devices included. %s\n",
             estimates ? "Rows are calibrated estimates; the bound column is the roofline at efficiency 1."
                       : "Every number is a roofline bound (efficiency 1).");
+    if (any_slot_waits(r))
+        fprintf(out, "\n! %s\n", SLOT_WAITS_NOTE);
 }
 
 static void write_serving_csv(FILE *out, const struct report *r)

@@ -521,10 +521,12 @@ enum serve_sim_status { SERVE_SIM_OK, SERVE_SIM_NO_MEMORY, SERVE_SIM_INVALID };
 
 /* Whether the TTFT percentile the workload's targets bound (w->percentile) is set by the wait for
  * a KV slot: at least 1 / SERVE_SLOT_WAITS_NEAR of the requests above that percentile wait for one,
- * P(wait) >= (1 - P / 100) / SERVE_SLOT_WAITS_NEAR. There TTFT's percentile sits on a cliff (a
- * prefill's time or seconds of waiting) and the analysis has run up to 62% below the simulation
- * (README, "Tail latency": Llama 3.1 405B at 4,096/685 with an FP8 KV cache, -62%; the MLPerf
- * Llama 3.1 405B mix, -38%; the MLPerf DeepSeek-R1 mix, -31%), so `serve` says to simulate it. */
+ * P(wait) >= (1 - P / 100) / SERVE_SLOT_WAITS_NEAR (serve_tail.slot_wait_probability). Aggregated,
+ * TTFT's percentile then sits on a cliff (a prefill's time or seconds of waiting) and the analysis
+ * has run up to 62% below the simulation (README, "Tail latency": Llama 3.1 405B at 4,096/685 with
+ * an FP8 KV cache, -62%; the MLPerf Llama 3.1 405B mix, -38%; the MLPerf DeepSeek-R1 mix, -31%);
+ * disaggregated, the wait is at the decode pool and TTFT leaves it out. Either way `serve` says to
+ * simulate it and `compare` marks the row. */
 #define SERVE_SLOT_WAITS_NEAR 4
 bool serve_ttft_on_slot_waits(const struct serve_workload *w, const struct serve_point *p);
 
