@@ -485,14 +485,18 @@ static void text_point(FILE *out, const struct answer *a, const struct serve_poi
                  "TPOT p50 %.2f, p90 %.2f, p99 %.2f\n",
             t->ttft_s[0] * 1e3, t->ttft_s[1] * 1e3, t->ttft_s[2] * 1e3, t->ttft_mean_s * 1e3, t->prefill_wait_s * 1e3,
             t->tpot_s[0] * 1e3, t->tpot_s[1] * 1e3, t->tpot_s[2] * 1e3);
-    if (serve_ttft_on_slot_waits(a->workload, p) && p->mode == SERVE_AGGREGATED)
-        fprintf(out, "  caution: %.3g%% of requests wait for a KV slot, which sets TTFT's p%g; there the analysis has "
-                     "run up to 62%% below the simulation (README, \"Tail latency\"): check it with --simulate\n",
-                t->slot_wait_probability * 100, serve_workload_percentile(a->workload));
-    else if (serve_ttft_on_slot_waits(a->workload, p))
-        fprintf(out, "  caution: %.3g%% of requests wait for a KV slot at the decode pool, a wait TTFT leaves out "
-                     "(README, \"Tail latency\"): check it with --simulate\n",
-                t->slot_wait_probability * 100);
+    if (serve_ttft_on_slot_waits(a->workload, p)) {
+        if (p->mode == SERVE_AGGREGATED)
+            fprintf(out,
+                    "  caution: %.3g%% of requests wait for a KV slot, which sets TTFT's p%g; there the analysis has "
+                    "run up to 62%% below the simulation (README, \"Tail latency\"): check it with --simulate\n",
+                    t->slot_wait_probability * 100, serve_workload_percentile(a->workload));
+        else
+            fprintf(out,
+                    "  caution: %.3g%% of requests wait for a KV slot at the decode pool, a wait TTFT leaves out "
+                    "(README, \"Tail latency\"): check it with --simulate\n",
+                    t->slot_wait_probability * 100);
+    }
     if (p->cost_per_mtok > 0)
         fprintf(out, "  $%.3f per million output tokens", p->cost_per_mtok);
     else
