@@ -1007,18 +1007,18 @@ int cli_prepare(const struct command *command, int argc, char **argv, struct opt
 
 void cli_workload(const struct options *o, struct workload *out)
 {
-    *out = (struct workload){
-        .batch = o->batch,
-        .context = o->context,
-        .weights = o->weights,
-        .expert_weights = o->expert_weights,
-        .kv = o->kv,
-        .reserve_fraction = o->reserve_fraction,
-        .reserve_bytes = o->reserve_bytes,
-        .tp = o->tp,
-        .pp = o->pp,
-        .mtp = o->mtp > 0,
-    };
+    /* zeroed whole, padding too: the serving engine's memos compare workloads byte for byte */
+    memset(out, 0, sizeof *out);
+    out->batch = o->batch;
+    out->context = o->context;
+    out->weights = o->weights;
+    out->expert_weights = o->expert_weights;
+    out->kv = o->kv;
+    out->reserve_fraction = o->reserve_fraction;
+    out->reserve_bytes = o->reserve_bytes;
+    out->tp = o->tp;
+    out->pp = o->pp;
+    out->mtp = o->mtp > 0;
 }
 
 /* The file name without directories and without ".xml". */
@@ -1056,11 +1056,20 @@ double cli_price(const struct options *o, const char *path, const struct topolog
 int cli_serve_workload(const struct options *o, struct serve_workload *out, struct length_mix *mix)
 {
     *mix = (struct length_mix){0};
-    *out = (struct serve_workload){.isl = o->isl, .osl = o->osl, .ttft_s = o->ttft_s, .tpot_s = o->tpot_s,
-                                   .prefix_hit = o->prefix_hit, .mtp = o->mtp, .mtp_accept = o->mtp_accept,
-                                   .chunk_tokens = o->chunk_tokens, .mode = (enum serve_mode)o->mode,
-                                   .rate = o->rate, .percentile = o->percentile,
-                                   .arrivals = (enum serve_arrivals)o->arrivals};
+    /* zeroed whole, padding too: the serving engine's memos compare workloads byte for byte */
+    memset(out, 0, sizeof *out);
+    out->isl = o->isl;
+    out->osl = o->osl;
+    out->ttft_s = o->ttft_s;
+    out->tpot_s = o->tpot_s;
+    out->prefix_hit = o->prefix_hit;
+    out->mtp = o->mtp;
+    out->mtp_accept = o->mtp_accept;
+    out->chunk_tokens = o->chunk_tokens;
+    out->mode = (enum serve_mode)o->mode;
+    out->rate = o->rate;
+    out->percentile = o->percentile;
+    out->arrivals = (enum serve_arrivals)o->arrivals;
     if (o->lengths) {
         struct diags d;
         diags_init(&d);
