@@ -940,6 +940,13 @@ struct occupancy_run {
     double middle, step_s, variance_s2, correlation, delay_s, spread, length, increment, mass;
 };
 
+/* The clusters' spread where one more prompt adds delay_s to a step: at the held share
+ * lambda delay_s, at most OCCUPANCY_MOST_HELD. */
+static double spread_at(double arrivals_per_s, double delay_s, double hold_scv, double overlap)
+{
+    return queue_cluster_spread(fmin(arrivals_per_s * delay_s, OCCUPANCY_MOST_HELD), hold_scv, overlap);
+}
+
 /* A run's mass, the sum of exp(first + k increment) over k = 0 .. length - 1: `first` its first
  * count's log mass (over e^top), `increment` log pi's step a count. */
 static double run_mass(double first, double increment, double length)
@@ -1134,7 +1141,7 @@ static void occupancy_of(const struct settled *g, int64_t cap, double cap_sd, do
         double middle = (double)n + (double)(length - 1) / 2, t, v, rho, delay;
         settled_at(g, middle, &from, &t, &v, &rho, &delay);
         /* log (lambda / X(n)), flattened by the clusters' spread at the share held here */
-        double spread = queue_cluster_spread(fmin(arrivals_per_s * delay, OCCUPANCY_MOST_HELD), hold_scv, overlap);
+        double spread = spread_at(arrivals_per_s, delay, hold_scv, overlap);
         double increment = (log_rate - log(middle / t)) / spread;
         if (increment < 0 && log_pi + increment * (double)length < top - OCCUPANCY_TAIL) {
             reached_cap &= n > cap; /* past the mode (X never falls as n grows): nothing left to add */
@@ -1180,7 +1187,7 @@ static void occupancy_of(const struct settled *g, int64_t cap, double cap_sd, do
     v1 += beyond * last_variance;
     vr += beyond * last_variance * last_correlation;
     d1 += beyond * last_delay;
-    g1 += beyond * queue_cluster_spread(fmin(arrivals_per_s * last_delay, OCCUPANCY_MOST_HELD), hold_scv, overlap);
+    g1 += beyond * spread_at(arrivals_per_s, last_delay, hold_scv, overlap);
     double busy = mass + beyond, all = busy + pi0;
     out->stable = true;
     out->sequences_mean = n1 / all;
