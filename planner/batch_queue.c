@@ -44,6 +44,7 @@ struct batch_law {
 struct work {
     const struct batch_queue_input *in;
     int64_t x, m, b, sizes; /* sizes: batch sizes with laws, min(b, N) */
+    int64_t most_phases;
     double nu, per_instance, full_mean_s, full_sd_s;
     struct batch_law *laws; /* [(k - 1) atoms + r] */
 };
@@ -308,7 +309,7 @@ static void joiners_at(const struct joiners *j, int64_t b, int64_t in_batch, dou
 {
     int64_t c = b - in_batch;
     double base = (double)in_batch;
-    if (c <= 0) {
+    if (c <= 0 || j->points == 0) { /* none can join, or the own batches are not asked for */
         *mean = base;
         *second = base * base;
         return;
@@ -454,7 +455,7 @@ static int64_t phases_within(const struct work *w, int64_t levels, int64_t rise)
 {
     int64_t m = 1;
     double sizes = (double)(levels < w->b ? levels : w->b);
-    while (m < w->x && m < BATCH_QUEUE_PHASES) {
+    while (m < w->x && m < w->most_phases) {
         double next = (double)(m + 1);
         if ((double)levels * next * (sizes + 1) * next * ((double)rise + 2) * next > BATCH_QUEUE_WORK)
             break;
@@ -552,15 +553,12 @@ static int64_t levels_needed(const struct work *w, double theta)
     return levels < BATCH_QUEUE_MOST_LEVELS ? levels : BATCH_QUEUE_MOST_LEVELS;
 }
 
-enum batch_queue_status batch_queue_waits(const struct batch_queue_input *in, struct batch_queue_waits *out)
+/* The chain at up to most_phases phases and the waits it gives (the model, batch_queue.h); their
+ * own batches only where `own_batches` (else each prompt's place in its batch alone). */
+static enum batch_queue_status waits_at(const struct batch_queue_input *in, int64_t most_phases, bool own_batches,
+                                        struct batch_queue_waits *out)
 {
-    if (!in || !out || !(in->arrivals_per_s > 0) || !isfinite(in->arrivals_per_s) || in->instances < 1 ||
-        in->batch < 1 || in->atoms < 1 || in->atoms > BATCH_QUEUE_ATOMS || !in->batch_s || !in->batch_weight)
-        return BATCH_QUEUE_INVALID;
-    for (int64_t i = 0; i < in->batch * in->atoms; i++)
-        if (!(in->batch_s[i] > 0) || !isfinite(in->batch_s[i]) || !(in->batch_weight[i] >= 0))
-            return BATCH_QUEUE_INVALID;
-    struct work w = {.in = in, .x = in->instances, .b = in->batch};
+    struct work w = {.in = in, .x = in->instances, .b = in->batch, .most_phases = most_phases};
     w.per_instance = in->arrivals_per_s / (double)w.x;
     double second = 0;
     for (int r = 0; r < in->atoms; r++) {
@@ -625,7 +623,7 @@ enum batch_queue_status batch_queue_waits(const struct batch_queue_input *in, st
     double longest_wait = longest + (double)((levels + most_arrivals) / w.b + 1) * (w.full_mean_s + 3 * w.full_sd_s);
     struct joiners join = {0};
     struct bins *bins = calloc(1, sizeof *bins);
-    if (!bins || !joiners_make(&w, longest_wait, &join)) {
+    if (!bins || (own_batches && !joiners_make(&w, longest_wait, &join))) {
         status = BATCH_QUEUE_INVALID;
         goto done;
     }
@@ -663,5 +661,58 @@ done:
     free(bins);
     laws_free(&w);
     chain_free(&c);
+    return status;
+}
+
+/* The waits at m phases (`fine`) carried to the instances' x, from those at m2 < m (`coarse`):
+ * each of fine's atoms at the level u its cumulative chance is at (its middle), the wait the two
+ * give there, linear in 1 / phases (the gap's squared coefficient of variation) and taken on to
+ * 1 / x, w1 + (1 / x - 1 / m) / (1 / m - 1 / m2) (w1 - w2), never below 0; coarse's wait at u
+ * linear between its atoms' middles. */
+static void waits_carried(struct batch_queue_waits *fine, const struct batch_queue_waits *coarse, int64_t x)
+{
+    double m = (double)fine->phases, m2 = (double)coarse->phases;
+    double carry = (1 / (double)x - 1 / m) / (1 / m - 1 / m2);
+    double below = 0, coarse_below = 0, coarse_level = coarse->weight[0] / 2;
+    int64_t j = 0; /* coarse's atom whose middle is the last at or below u */
+    fine->mean_wait_s = 0;
+    for (int64_t i = 0; i < fine->count; i++) {
+        double u = below + fine->weight[i] / 2;
+        below += fine->weight[i];
+        while (j + 1 < coarse->count && coarse_below + coarse->weight[j] + coarse->weight[j + 1] / 2 <= u) {
+            coarse_below += coarse->weight[j];
+            j++;
+            coarse_level = coarse_below + coarse->weight[j] / 2;
+        }
+        double w2 = coarse->wait_s[j];
+        if (j + 1 < coarse->count && u > coarse_level) {
+            double next = coarse_below + coarse->weight[j] + coarse->weight[j + 1] / 2;
+            w2 += (coarse->wait_s[j + 1] - coarse->wait_s[j]) * (u - coarse_level) / (next - coarse_level);
+        }
+        double w1 = fine->wait_s[i];
+        fine->wait_s[i] = fmax(w1 + carry * (w1 - w2), 0);
+        fine->mean_wait_s += fine->weight[i] * fine->wait_s[i];
+    }
+    fine->carried_from = coarse->phases;
+}
+
+enum batch_queue_status batch_queue_waits(const struct batch_queue_input *in, struct batch_queue_waits *out)
+{
+    if (!in || !out || !(in->arrivals_per_s > 0) || !isfinite(in->arrivals_per_s) || in->instances < 1 ||
+        in->batch < 1 || in->atoms < 1 || in->atoms > BATCH_QUEUE_ATOMS || !in->batch_s || !in->batch_weight)
+        return BATCH_QUEUE_INVALID;
+    for (int64_t i = 0; i < in->batch * in->atoms; i++)
+        if (!(in->batch_s[i] > 0) || !isfinite(in->batch_s[i]) || !(in->batch_weight[i] >= 0))
+            return BATCH_QUEUE_INVALID;
+    enum batch_queue_status status = waits_at(in, BATCH_QUEUE_PHASES, true, out);
+    if (status != BATCH_QUEUE_OK || out->phases >= in->instances || out->phases < 2)
+        return status;
+    struct batch_queue_waits *coarse = malloc(sizeof *coarse);
+    if (!coarse)
+        return BATCH_QUEUE_INVALID;
+    /* a coarser chain's longer tail may not fit its levels: then the fine waits stand, pessimistic */
+    if (waits_at(in, (out->phases + 1) / 2, false, coarse) == BATCH_QUEUE_OK && coarse->phases < out->phases)
+        waits_carried(out, coarse, in->instances);
+    free(coarse);
     return status;
 }

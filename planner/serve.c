@@ -2242,6 +2242,21 @@ static double own_batch_s(const struct serve_instance *prefill, double k, double
     return prefill_batch_s(prefill, k) * scale;
 }
 
+/* The instances whose arrivals' regularity a round-robin pool of x is priced at: x up to
+ * BATCH_QUEUE_PHASES; from there, where the chain's phases no longer grow with x and only the
+ * carrying to 1 / x does (batch_queue.h), 1 / x rounded up to a grid of SERVE_REGULAR_INSTANCES
+ * steps, ceil(S / ceil(S / x)) (16, 18, 19, 20, 22, 24, 26, 29, 32, 37, 43, 52, 64, 86, 128, 256
+ * at S = 256 and 16 phases): a search then
+ * keeps a verdict a grid point and finds each one's edge by halving (prefill_verdicts), and a
+ * pool is priced a little less regular than it is (by at most 1 / S in 1 / x). */
+static int64_t priced_instances(int64_t x)
+{
+    if (x <= BATCH_QUEUE_PHASES)
+        return x;
+    int64_t steps = (SERVE_REGULAR_INSTANCES + x - 1) / x;
+    return (SERVE_REGULAR_INSTANCES + steps - 1) / steps; /* the fewest instances at its step */
+}
+
 /* Under Poisson arrivals the pool's wait, round-robin over its instances (batch_queue.h): a
  * batch's time by size, a length mix spreading it (k prompts' tokens at their mean, varying as
  * the sum of k: the prompt bins drawn in to the mean by sqrt(k)), and each prompt's own batch
@@ -2262,8 +2277,10 @@ static bool round_robin_ttft(const struct serve_workload *w, const struct serve_
             chances[(k - 1) * atoms + r] = weight[r];
         }
     }
-    struct batch_queue_input in = {.arrivals_per_s = arrivals_per_s, .instances = instances, .batch = b,
-                                   .atoms = atoms, .batch_s = times, .batch_weight = chances};
+    int64_t priced = priced_instances(instances); /* the same share, at the regularity priced */
+    struct batch_queue_input in = {.arrivals_per_s = arrivals_per_s * (double)priced / (double)instances,
+                                   .instances = priced, .batch = b, .atoms = atoms, .batch_s = times,
+                                   .batch_weight = chances};
     struct batch_queue_waits *waits = xmalloc(sizeof *waits);
     bool kept_up = batch_queue_waits(&in, waits) == BATCH_QUEUE_OK;
     if (kept_up) {
@@ -2325,18 +2342,26 @@ static bool disaggregated_ttft(const struct serve_workload *w, const struct serv
     return true;
 }
 
-/* What a search learned of one prefill option at one KV transfer time, its workload fixed:
- * with x instances, the arrivals up to met[x] meet the TTFT target and those from failed[x] on
- * do not. TTFT rises with the arrivals and falls as instances are added, so a verdict holds for
- * fewer arrivals or more instances (met) and for more arrivals or fewer instances (failed). From
- * BATCH_QUEUE_PHASES instances on, the pool's chain is that of one instance at its share of the
- * arrivals (batch_queue.h: the phases it follows no longer grow with x), so there the verdicts
- * are kept by that share: up to met_share it meets, from failed_share on it does not. */
+/* What a search learned of one prefill option at one KV transfer time, its workload fixed, in
+ * one instance's share of the arrivals, s = lambda / x, and the instances its regularity is
+ * priced at, k = priced_instances(x): at k, the shares up to met[k] meet the TTFT target and
+ * those from failed[k] on do not. TTFT rises with the share and, at one share, falls as k grows
+ * (each instance's arrivals, every x-th of the pool's, grow more regular), so a verdict holds for
+ * lower shares and more instances (met) and for higher shares and fewer instances (failed). */
+/* A verdict's place: the priced instances' rank among those a pool can be priced at. */
+#define VERDICT_PLACES (BATCH_QUEUE_PHASES + SERVE_REGULAR_INSTANCES / BATCH_QUEUE_PHASES + 1)
+
+static int64_t verdict_place(int64_t priced)
+{
+    if (priced <= BATCH_QUEUE_PHASES)
+        return priced;
+    int64_t steps = (SERVE_REGULAR_INSTANCES + priced - 1) / priced;
+    return BATCH_QUEUE_PHASES + (SERVE_REGULAR_INSTANCES + BATCH_QUEUE_PHASES - 1) / BATCH_QUEUE_PHASES - steps;
+}
+
 struct prefill_verdicts {
     double transfer_s;
-    int64_t room;
-    double *met, *failed; /* [x]: 0 and INFINITY where nothing is known */
-    double met_share, failed_share;
+    double met[VERDICT_PLACES], failed[VERDICT_PLACES]; /* by place: 0 and INFINITY where nothing is known */
     struct prefill_verdicts *next;
 };
 
@@ -2344,8 +2369,6 @@ static void verdicts_release(struct prefill_verdicts *v)
 {
     while (v) {
         struct prefill_verdicts *next = v->next;
-        free(v->met);
-        free(v->failed);
         free(v);
         v = next;
     }
@@ -2358,9 +2381,26 @@ static struct prefill_verdicts *verdicts_at(struct prefill_verdicts **list, doub
         if (v->transfer_s == transfer_s)
             return v;
     struct prefill_verdicts *v = xmalloc(sizeof *v);
-    *v = (struct prefill_verdicts){.transfer_s = transfer_s, .failed_share = INFINITY, .next = *list};
+    *v = (struct prefill_verdicts){.transfer_s = transfer_s, .next = *list};
+    for (int i = 0; i < VERDICT_PLACES; i++)
+        v->failed[i] = INFINITY;
     *list = v;
     return v;
+}
+
+/* The shares known to meet the target at k priced instances (0: none) and known not to (INFINITY:
+ * none), from every verdict that holds there. */
+static void verdict_edges(const struct prefill_verdicts *v, int64_t k, double *met, double *failed)
+{
+    *met = 0;
+    *failed = INFINITY;
+    int64_t place = verdict_place(k);
+    for (int64_t i = 1; v && i < VERDICT_PLACES; i++) {
+        if (i <= place)
+            *met = fmax(*met, v->met[i]);
+        if (i >= place)
+            *failed = fmin(*failed, v->failed[i]);
+    }
 }
 
 /* -1 when what is known decides it not, else the verdict. */
@@ -2368,48 +2408,21 @@ static int verdict_known(const struct prefill_verdicts *v, double arrivals_per_s
 {
     if (!v)
         return -1;
-    if (x >= BATCH_QUEUE_PHASES) {
-        double share = arrivals_per_s / (double)x;
-        if (share <= v->met_share)
-            return 1;
-        if (share >= v->failed_share)
-            return 0;
-    }
-    for (int64_t i = 1; i < v->room && i <= x; i++)
-        if (arrivals_per_s <= v->met[i])
-            return 1;
-    for (int64_t i = x; i < v->room; i++)
-        if (arrivals_per_s >= v->failed[i])
-            return 0;
-    return -1;
+    double share = arrivals_per_s / (double)x, met, failed;
+    verdict_edges(v, priced_instances(x), &met, &failed);
+    return share <= met ? 1 : share >= failed ? 0 : -1;
 }
 
 static void verdict_keep(struct prefill_verdicts *v, double arrivals_per_s, int64_t x, bool meets)
 {
     if (!v)
         return;
-    if (x >= BATCH_QUEUE_PHASES) {
-        double share = arrivals_per_s / (double)x;
-        if (meets)
-            v->met_share = fmax(v->met_share, share);
-        else
-            v->failed_share = fmin(v->failed_share, share);
-        return;
-    }
-    if (x >= v->room) {
-        int64_t room = 2 * x + 8;
-        v->met = xrealloc(v->met, (size_t)room * sizeof *v->met);
-        v->failed = xrealloc(v->failed, (size_t)room * sizeof *v->failed);
-        for (int64_t i = v->room; i < room; i++) {
-            v->met[i] = 0;
-            v->failed[i] = INFINITY;
-        }
-        v->room = room;
-    }
+    int64_t place = verdict_place(priced_instances(x));
+    double share = arrivals_per_s / (double)x;
     if (meets)
-        v->met[x] = fmax(v->met[x], arrivals_per_s);
+        v->met[place] = fmax(v->met[place], share);
     else
-        v->failed[x] = fmin(v->failed[x], arrivals_per_s);
+        v->failed[place] = fmin(v->failed[place], share);
 }
 
 /* Whether TTFT at the workload's percentile is within its target (set) with x prefill instances. */
@@ -2435,19 +2448,25 @@ static bool prefill_meets(const struct serve_workload *w, const struct serve_ins
     int known = verdict_known(verdicts, arrivals_per_s, x);
     if (known >= 0)
         return known == 1;
-    if (verdicts && x >= BATCH_QUEUE_PHASES && isfinite(verdicts->failed_share)) {
-        /* one instance's share decides it (prefill_verdicts): the share where the target stops
-         * being met, bracketed, is found by halving the bracket, to SERVE_SHARE_PRECISION; a
-         * share within that of it is worked out at itself, so each verdict is the chain's */
+    int64_t k = priced_instances(x);
+    double met, failed;
+    verdict_edges(verdicts, k, &met, &failed);
+    if (verdicts && k >= BATCH_QUEUE_PHASES && isfinite(failed)) {
+        /* every pool priced at k is one instance's share (prefill_verdicts): the share where the
+         * target stops being met there, bracketed, is found by halving the bracket, to
+         * SERVE_SHARE_PRECISION; a share within that of it is worked out at itself, so each
+         * verdict is the chain's */
         double share = arrivals_per_s / (double)x;
         for (;;) {
-            double low = verdicts->met_share, high = verdicts->failed_share;
-            if (share <= low || share >= high)
-                return share <= low;
-            if (high - low <= SERVE_SHARE_PRECISION * high)
+            if (share <= met || share >= failed)
+                return share <= met;
+            if (failed - met <= SERVE_SHARE_PRECISION * failed)
                 break;
-            double pool = (low + high) / 2 * (double)x;
-            verdict_keep(verdicts, pool, x, ttft_within(w, prefill, transfer_s, pool, x));
+            double middle = (met + failed) / 2, was_met = met, was_failed = failed;
+            verdict_keep(verdicts, middle * (double)k, k, ttft_within(w, prefill, transfer_s, middle * (double)k, k));
+            verdict_edges(verdicts, k, &met, &failed);
+            if (met == was_met && failed == was_failed)
+                break; /* the bracket no longer narrows (the last bits of a share) */
         }
     }
     bool meets = ttft_within(w, prefill, transfer_s, arrivals_per_s, x);

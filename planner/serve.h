@@ -123,7 +123,9 @@
  *   server), its law an atom at 0 and an exponential tail (queueing.h);
  *   disaggregated under Poisson arrivals, the router sending the requests to the x prefill
  *   instances in turn (round-robin) and each instance taking what waits, up to b prompts, the
- *   wait and the prompts of its own batch from batch_queue.h's chain (exact for one instance):
+ *   wait and the prompts of its own batch from batch_queue.h's chain (exact for one instance; a
+ *   pool of more instances than BATCH_QUEUE_PHASES priced at the regularity of the fewest on
+ *   its step of a grid of SERVE_REGULAR_INSTANCES steps in 1 / x, below):
  *   a batch of k prompts takes S_p(k) (kept at SERVE_PREFILL_BATCH_POINTS counts, linear
  *   between; a length mix spreads it, the sum of k prompts drawn in to the mean by sqrt(k)),
  *   a prompt's own time S_p(K) ((K - 1) isl + its own tokens) / (K isl) at its batch's K (mean
@@ -314,9 +316,12 @@ struct serve_occupancy {
  * many batches (M/D/1 at 0.97: 16 services on average), which no TTFT target a deployment is
  * planned for allows, and the pool's chain is long to work out. */
 #define SERVE_PREFILL_TARGET_USE 0.97
-/* From BATCH_QUEUE_PHASES prefill instances on, whether the pool meets a TTFT target is decided by
- * one instance's share of the arrivals, the share where it stops being found to this relative
- * precision within a search (a share within it of that edge is worked out at itself). */
+
+/* From BATCH_QUEUE_PHASES prefill instances on, a round-robin pool is priced at the regularity of
+ * the instances on a grid of this many steps in 1 / x (serve.c, priced_instances), and a search
+ * finds where each grid point stops meeting a TTFT target, by one instance's share of the
+ * arrivals, to this relative precision (a share within it of that edge is worked out at itself). */
+#define SERVE_REGULAR_INSTANCES 256
 #define SERVE_SHARE_PRECISION 1e-4
 
 struct serve_instance {
