@@ -434,8 +434,8 @@ static void serving_row_cells(const struct report *r, int64_t rank, struct servi
 #define SLOT_WAITS_NOTE                                                                                               \
     "a quarter or more of the requests above the targets' percentile wait for a KV slot:\n"                           \
     "  aggregated, TTFT's percentile is that wait, which the analysis has put up to 62% below\n"                      \
-    "  the simulation; disaggregated, it is at the decode pool, a wait TTFT leaves out (README,\n"                    \
-    "  \"Tail latency\"): check the row with rackplan serve --simulate."
+    "  the simulation; disaggregated, it is the decode pool's, which the engines take before\n"                      \
+    "  prefill (README, \"Tail latency\"): check the row with rackplan serve --simulate."
 
 /* Whether some row meeting the targets has its TTFT percentile set by waits for a KV slot. */
 static bool any_slot_waits(const struct report *r)

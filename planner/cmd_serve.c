@@ -493,9 +493,9 @@ static void text_point(FILE *out, const struct answer *a, const struct serve_poi
                     t->slot_wait_probability * 100, serve_workload_percentile(a->workload));
         else
             fprintf(out,
-                    "  caution: %.3g%% of requests wait for a KV slot at the decode pool, a wait TTFT leaves out "
-                    "(README, \"Tail latency\"): check it with --simulate\n",
-                    t->slot_wait_probability * 100);
+                    "  caution: %.3g%% of requests wait for a KV slot at the decode pool (reserved before "
+                    "prefill), which sets TTFT's p%g (README, \"Tail latency\"): check it with --simulate\n",
+                    t->slot_wait_probability * 100, serve_workload_percentile(a->workload));
     }
     if (p->cost_per_mtok > 0)
         fprintf(out, "  $%.3f per million output tokens", p->cost_per_mtok);

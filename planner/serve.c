@@ -1612,18 +1612,6 @@ static void ttft_mix_release(struct ttft_mix *m)
     free(m->own_s);
 }
 
-static double ttft_mix_cdf(void *context, double t)
-{
-    const struct ttft_mix *m = context;
-    double total = 0, below = 0;
-    for (int64_t i = 0; i < m->count; i++) {
-        total += m->weight[i];
-        if (t >= m->own_s[i])
-            below += m->weight[i] * queue_wait_cdf(m->wait, t - m->own_s[i]);
-    }
-    return total > 0 ? below / total : 1;
-}
-
 struct weighted_time {
     double time_s, weight;
 };
@@ -1634,8 +1622,42 @@ static int compare_time(const void *a, const void *b)
     return (x->time_s > y->time_s) - (x->time_s < y->time_s);
 }
 
+/* TTFT's CDF with a wait of chance P: the 1 - P that do not wait at the own times themselves
+ * (sorted, `through` their cumulative weights), those that wait at the own times merged (so the
+ * merging moves the CDF by at most P times what it moves a merged atom's: a rare wait leaves the
+ * quantiles those of the own times, and continuous in the load). */
+struct split_cdf {
+    const struct weighted_time *sorted;
+    const double *through;
+    int64_t count;
+    double total;
+    const struct ttft_mix *merged;
+};
+
+static double split_cdf(void *context, double t)
+{
+    const struct split_cdf *c = context;
+    const struct queue_wait *wait = c->merged->wait;
+    double p = wait->wait_probability;
+    int64_t lo = 0, hi = c->count; /* the first own time above t */
+    while (lo < hi) {
+        int64_t middle = lo + (hi - lo) / 2;
+        if (c->sorted[middle].time_s <= t)
+            lo = middle + 1;
+        else
+            hi = middle;
+    }
+    double exact = lo > 0 ? c->through[lo - 1] / c->total : 0, waited = 0, total = 0;
+    for (int64_t i = 0; i < c->merged->count; i++) {
+        total += c->merged->weight[i];
+        if (t >= c->merged->own_s[i])
+            waited += c->merged->weight[i] * (queue_wait_cdf(wait, t - c->merged->own_s[i]) - (1 - p));
+    }
+    return (1 - p) * exact + (total > 0 ? waited / total : 0);
+}
+
 /* The quantiles: with no wait, the atoms' own (sorted, the smallest whose cumulative weight
- * reaches the level); else by bisection on the mixture's CDF. */
+ * reaches the level); else by bisection on the mixture's CDF (split_cdf). */
 static void ttft_tail(const struct serve_workload *w, const struct ttft_mix *m, bool target_only, double *at,
                       double *mean_s)
 {
@@ -1681,11 +1703,17 @@ static void ttft_tail(const struct serve_workload *w, const struct ttft_mix *m, 
             sum = weight = 0;
         }
     }
-    free(sorted);
+    double *through = xmalloc((size_t)m->count * sizeof *through);
+    for (int64_t i = 0; i < m->count; i++)
+        through[i] = (i > 0 ? through[i - 1] : 0) + sorted[i].weight;
+    struct split_cdf split = {.sorted = sorted, .through = through, .count = m->count, .total = total,
+                              .merged = &merged};
     double tail = queue_wait_tail_mean_s(m->wait);
     for (int i = target_only ? SERVE_PERCENTILES : 0; i < TAIL_LEVELS; i++)
-        at[i] = queue_quantile(ttft_mix_cdf, &merged, levels[i], low, high + 50 * tail + 1e-12);
+        at[i] = queue_quantile(split_cdf, &split, levels[i], low, high + 50 * tail + 1e-12);
     fill_unasked(target_only, at);
+    free(through);
+    free(sorted);
     ttft_mix_release(&merged);
 }
 
@@ -2090,10 +2118,9 @@ static bool aggregated_counted(const struct serve_pool *pool, const struct graph
     p.decode.requests_per_s = finished_per_s(w, batch, t);
     p.devices = l->devices;
     p.prefill_use = rank_prefill / chunk;
-    struct queue_wait slot;
     if (!instance_occupancy(pool, &s, l, w, batch, &at_batch, true, p.decode.requests_per_s, &p.decode.occupancy,
-                            &slot) ||
-        !aggregated_tails(pool, g, l, w, batch, &p.decode.occupancy, &slot, &at_batch, judging, &p))
+                            &p.decode.slot_wait) ||
+        !aggregated_tails(pool, g, l, w, batch, &p.decode.occupancy, &p.decode.slot_wait, &at_batch, judging, &p))
         return false;
     p.tokens_per_s_per_device = p.decode_tokens_per_s_per_device = p.decode.point.tokens_per_s_per_device;
     p.cost_per_mtok = p.decode.point.cost_per_mtok;
@@ -2127,10 +2154,10 @@ bool serve_decode_instance(const struct serve_pool *pool, const struct graph_sum
     d.requests_per_s = finished_per_s(w, batch, d.step_s);
     struct roof_setup s = setup_of(pool, g, l);
     struct composition alone = {.count = 1, .prompts = {0}, .step_s = {d.step_s}};
-    struct queue_wait slot; /* a decode pool's wait for a slot is not in TTFT (serve.h): its chance is
-                             * reported (serve_tail.slot_wait_probability), its time left out */
-    if (!instance_occupancy(pool, &s, l, w, batch, &alone, false, d.requests_per_s, &d.occupancy, &slot))
+    if (!instance_occupancy(pool, &s, l, w, batch, &alone, false, d.requests_per_s, &d.occupancy, &d.slot_wait))
         return false;
+    if (d.slot_wait.wait_probability < SERVE_SLOT_WAIT_SHARE * (1 - serve_workload_percentile(w) / 100))
+        d.slot_wait = (struct queue_wait){0}; /* its chance is still reported (the occupancy's) */
     *out = d;
     return true;
 }
@@ -2306,26 +2333,33 @@ static bool round_robin_ttft(const struct serve_workload *w, const struct serve_
     return kept_up;
 }
 
-/* A disaggregated point's TTFT at the levels: under Poisson arrivals the round-robin pool's
- * (above); otherwise the wait for one of x prefill instances, each serving 1 / r_p seconds a
- * request (its batch's time over its prompts), then its batch S_p. Then the KV's transfer. False
- * when the pool cannot keep up. */
+/* A disaggregated point's TTFT at the levels: the wait for a decode slot (`slot`, the decode
+ * instance's: the engine reserves a request's KV there before its prefill starts; NULL: none),
+ * then under Poisson arrivals the round-robin pool's (above); otherwise the wait for one of x
+ * prefill instances, each serving 1 / r_p seconds a request (its batch's time over its prompts),
+ * then its batch S_p. Then the KV's transfer. *wait_s the waits' mean. False when the pool cannot
+ * keep up. */
 static bool disaggregated_ttft(const struct serve_workload *w, const struct serve_instance *prefill, double transfer_s,
-                               double arrivals_per_s, int64_t instances, bool target_only, double *at, double *mean_s,
-                               double *wait_s)
+                               const struct queue_wait *slot, double arrivals_per_s, int64_t instances,
+                               bool target_only, double *at, double *mean_s, double *wait_s)
 {
+    static const struct queue_wait none = {0};
+    if (!slot)
+        slot = &none;
     if (w->arrivals == SERVE_POISSON && arrivals_per_s > 0) {
-        struct queue_wait none = {0}; /* the waits are the chain's, among the own times */
-        struct ttft_mix mix = {.wait = &none};
+        struct ttft_mix mix = {.wait = slot}; /* the pool's waits are the chain's, among the own times */
         bool kept_up = round_robin_ttft(w, prefill, transfer_s, arrivals_per_s, instances, &mix, wait_s);
-        if (kept_up)
+        if (kept_up) {
             ttft_tail(w, &mix, target_only, at, mean_s);
+            *wait_s += slot->mean_wait_s;
+        }
         ttft_mix_release(&mix);
         return kept_up;
     }
-    struct queue_wait wait;
-    if (!prefill_wait(w, arrivals_per_s, 1 / prefill->requests_per_s, instances, &wait))
+    struct queue_wait pool;
+    if (!prefill_wait(w, arrivals_per_s, 1 / prefill->requests_per_s, instances, &pool))
         return false;
+    struct queue_wait wait = waits_added(slot, &pool);
     struct ttft_mix mix = {.wait = &wait};
     /* a prompt's own batch: the b - 1 others at the mean and its own tokens, the batch's time and
      * its KV's transfer in proportion to the tokens (a length mix spreads them) */
@@ -2430,7 +2464,7 @@ static bool ttft_within(const struct serve_workload *w, const struct serve_insta
                         double arrivals_per_s, int64_t x)
 {
     double at[TAIL_LEVELS], mean, wait;
-    return disaggregated_ttft(w, prefill, transfer_s, arrivals_per_s, x, true, at, &mean, &wait) &&
+    return disaggregated_ttft(w, prefill, transfer_s, NULL, arrivals_per_s, x, true, at, &mean, &wait) &&
            at[SERVE_PERCENTILES] <= w->ttft_s * (1 + 1e-12);
 }
 
@@ -2602,8 +2636,8 @@ static int64_t copies_within(const struct serve_pool *prefill, const struct serv
 static bool disaggregated_point_ttft(const struct serve_workload *w, struct serve_point *p)
 {
     double ttft[TAIL_LEVELS], ttft_mean;
-    if (!disaggregated_ttft(w, &p->prefill, p->kv_transfer_s, p->prefill_arrivals_per_s, p->prefill_instances, false,
-                            ttft, &ttft_mean, &p->tail.prefill_wait_s))
+    if (!disaggregated_ttft(w, &p->prefill, p->kv_transfer_s, &p->decode.slot_wait, p->prefill_arrivals_per_s,
+                            p->prefill_instances, false, ttft, &ttft_mean, &p->tail.prefill_wait_s))
         return false;
     set_ttft(ttft, ttft_mean, p);
     p->ttft_deferred = false;
@@ -2688,7 +2722,7 @@ static bool disaggregated_point(const struct serve_pool *prefill_pool, const str
     /* within a search under Poisson arrivals the pool was sized to keep up or, with a TTFT target,
      * to meet it (fewest_prefill; a replicated pair is asked again at its own instances): the
      * search decides nothing on TTFT's value, which is left to the points it returns */
-    bool deferred = verdicts && w->arrivals == SERVE_POISSON;
+    bool deferred = verdicts && w->arrivals == SERVE_POISSON && decode->slot_wait.wait_probability <= 0;
     if (deferred && w->ttft_s <= 0) {
         if (!prefill_meets(w, prefill, p.kv_transfer_s, p.prefill_arrivals_per_s, p.prefill_instances, NULL))
             return false;
@@ -3165,6 +3199,20 @@ static double pair_rate_bound(const struct serve_pool *decode_pool, const struct
     return r_d * (double)w->osl / devices;
 }
 
+static double slot_wait_cdf(void *context, double t)
+{
+    return queue_wait_cdf(context, t);
+}
+
+/* The wait for a decode slot at the workload's percentile: a disaggregated TTFT is at least it. */
+static double slot_wait_quantile_s(const struct serve_workload *w, const struct queue_wait *slot)
+{
+    if (slot->wait_probability <= 0 || slot->mean_wait_s <= 0)
+        return 0;
+    return queue_quantile(slot_wait_cdf, (void *)slot, serve_workload_percentile(w) / 100, 0,
+                          50 * queue_wait_tail_mean_s(slot) + 1e-12);
+}
+
 static void search_disaggregated(struct search *s, const struct serve_pool *decode_pool, const struct layouts *dls,
                                  const struct serve_pool *prefill_pool, struct prefill_option *options,
                                  int64_t option_count)
@@ -3211,6 +3259,8 @@ static void search_disaggregated(struct search *s, const struct serve_pool *deco
                 continue;
             /* the whole pools, not the instances' slices: whether a prefill and a decode instance
              * share a domain is a question about the topology */
+            if (w->ttft_s > 0 && slot_wait_quantile_s(w, &d.slot_wait) > w->ttft_s)
+                continue; /* the wait for a decode slot alone passes the TTFT target */
             struct serve_point p, sized;
             if (!disaggregated_point(prefill_pool, &chosen->instance, decode_pool, &d, w, 0, verdicts, &p))
                 continue;

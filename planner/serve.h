@@ -121,9 +121,14 @@
  *   or, closed-loop or evenly spaced, a prefill instance (M/G/x of service 1 / r_p, a prompt's own
  *   batch a full one of b), Erlang C with Allen-Cunneen's (c_a^2 + c_s^2) / 2 (exact P-K at one
  *   server), its law an atom at 0 and an exponential tail (queueing.h);
- *   disaggregated under Poisson arrivals, the router sending the requests to the x prefill
- *   instances in turn (round-robin) and each instance taking what waits, up to b prompts, the
- *   wait and the prompts of its own batch from batch_queue.h's chain (exact for one instance; a
+ *   disaggregated, first the wait for a slot at the decode instance (the engines reserve a
+ *   request's KV there before its prefill starts: SGLang's decode PreallocQueue, Dynamo
+ *   routing to decode first), left out where fewer wait than SERVE_SLOT_WAIT_SHARE of those
+ *   above the workload's percentile; a search sizes the prefill pool without it and works TTFT
+ *   out with it where it is not left out; then, under Poisson arrivals, the router sending the
+ *   requests to the x prefill instances in turn (round-robin) and each instance taking what
+ *   waits, up to b prompts, the wait and the prompts of its own batch from batch_queue.h's chain
+ *   (exact for one instance; a
  *   pool of more instances than BATCH_QUEUE_PHASES priced at the regularity of the fewest on
  *   its step of a grid of SERVE_REGULAR_INSTANCES steps in 1 / x, below):
  *   a batch of k prompts takes S_p(k) (kept at SERVE_PREFILL_BATCH_POINTS counts, linear
@@ -144,8 +149,8 @@
  *   where a first token leaves it, with the batch's own variation in quadrature as above. A
  *   queue that does not keep up refuses the point; where the chain cannot be built (more prompts
  *   a step than its grid follows) the laws above stand.
- * Not modelled: retries, priorities, preemption, the time of a wait for a free decode slot (at
- * the KV cap; its chance is reported, serve_tail.slot_wait_probability), the variation of
+ * Not modelled: retries, priorities, preemption, the KV a disaggregated request holds at its
+ * decode instance while its prefill runs (reserved first, as below), the variation of
  * accepted drafts, a rate-sized decode instance below its planned batch, and a router that
  * balances the prefill instances by load (round-robin is Dynamo's default; joining
  * the shortest queue shares them better where a batch costs little fixed time).
@@ -191,6 +196,7 @@
 
 #include "model.h"
 #include "plan.h"
+#include "queueing.h"
 #include "roofline.h"
 #include "topology.h"
 
@@ -323,10 +329,17 @@ struct serve_occupancy {
  * arrivals, to this relative precision (a share within it of that edge is worked out at itself). */
 #define SERVE_REGULAR_INSTANCES 256
 #define SERVE_SHARE_PRECISION 1e-4
+/* A decode instance's wait for a KV slot is left out of a disaggregated TTFT where fewer requests
+ * wait than this share of those above the workload's percentile (at p99, 1 in 10,000): it moves
+ * that percentile no further than to the next 1% of the tail above it (p99 to p99.01). */
+#define SERVE_SLOT_WAIT_SHARE 0.01
 
 struct serve_instance {
     struct layout layout;
     struct serve_occupancy occupancy; /* decode: at the instance's own served rate */
+    struct queue_wait slot_wait;      /* decode: a request's wait for a KV slot there (disaggregated,
+                                       * the first of TTFT's waits; none where rarer than
+                                       * SERVE_SLOT_WAIT_SHARE allows) */
     int64_t batch;         /* sequences (decode, aggregated) or prompts a batch (prefill) */
     double step_s;         /* a step, or a prefill batch */
     double requests_per_s; /* one instance */
@@ -346,7 +359,7 @@ struct serve_tail {
     double sequences_sd;   /* and their sd over time (0 when the batch is held fixed) */
     double slot_wait_probability; /* the chance a request waits for a KV slot (the wait for a slot
                                    * above): aggregated, before its prefill; disaggregated, at the
-                                   * decode pool, a wait TTFT leaves out */
+                                   * decode pool, before its prefill too (TTFT's first wait) */
 };
 
 struct serve_point {
@@ -529,9 +542,9 @@ enum serve_sim_status { SERVE_SIM_OK, SERVE_SIM_NO_MEMORY, SERVE_SIM_INVALID };
  * P(wait) >= (1 - P / 100) / SERVE_SLOT_WAITS_NEAR (serve_tail.slot_wait_probability). Aggregated,
  * TTFT's percentile then sits on a cliff (a prefill's time or seconds of waiting) and the analysis
  * has run up to 62% below the simulation (README, "Tail latency": Llama 3.1 405B at 4,096/685 with
- * an FP8 KV cache, -62%; the MLPerf Llama 3.1 405B mix, -38%; the MLPerf DeepSeek-R1 mix, -31%);
- * disaggregated, the wait is at the decode pool and TTFT leaves it out. Either way `serve` says to
- * simulate it and `compare` marks the row. */
+ * an FP8 KV cache, -62%; the MLPerf Llama 3.1 405B mix, -17%; the MLPerf DeepSeek-R1 mix, -31%);
+ * disaggregated, the wait is the decode pool's, which the engines take before prefill. Either way
+ * `serve` says to simulate it and `compare` marks the row. */
 #define SERVE_SLOT_WAITS_NEAR 4
 bool serve_ttft_on_slot_waits(const struct serve_workload *w, const struct serve_point *p);
 

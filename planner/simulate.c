@@ -111,6 +111,8 @@ static struct heap_entry heap_pop(struct heap *h)
 struct request {
     double arrival_s, ready_s; /* ready: arrival (aggregated) or joining the decode instance */
     double first_s, decode_s;  /* decode: the start of its first decode step */
+    double slot_s;             /* the first step start that found it ready and had no room for it
+                                * (or one ahead of it); INFINITY: none */
     double done_s;
     int64_t start_step;        /* the instance's step index of its first decode step */
     int32_t cls, instance;
@@ -142,6 +144,7 @@ struct inst {
     double now_s, end_s;      /* the step in progress starts and ends */
     double slot_blocked_s;    /* the last step start that admitted no more for want of room (KV or
                                * the running-request cap); -infinity: none yet */
+    int64_t blocked_through;  /* the requests before queue[blocked_through] have their slot_s set */
     bool busy, scheduled;     /* closed loop: a step in progress; an event pending */
 };
 
@@ -228,6 +231,11 @@ static enum sim_status inst_start(struct sim *s, struct inst *in, bool prefill)
         if ((c->max_sequences > 0 && in->in_flight >= c->max_sequences) ||
             (c->kv_capacity_tokens > 0 && in->kv_used + ci->reserve > c->kv_capacity_tokens)) {
             in->slot_blocked_s = in->now_s;
+            /* those ready now start their wait for a slot, if they have not yet (each once) */
+            int64_t i = in->blocked_through > in->next ? in->blocked_through : in->next;
+            for (; i < in->count && queued(s, in, i)->ready_s <= in->now_s; i++)
+                queued(s, in, i)->slot_s = in->now_s;
+            in->blocked_through = i;
             break;
         }
         /* it waited for a slot if a step began after it was ready and had no room (for it or for
@@ -634,7 +642,8 @@ static void draw(struct sim *s, const double *cumulative)
             instance = (int64_t)(rng_uniform(&rng) * (double)c->decode_instances);
             instance = instance < c->decode_instances ? instance : c->decode_instances - 1;
         }
-        *r = (struct request){.arrival_s = at_s, .ready_s = at_s, .cls = (int32_t)lo, .instance = (int32_t)instance};
+        *r = (struct request){.arrival_s = at_s, .ready_s = at_s, .slot_s = INFINITY, .cls = (int32_t)lo,
+                              .instance = (int32_t)instance};
     }
 }
 
@@ -700,9 +709,12 @@ static enum sim_status measure(struct sim *s, struct sim_result *out, struct sim
     for (int64_t i = c->warmup; i < s->total; i++) {
         const struct request *r = &s->req[i];
         const struct class_info *ci = &s->info[r->cls];
-        ttft[first[r->cls]++] = r->first_s - r->arrival_s;
+        /* disaggregated, the wait for a decode slot is TTFT's (the engine reserves the KV there
+         * before prefill starts), not TPOT's */
+        double slot = c->mode == SIM_DISAGGREGATED && isfinite(r->slot_s) ? r->decode_s - r->slot_s : 0;
+        ttft[first[r->cls]++] = r->first_s - r->arrival_s + slot;
         if (ci->osl > 1)
-            tpot[tpot_first[r->cls]++] = (r->done_s - r->first_s) / (double)(ci->osl - 1);
+            tpot[tpot_first[r->cls]++] = (r->done_s - r->first_s - slot) / (double)(ci->osl - 1);
     }
     for (int64_t j = k; j > 0; j--) { /* back from cursors to starts */
         first[j] = first[j - 1];

@@ -59,7 +59,12 @@
  * the first step that starts after it joins.
  *
  * Measures. TPOT of a request = (completion - first token) / (osl - 1), for osl > 1 only
- * (MLPerf's convention; a request of osl 1 has a TTFT and no TPOT). Percentiles by nearest rank:
+ * (MLPerf's convention; a request of osl 1 has a TTFT and no TPOT). Disaggregated, a request's
+ * wait for a decode slot (from the first step start that found it joined and had no room for it
+ * or one ahead of it, to the step that admits it) is moved from TPOT to TTFT: the engines reserve
+ * the decode KV before prefill starts (SGLang's decode PreallocQueue; Dynamo routes a request to
+ * decode first), so the wait comes before the first token; the simulation keeps prefill first
+ * and does not hold that KV during prefill. Percentiles by nearest rank:
  * the p-th of n values is the ceil(p n / 100)-th smallest. The window (first, last] runs from the
  * arrival of the first measured request to that of the last, in every arrival mode (closed: the
  * window is thus set by the requests the loop sent, and the drain after the last is outside it).

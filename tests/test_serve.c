@@ -1174,6 +1174,33 @@ static void md1(void)
     CHECK_REL(p.tail.prefill_wait_s, 0.5 / (2 * pre.requests_per_s * 0.5), 1e-7,
               "mean wait rho / (2 mu (1 - rho)) = S / 2");
     CHECK_REL(p.tail.ttft_mean_s, pre.step_s + p.kv_transfer_s + S / 2, 1e-7, "mean TTFT = S_p + t_kv + S / 2");
+    /* a decode instance at the most sequences its KV holds: under Poisson arrivals at its own rate
+     * its requests wait for a slot there, and the engines reserve that KV before prefill starts
+     * (SGLang's decode PreallocQueue), so the wait is TTFT's: the mean adds the slot's mean wait
+     * (independent of the prefill pool's), and every percentile is at least the one without it */
+    int64_t most = serve_largest_decode_batch(&pool, &g, &tp8, &w, INT64_MAX / 4);
+    struct serve_instance full, unwaited;
+    struct serve_point waited, alone;
+    bool made = serve_decode_instance(&pool, &g, &tp8, &w, most, &full);
+    unwaited = full;
+    unwaited.slot_wait = (struct queue_wait){0};
+    made = made && serve_disaggregated(&pool, &pre, &pool, &full, &w, R, &waited) &&
+           serve_disaggregated(&pool, &pre, &pool, &unwaited, &w, R, &alone);
+    if (CHECK(made && full.slot_wait.wait_probability > 0.01,
+              "decode at its KV cap (%lld sequences): %.1f%% of requests wait for a slot, %.1f ms on average",
+              (long long)most, made ? 100 * full.slot_wait.wait_probability : 0,
+              made ? 1e3 * full.slot_wait.mean_wait_s : 0)) {
+        check_near(waited.tail.ttft_mean_s, alone.tail.ttft_mean_s + full.slot_wait.mean_wait_s, 1e-12,
+                  "mean TTFT %.2f ms = %.2f ms without the slot's wait + its mean %.2f ms",
+                  waited.tail.ttft_mean_s * 1e3, alone.tail.ttft_mean_s * 1e3, full.slot_wait.mean_wait_s * 1e3);
+        bool above = true;
+        for (int l = 0; l < SERVE_PERCENTILES; l++)
+            above &= waited.tail.ttft_s[l] >= alone.tail.ttft_s[l];
+        CHECK(above && waited.tail.ttft_s[SERVE_PERCENTILES - 1] > alone.tail.ttft_s[SERVE_PERCENTILES - 1],
+              "TTFT p50 %.1f, p90 %.1f, p99 %.1f ms with the slot's wait; %.1f, %.1f, %.1f without",
+              waited.tail.ttft_s[0] * 1e3, waited.tail.ttft_s[1] * 1e3, waited.tail.ttft_s[2] * 1e3,
+              alone.tail.ttft_s[0] * 1e3, alone.tail.ttft_s[1] * 1e3, alone.tail.ttft_s[2] * 1e3);
+    }
 
     /* the simulation of that deployment, 100,000 requests: its mean TTFT within 3% of the
      * analysis' (M/D/1 is exact in the mean; 3% is several standard errors at this count, see

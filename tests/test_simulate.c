@@ -471,6 +471,39 @@ static void constant_arrivals(void)
           (long long)kq[1].measured);
 }
 
+/* ---- 7b. a disaggregated request's wait for a decode slot ---- */
+
+static void decode_slot_wait(void)
+{
+    /* Two requests, constant arrivals at 0.5 a second: at 2 s and 4 s. One prefill server, a batch
+     * 8 T = 0.125 s, no KV transfer; one decode instance holding one sequence (max_sequences 1),
+     * a step T' = 4 T = 0.0625 s, osl 41: 40 decode steps, 2.5 s. Request 0: first token at
+     * 2.125 s, decoding 2.125 .. 4.625 s. Request 1: first token at 4.125 s, ready then, and the
+     * step starting at 4.125 s (2.125 + 32 T') has no room: it waits for request 0's slot until
+     * 4.625 s, 0.5 s. The engines reserve the decode KV before prefill starts (SGLang's decode
+     * PreallocQueue; Dynamo routes to decode first), so that wait is TTFT's: request 1's TTFT is
+     * 0.125 + 0.5 = 0.625 s, its TPOT (7.125 - 4.125 - 0.5) / 40 = T' exactly; request 0's TTFT
+     * 0.125 s. Nearest rank of two: p50 the smaller, p99 the larger. */
+    static const int64_t isl[] = {1000}, osl[] = {41};
+    static const double weight[] = {1};
+    struct sim_config c = config_of(isl, osl, weight, 1, 2, 0.5);
+    c.arrivals = SIM_CONSTANT;
+    c.warmup = 0;
+    c.mode = SIM_DISAGGREGATED;
+    c.max_sequences = 1;
+    struct timing t = {.constant_s = 4 * T_S, .prefill_s = 8 * T_S};
+    struct sim_timing timing = timing_of(&t);
+    struct sim_result r;
+    if (!CHECK(simulate(&c, &timing, &r, NULL) == SIM_OK, "one decode slot, two requests: simulated"))
+        return;
+    CHECK_EQ(r.ttft_s.p50, 8 * T_S, "the first request's TTFT: its prefill, 0.125 s");
+    CHECK_EQ(r.ttft_s.p99, 0.625, "the second's: its prefill and 0.5 s waiting for the slot");
+    CHECK_EQ(r.ttft_s.mean, (0.125 + 0.625) / 2, "TTFT's mean 0.375 s");
+    CHECK(r.tpot_s.p50 == 4 * T_S && r.tpot_s.p99 == 4 * T_S, "TPOT a step, 0.0625 s, for both (%g, %g)",
+          r.tpot_s.p50, r.tpot_s.p99);
+    CHECK_EQ(r.slot_wait_share, 0.5, "one of the two waited for a slot");
+}
+
 /* ---- 8. a closed loop ---- */
 
 static void closed_loop(void)
@@ -787,6 +820,7 @@ int main(void)
     determinism();
     admission();
     constant_arrivals();
+    decode_slot_wait();
     closed_loop();
     ranks();
     refused();
