@@ -2273,9 +2273,9 @@ static double own_batch_s(const struct serve_instance *prefill, double k, double
  * BATCH_QUEUE_PHASES; from there, where the chain's phases no longer grow with x and only the
  * carrying to 1 / x does (batch_queue.h), 1 / x rounded up to a grid of SERVE_REGULAR_INSTANCES
  * steps, ceil(S / ceil(S / x)) (16, 18, 19, 20, 22, 24, 26, 29, 32, 37, 43, 52, 64, 86, 128, 256
- * at S = 256 and 16 phases): a search then
- * keeps a verdict a grid point and finds each one's edge by halving (prefill_verdicts), and a
- * pool is priced a little less regular than it is (by at most 1 / S in 1 / x). */
+ * at S = 256 and 16 phases): a search then keeps a verdict a grid point and finds each one's
+ * edge by halving (prefill_verdicts), and a pool is priced a little less regular than it is (by
+ * at most 1 / S in 1 / x). */
 static int64_t priced_instances(int64_t x)
 {
     if (x <= BATCH_QUEUE_PHASES)
@@ -2376,12 +2376,6 @@ static bool disaggregated_ttft(const struct serve_workload *w, const struct serv
     return true;
 }
 
-/* What a search learned of one prefill option at one KV transfer time, its workload fixed, in
- * one instance's share of the arrivals, s = lambda / x, and the instances its regularity is
- * priced at, k = priced_instances(x): at k, the shares up to met[k] meet the TTFT target and
- * those from failed[k] on do not. TTFT rises with the share and, at one share, falls as k grows
- * (each instance's arrivals, every x-th of the pool's, grow more regular), so a verdict holds for
- * lower shares and more instances (met) and for higher shares and fewer instances (failed). */
 /* A verdict's place: the priced instances' rank among those a pool can be priced at. */
 #define VERDICT_PLACES (BATCH_QUEUE_PHASES + SERVE_REGULAR_INSTANCES / BATCH_QUEUE_PHASES + 1)
 
@@ -2393,6 +2387,13 @@ static int64_t verdict_place(int64_t priced)
     return BATCH_QUEUE_PHASES + (SERVE_REGULAR_INSTANCES + BATCH_QUEUE_PHASES - 1) / BATCH_QUEUE_PHASES - steps;
 }
 
+/* What a search learned of one prefill option at one KV transfer time, its workload fixed, in
+ * one instance's share of the arrivals, s = lambda / x, and the instances its regularity is
+ * priced at, k = priced_instances(x): at k's place, the shares up to met meet the TTFT target
+ * (sized without a decode slot's wait) and those from failed on do not. TTFT rises with the
+ * share and, at one share, falls as k grows (each instance's arrivals, every x-th of the pool's,
+ * grow more regular), so a verdict holds for lower shares and more instances (met) and for higher
+ * shares and fewer instances (failed). */
 struct prefill_verdicts {
     double transfer_s;
     double met[VERDICT_PLACES], failed[VERDICT_PLACES]; /* by place: 0 and INFINITY where nothing is known */
@@ -2721,7 +2722,9 @@ static bool disaggregated_point(const struct serve_pool *prefill_pool, const str
     p.prefill_arrivals_per_s = rate > 0 ? rate : (double)p.decode_instances * r_d;
     /* within a search under Poisson arrivals the pool was sized to keep up or, with a TTFT target,
      * to meet it (fewest_prefill; a replicated pair is asked again at its own instances): the
-     * search decides nothing on TTFT's value, which is left to the points it returns */
+     * search decides nothing on TTFT's value, which is left to the points it returns; but where a
+     * request may wait for a decode slot, which the sizing leaves out, whether the point meets
+     * the target rests on TTFT with that wait, so it is worked out now */
     bool deferred = verdicts && w->arrivals == SERVE_POISSON && decode->slot_wait.wait_probability <= 0;
     if (deferred && w->ttft_s <= 0) {
         if (!prefill_meets(w, prefill, p.kv_transfer_s, p.prefill_arrivals_per_s, p.prefill_instances, NULL))
@@ -3209,7 +3212,8 @@ static double slot_wait_quantile_s(const struct serve_workload *w, const struct 
 {
     if (slot->wait_probability <= 0 || slot->mean_wait_s <= 0)
         return 0;
-    return queue_quantile(slot_wait_cdf, (void *)slot, serve_workload_percentile(w) / 100, 0,
+    struct queue_wait law = *slot;
+    return queue_quantile(slot_wait_cdf, &law, serve_workload_percentile(w) / 100, 0,
                           50 * queue_wait_tail_mean_s(slot) + 1e-12);
 }
 
@@ -3257,10 +3261,10 @@ static void search_disaggregated(struct search *s, const struct serve_pool *deco
             if ((floor > 0 && pair_rate_bound(&on, c, w, batches[b], &chosen->instance) < floor) ||
                 !serve_decode_instance(&on, &c->shape->graph, &c->layout, w, batches[b], &d))
                 continue;
-            /* the whole pools, not the instances' slices: whether a prefill and a decode instance
-             * share a domain is a question about the topology */
             if (w->ttft_s > 0 && slot_wait_quantile_s(w, &d.slot_wait) > w->ttft_s)
                 continue; /* the wait for a decode slot alone passes the TTFT target */
+            /* the whole pools, not the instances' slices: whether a prefill and a decode instance
+             * share a domain is a question about the topology */
             struct serve_point p, sized;
             if (!disaggregated_point(prefill_pool, &chosen->instance, decode_pool, &d, w, 0, verdicts, &p))
                 continue;
