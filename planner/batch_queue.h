@@ -21,14 +21,15 @@
  * variable than round-robin's (squared coefficient of variation 1 / m, not 1 / x) and its queue
  * longer (268 instances of one 187 ms prompt at 97% busy: p99 1,040 ms at 16 phases, the
  * simulation 223 ms), so the chain is solved again at up to ceil(m / 2) phases (m2, what its
- * work allows) and each wait is carried to x, linear in 1 / phases as Kingman's heavy-traffic wait is in the
- * arrivals' squared coefficient of variation: at its atom's level u of the law (the middle of its
- * chance), w(u) + (1 / x - 1 / m) / (1 / m - 1 / m2) (w(u) - w2(u)), never below 0, w2 at u linear
- * between the coarser chain's atoms; the own batches stay the finer chain's (test_batch_queue:
- * 68 and 268 instances of batches of 1 and 8 at 80-97% busy, TTFT within 6% of the simulation at
- * the mean, p50 and p99). Where a coarser chain does not fit its levels, or the chain follows
- * one phase only, the finer waits stand, pessimistic. Where a batch costs no fixed time and holds several prompts (its time all in its
- * prompts) the waits fall faster than linearly as the gaps grow regular, and carried from the 7
+ * work allows) and each wait is carried to x, linear in 1 / phases as Kingman's heavy-traffic
+ * wait is in the arrivals' squared coefficient of variation: at its atom's level u of the law
+ * (the middle of its chance), w(u) + (1 / x - 1 / m) / (1 / m - 1 / m2) (w(u) - w2(u)), never
+ * below 0, w2 at u linear between the coarser chain's atoms; the own batches stay the finer
+ * chain's (test_batch_queue: 68 and 268 instances of batches of 1 and 8 at 80-97% busy, TTFT
+ * within 6% of the simulation at the mean, p50 and p99). Where a coarser chain does not fit its
+ * levels, or the chain follows one phase only, the finer waits stand, pessimistic. Where a batch
+ * costs no fixed time and holds several prompts (its time all in its prompts) the waits fall
+ * faster than linearly as the gaps grow regular, and carried from the 7
  * to 10 phases such batches allow they stay long from 80% busy on (12 to 268 instances of
  * batches of 8 at 80-97%: p99 38-594% over the simulation, the mean 6-175%; at 50% within 6%); the
  * search rarely meets such pools, a batch of one prompt costing such an instance as little a

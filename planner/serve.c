@@ -2438,16 +2438,6 @@ static void verdict_edges(const struct prefill_verdicts *v, int64_t k, double *m
     }
 }
 
-/* -1 when what is known decides it not, else the verdict. */
-static int verdict_known(const struct prefill_verdicts *v, double arrivals_per_s, int64_t x)
-{
-    if (!v)
-        return -1;
-    double share = arrivals_per_s / (double)x, met, failed;
-    verdict_edges(v, priced_instances(x), &met, &failed);
-    return share <= met ? 1 : share >= failed ? 0 : -1;
-}
-
 static void verdict_keep(struct prefill_verdicts *v, double arrivals_per_s, int64_t x, bool meets)
 {
     if (!v)
@@ -2480,29 +2470,23 @@ static bool prefill_meets(const struct serve_workload *w, const struct serve_ins
         return w->arrivals == SERVE_POISSON ? arrivals_per_s <= BATCH_QUEUE_MOST_USE * rate
                                             : arrivals_per_s <= rate * (1 + 1e-12);
     }
-    int known = verdict_known(verdicts, arrivals_per_s, x);
-    if (known >= 0)
-        return known == 1;
     int64_t k = priced_instances(x);
-    double met, failed;
+    double share = arrivals_per_s / (double)x, met, failed;
     verdict_edges(verdicts, k, &met, &failed);
-    if (verdicts && k >= BATCH_QUEUE_PHASES && isfinite(failed)) {
+    for (;;) {
+        if (share <= met || share >= failed)
+            return share <= met; /* what is known decides it */
         /* every pool priced at k is one instance's share (prefill_verdicts): the share where the
          * target stops being met there, bracketed, is found by halving the bracket, to
          * SERVE_SHARE_PRECISION; a share within that of it is worked out at itself, so each
          * verdict is the chain's */
-        double share = arrivals_per_s / (double)x;
-        for (;;) {
-            if (share <= met || share >= failed)
-                return share <= met;
-            if (failed - met <= SERVE_SHARE_PRECISION * failed)
-                break;
-            double middle = (met + failed) / 2, was_met = met, was_failed = failed;
-            verdict_keep(verdicts, middle * (double)k, k, ttft_within(w, prefill, transfer_s, middle * (double)k, k));
-            verdict_edges(verdicts, k, &met, &failed);
-            if (met == was_met && failed == was_failed)
-                break; /* the bracket no longer narrows (the last bits of a share) */
-        }
+        if (!verdicts || k < BATCH_QUEUE_PHASES || !isfinite(failed) || failed - met <= SERVE_SHARE_PRECISION * failed)
+            break;
+        double middle = (met + failed) / 2, was_met = met, was_failed = failed;
+        verdict_keep(verdicts, middle * (double)k, k, ttft_within(w, prefill, transfer_s, middle * (double)k, k));
+        verdict_edges(verdicts, k, &met, &failed);
+        if (met == was_met && failed == was_failed)
+            break; /* the bracket no longer narrows (the last bits of a share) */
     }
     bool meets = ttft_within(w, prefill, transfer_s, arrivals_per_s, x);
     verdict_keep(verdicts, arrivals_per_s, x, meets);
@@ -3202,21 +3186,6 @@ static double pair_rate_bound(const struct serve_pool *decode_pool, const struct
     return r_d * (double)w->osl / devices;
 }
 
-static double slot_wait_cdf(void *context, double t)
-{
-    return queue_wait_cdf(context, t);
-}
-
-/* The wait for a decode slot at the workload's percentile: a disaggregated TTFT is at least it. */
-static double slot_wait_quantile_s(const struct serve_workload *w, const struct queue_wait *slot)
-{
-    if (slot->wait_probability <= 0 || slot->mean_wait_s <= 0)
-        return 0;
-    struct queue_wait law = *slot;
-    return queue_quantile(slot_wait_cdf, &law, serve_workload_percentile(w) / 100, 0,
-                          50 * queue_wait_tail_mean_s(slot) + 1e-12);
-}
-
 static void search_disaggregated(struct search *s, const struct serve_pool *decode_pool, const struct layouts *dls,
                                  const struct serve_pool *prefill_pool, struct prefill_option *options,
                                  int64_t option_count)
@@ -3261,8 +3230,8 @@ static void search_disaggregated(struct search *s, const struct serve_pool *deco
             if ((floor > 0 && pair_rate_bound(&on, c, w, batches[b], &chosen->instance) < floor) ||
                 !serve_decode_instance(&on, &c->shape->graph, &c->layout, w, batches[b], &d))
                 continue;
-            if (w->ttft_s > 0 && slot_wait_quantile_s(w, &d.slot_wait) > w->ttft_s)
-                continue; /* the wait for a decode slot alone passes the TTFT target */
+            if (w->ttft_s > 0 && queue_wait_quantile(&d.slot_wait, serve_workload_percentile(w) / 100) > w->ttft_s)
+                continue; /* the wait for a decode slot alone passes the TTFT target (TTFT is at least it) */
             /* the whole pools, not the instances' slices: whether a prefill and a decode instance
              * share a domain is a question about the topology */
             struct serve_point p, sized;

@@ -128,9 +128,9 @@
  *   out with it where it is not left out; then, under Poisson arrivals, the router sending the
  *   requests to the x prefill instances in turn (round-robin) and each instance taking what
  *   waits, up to b prompts, the wait and the prompts of its own batch from batch_queue.h's chain
- *   (exact for one instance; a
- *   pool of more instances than BATCH_QUEUE_PHASES priced at the regularity of the fewest on
- *   its step of a grid of SERVE_REGULAR_INSTANCES steps in 1 / x, below):
+ *   (exact for one instance; a pool of more instances than BATCH_QUEUE_PHASES priced at the
+ *   regularity of the fewest on its step of a grid of SERVE_REGULAR_INSTANCES steps in 1 / x,
+ *   below):
  *   a batch of k prompts takes S_p(k) (kept at SERVE_PREFILL_BATCH_POINTS counts, linear
  *   between; a length mix spreads it, the sum of k prompts drawn in to the mean by sqrt(k)),
  *   a prompt's own time S_p(K) ((K - 1) isl + its own tokens) / (K isl) at its batch's K (mean

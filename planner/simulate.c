@@ -142,8 +142,6 @@ struct inst {
     int64_t base, starts;
     struct heap heap;         /* decoding sequences by the step index at whose end each completes */
     double now_s, end_s;      /* the step in progress starts and ends */
-    double slot_blocked_s;    /* the last step start that admitted no more for want of room (KV or
-                               * the running-request cap); -infinity: none yet */
     int64_t blocked_through;  /* the requests before queue[blocked_through] have their slot_s set */
     bool busy, scheduled;     /* closed loop: a step in progress; an event pending */
 };
@@ -166,7 +164,7 @@ struct sim {
     double *server_free_s;
     struct heap pool;
     int64_t max_decoding, steps, batches;
-    int64_t slot_waits;       /* measured requests admitted after a step that had no room for them */
+    int64_t slot_waits;       /* measured requests that waited for a slot (their slot_s set) */
     int64_t *rank_tokens; /* aggregated: a step's prompt tokens on each rank (0 between steps) */
     /* open loop: the window, and its steps' time, sequence-time and squared sequence-time */
     double window_start_s, window_end_s, window_steps_s, window_n_s, window_n2_s;
@@ -230,7 +228,6 @@ static enum sim_status inst_start(struct sim *s, struct inst *in, bool prefill)
             break;
         if ((c->max_sequences > 0 && in->in_flight >= c->max_sequences) ||
             (c->kv_capacity_tokens > 0 && in->kv_used + ci->reserve > c->kv_capacity_tokens)) {
-            in->slot_blocked_s = in->now_s;
             /* those ready now start their wait for a slot, if they have not yet (each once) */
             int64_t i = in->blocked_through > in->next ? in->blocked_through : in->next;
             for (; i < in->count && queued(s, in, i)->ready_s <= in->now_s; i++)
@@ -238,9 +235,8 @@ static enum sim_status inst_start(struct sim *s, struct inst *in, bool prefill)
             in->blocked_through = i;
             break;
         }
-        /* it waited for a slot if a step began after it was ready and had no room (for it or for
-         * one ahead of it) */
-        s->slot_waits += r->ready_s < in->slot_blocked_s && r - rq >= c->warmup;
+        /* it waited for a slot if a step start found it ready and no room (slot_s) */
+        s->slot_waits += isfinite(r->slot_s) && r - rq >= c->warmup;
         in->in_flight++;
         in->kv_used += ci->reserve;
         in->next++;
@@ -437,7 +433,7 @@ static enum sim_status run_closed(struct sim *s)
     for (int64_t j = 0, offset = 0; j < active; j++) {
         int64_t n = (clients - j + d - 1) / d;
         s->inst[j] = (struct inst){
-            .queue = queues + offset, .cap = n, .heap = {decode + offset, 0}, .slot_blocked_s = -INFINITY};
+            .queue = queues + offset, .cap = n, .heap = {decode + offset, 0}};
         offset += n;
     }
     for (size_t i = 0; i < servers; i++)
@@ -675,8 +671,7 @@ static enum sim_status run_instances(struct sim *s, struct ready *order, int64_t
         struct inst in = {.queue = list + first[j],
                           .cap = n > 0 ? n : 1,
                           .count = n,
-                          .heap = {s->heap.e, 0},
-                          .slot_blocked_s = -INFINITY};
+                          .heap = {s->heap.e, 0}};
         enum sim_status status = run_instance(s, &in, prefill);
         if (status != SIM_OK)
             return status;

@@ -181,9 +181,9 @@ struct sim_result {
     int64_t max_decoding_sequences;  /* the most in one step of any instance */
     int64_t steps;                   /* instance steps, every instance */
     int64_t prefill_batches;         /* disaggregated */
-    double slot_wait_share;          /* the measured requests that waited for a slot: a step began
-                                      * after they were ready and admitted no more for want of KV
-                                      * (or of the running-request cap), for them or one ahead */
+    double slot_wait_share;          /* the measured requests that waited for a slot: a step start
+                                      * found them ready and admitted no more for want of KV (or of
+                                      * the running-request cap), for them or one ahead */
     int64_t measured;                /* = requests */
     int64_t tpot_measured;           /* measured requests with osl > 1 */
 };
