@@ -1226,6 +1226,8 @@ void cli_json_tail(struct json *j, const struct serve_tail *t)
     json_number(j, t->sequences_mean);
     json_key(j, "sequences_sd");
     json_number(j, t->sequences_sd);
+    json_key(j, "sequences_rate_elasticity");
+    json_number(j, t->sequences_rate_elasticity);
     json_key(j, "slot_wait_probability");
     json_number(j, t->slot_wait_probability);
 }

@@ -274,6 +274,15 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct answer *
     } else {
         json_null(&j);
     }
+    json_key(&j, "left_out_unsettled"); /* text_unsettled's point */
+    if (r->found && r->unsettled &&
+        r->unsettled_best.tokens_per_s_per_device > r->best.tokens_per_s_per_device * (1 + 1e-6)) {
+        json_begin_object(&j);
+        json_point_fields(&j, &r->unsettled_best);
+        json_end_object(&j);
+    } else {
+        json_null(&j);
+    }
     json_key(&j, "simulated");
     if (a->simulated) {
         const struct sim_result *x = a->simulated;
@@ -522,6 +531,21 @@ static void point_where(const struct serve_point *p, char *out, size_t size)
         snprintf(out, size, "disaggregated %lldP%lldD, %lld+%lld-device instances, decode batch %s",
                  (long long)p->prefill_instances, (long long)p->decode_instances, (long long)p->prefill.layout.devices,
                  (long long)p->decode.layout.devices, batch);
+}
+
+/* The better point the search left out because its batch does not settle, if any. */
+static void text_unsettled(FILE *out, const struct serve_result *r)
+{
+    const struct serve_point *u = &r->unsettled_best;
+    if (!r->unsettled || u->tokens_per_s_per_device <= r->best.tokens_per_s_per_device * (1 + 1e-6))
+        return;
+    char rate[32], where[160];
+    format_count(u->tokens_per_s_per_device, rate, sizeof rate);
+    point_where(u, where, sizeof where);
+    fprintf(out, "  left out: %s output tokens/s per device (+%.1f%%; %s), within the targets, but its batch does "
+                 "not settle: a percent more traffic moves it %.0f%%, more than %.0f%% (README, \"Near saturation\")\n",
+            rate, (u->tokens_per_s_per_device / r->best.tokens_per_s_per_device - 1) * 100, where,
+            u->tail.sequences_rate_elasticity, SERVE_MOST_RATE_ELASTICITY);
 }
 
 /* The budget as the header states it. */
@@ -774,6 +798,7 @@ static void write_text(FILE *out, const struct answer *a)
         format_count((double)a->budget, budget, sizeof budget);
         format_count(r->best.tokens_per_s_per_device * (double)r->best.devices, total, sizeof total);
         fprintf(out, "  uses %s of the budget's %s devices: %s output tokens/s in all\n", used, budget, total);
+        text_unsettled(out, r);
         if (a->bound && a->bound->found) {
             char rate[32];
             format_count(a->bound->best.tokens_per_s_per_device, rate, sizeof rate);

@@ -1195,6 +1195,7 @@ static void occupancy_of(const struct settled *g, int64_t cap, double cap_sd, do
     /* an Ornstein-Uhlenbeck process's 1 / slope = 2 Var / D, D = 2 lambda G: the clusters widen
      * the law, not how fast it forgets */
     out->relaxation_s = out->sequences_variance / (arrivals_per_s * (busy > 0 ? g1 / busy : 1));
+    out->rate_elasticity = out->sequences_mean > 0 ? out->relaxation_s * arrivals_per_s / out->sequences_mean : 0;
     out->step_mean_s = t1 / busy; /* a step runs only while some sequence is in flight */
     out->step_variance_s2 = fmax(t2 / busy - out->step_mean_s * out->step_mean_s, 0);
     double m = out->step_mean_s;
@@ -1307,6 +1308,11 @@ static bool instance_occupancy(const struct serve_pool *pool, const struct roof_
         cap = batch;
     /* the count the KV holds, as the reservations in flight vary (slot_caps) */
     double cap_sd = w->lengths.bins > 0 ? sqrt((double)cap) * w->lengths.held_sd / (double)serve_held_context(w) : 0;
+    /* a dense model's ranks step on their own: each is a queue of its own at lambda / dp (the
+     * requests sent to the ranks in turn, taken as a Poisson stream thinned), its step at n the
+     * instance's at dp n, every rank alike; the instance holds the ranks' sum, and where its
+     * steps lie is a rank's count times dp (sd sqrt(dp) times the sum's) */
+    double ranks = ranks_independent(s) ? (double)l->dp : 1;
     struct occupancy_table *table = occupancy_table_of(s, w, cap, prefilling);
     /* each point settled once a call (the law depends on lambda), at the coarse points first */
     struct settled_point *at = xcalloc((size_t)table->count, sizeof *at);
@@ -1318,11 +1324,12 @@ static bool instance_occupancy(const struct serve_pool *pool, const struct roof_
         bool use[OCCUPANCY_DENSE];
         memcpy(use, coarse, sizeof use);
         if (pass > 0) {
-            if (pass > 1 && fabs(out->sequences_mean - last_mean) <= sqrt(out->sequences_variance))
+            double sd = sqrt(out->sequences_variance * ranks);
+            if (pass > 1 && fabs(out->sequences_mean - last_mean) <= sd)
                 break; /* the mass lies where the last pass looked already */
             last_mean = out->sequences_mean;
             /* the points where the last law's mass lies, and the coarse points beyond them */
-            double sd = sqrt(out->sequences_variance), lo = out->sequences_mean - OCCUPANCY_FINE_SD * sd,
+            double lo = out->sequences_mean - OCCUPANCY_FINE_SD * sd,
                    hi = out->sequences_mean + OCCUPANCY_FINE_SD * sd;
             int first = 0, last = table->count - 1;
             while (first < last && table->sequences[first + 1] <= lo)
@@ -1347,8 +1354,16 @@ static bool instance_occupancy(const struct serve_pool *pool, const struct roof_
             g.correlation[g.count] = at[i].correlation;
             g.delay_s[g.count++] = at[i].delay_s;
         }
-        occupancy_of(&g, cap, cap_sd, w->lengths.held_relaxation_tokens, arrivals_per_s, (double)w->osl, y,
-                     prompt_scv(w), w->lengths.bins > 0 ? w->lengths.life_overlap : 1, levels, out, slot);
+        for (int i = 0; i < g.count; i++) { /* a rank's counts; one prompt more is a whole one on it */
+            g.sequences[i] /= ranks;
+            g.delay_s[i] *= ranks;
+        }
+        int64_t rank_cap = cap / (int64_t)ranks;
+        occupancy_of(&g, rank_cap > 1 ? rank_cap : 1, cap_sd / sqrt(ranks), w->lengths.held_relaxation_tokens,
+                     arrivals_per_s / ranks, (double)w->osl, y, prompt_scv(w),
+                     w->lengths.bins > 0 ? w->lengths.life_overlap : 1, levels, out, slot);
+        out->sequences_mean *= ranks;
+        out->sequences_variance *= ranks;
         if (!out->stable)
             break;
     }
@@ -2000,6 +2015,7 @@ static bool aggregated_tails(const struct serve_pool *pool, const struct graph_s
     p->tail.prefill_wait_s = wait.mean_wait_s;
     p->tail.sequences_mean = o->sequences_mean;
     p->tail.sequences_sd = sqrt(o->sequences_variance);
+    p->tail.sequences_rate_elasticity = o->rate_elasticity;
     p->tail.slot_wait_probability = slot->wait_probability;
     p->tokens_per_s_per_user = 1 / tpot_mean;
     return true;
@@ -2034,6 +2050,12 @@ double serve_aggregated_rate(const struct serve_pool *pool, const struct graph_s
 
 /* serve_aggregated; `judging`: only p.meets is read (the tails a target does not bound are not
  * worked out). */
+/* Whether an instance's batch settles (SERVE_MOST_RATE_ELASTICITY); a held batch always does. */
+static bool settles(const struct serve_occupancy *o)
+{
+    return o->rate_elasticity <= SERVE_MOST_RATE_ELASTICITY;
+}
+
 static bool aggregated_point(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
                              const struct serve_workload *w, int64_t batch, bool judging, struct serve_point *out);
 
@@ -2126,7 +2148,8 @@ static bool aggregated_counted(const struct serve_pool *pool, const struct graph
     p.cost_per_mtok = p.decode.point.cost_per_mtok;
     if (pool->topology->power_watts > 0)
         p.joules_per_token = pool->topology->power_watts / p.tokens_per_s_per_device;
-    p.meets = (w->ttft_s <= 0 || p.ttft_s <= w->ttft_s) && (w->tpot_s <= 0 || p.tpot_s <= w->tpot_s);
+    p.unsettled = !settles(&p.decode.occupancy);
+    p.meets = (w->ttft_s <= 0 || p.ttft_s <= w->ttft_s) && (w->tpot_s <= 0 || p.tpot_s <= w->tpot_s) && !p.unsettled;
     *out = p;
     return true;
 }
@@ -2725,9 +2748,12 @@ static bool disaggregated_point(const struct serve_pool *prefill_pool, const str
     set_tpot(tpot, tpot_mean, &p);
     p.tail.sequences_mean = decode->occupancy.sequences_mean;
     p.tail.sequences_sd = sqrt(decode->occupancy.sequences_variance);
+    p.tail.sequences_rate_elasticity = decode->occupancy.rate_elasticity;
     p.tail.slot_wait_probability = decode->occupancy.wait_probability;
     p.tokens_per_s_per_user = 1 / tpot_mean;
-    p.meets = (w->ttft_s <= 0 || p.ttft_s <= w->ttft_s * (1 + 1e-12)) && (w->tpot_s <= 0 || p.tpot_s <= w->tpot_s);
+    p.unsettled = !settles(&decode->occupancy);
+    p.meets = (w->ttft_s <= 0 || p.ttft_s <= w->ttft_s * (1 + 1e-12)) && (w->tpot_s <= 0 || p.tpot_s <= w->tpot_s) &&
+              !p.unsettled;
     if (rate > 0 && !within_budget(prefill_pool, decode_pool, p.prefill_instances, prefill->layout.devices,
                                    p.decode_instances, decode->layout.devices))
         p.meets = false; /* sized beyond the budget */
@@ -2961,6 +2987,14 @@ static void consider(struct search *s, const struct serve_point *p, const struct
         r->lowest_ttft = *p;
     r->reached = true;
     bool within_ttft = s->w->ttft_s <= 0 || p->ttft_s <= s->w->ttft_s * (1 + 1e-12);
+    if (p->unsettled) { /* no deployment to plan: its latency is the hour's traffic's */
+        bool within_tpot = s->w->tpot_s <= 0 || p->tpot_s <= s->w->tpot_s;
+        if (within_ttft && within_tpot && (!r->unsettled || better(p, &r->unsettled_best))) {
+            r->unsettled_best = *p;
+            r->unsettled = true;
+        }
+        return;
+    }
     if (within_ttft) {
         if (!r->tpot_within_ttft || lower(p->tpot_s, r->lowest_tpot_within_ttft.tpot_s, p, &r->lowest_tpot_within_ttft))
             r->lowest_tpot_within_ttft = *p;
@@ -3012,6 +3046,8 @@ static bool decode_within(const struct serve_pool *pool, const struct graph_summ
 {
     struct serve_instance d;
     if (!serve_decode_instance(pool, g, l, w, batch, &d))
+        return false;
+    if (!settles(&d.occupancy))
         return false;
     if (w->tpot_s <= 0)
         return true;
@@ -3539,6 +3575,9 @@ struct sim_prices {
     int64_t prefill_room;
     double *prefill_s;                 /* by prompts: NAN until priced */
     bool prefilling;                   /* aggregated: steps carry prompts */
+    int64_t rank_instances;            /* a dense model's ranks simulated as instances of their own:
+                                        * dp (a step of b sequences priced as the instance's of
+                                        * b dp, every rank alike); else 1 */
     bool short_of_memory;
 };
 
@@ -3566,7 +3605,7 @@ static double carrying_price(struct sim_prices *p, int64_t sequences, int64_t to
 static double sim_step_price(void *context, const struct sim_step *step)
 {
     struct sim_prices *p = context;
-    int64_t b = step->sequences;
+    int64_t b = step->sequences * p->rank_instances;
     if (b >= p->room) {
         int64_t room = 2 * b + 64;
         struct composition *steps = realloc(p->steps, (size_t)room * sizeof *steps);
@@ -3599,7 +3638,8 @@ static double sim_step_price(void *context, const struct sim_step *step)
                            (int64_t)llround(step->prefill_context_tokens));
     } else {
         double unit = unit_tokens(p->w), units = unit > 0 ? (double)step->prefill_tokens / unit : 0;
-        t = composition_at(c, ranks_independent(&p->decode) ? units / (double)p->decode.layout.dp : units);
+        bool shared = ranks_independent(&p->decode) && p->rank_instances == 1; /* one queue, dp ranks' steps */
+        t = composition_at(c, shared ? units / (double)p->decode.layout.dp : units);
     }
     if (b > 0)
         t += p->context_slope_s[b] * (step->context_tokens - (double)serve_decode_context(p->w));
@@ -3713,7 +3753,7 @@ enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const
         return SERVE_SIM_NO_MEMORY;
     struct serve_pool decode_on = *decode_pool, prefill_on = *prefill_pool;
     decode_on.topology = &decode_shape.topology;
-    struct sim_prices prices = {.w = w, .prefilling = p->mode == SERVE_AGGREGATED};
+    struct sim_prices prices = {.w = w, .prefilling = p->mode == SERVE_AGGREGATED, .rank_instances = 1};
     prices.decode = setup_of(&decode_on, &decode_shape.graph, &p->decode.layout);
     if (p->mode == SERVE_DISAGGREGATED) {
         prefill_on.topology = &prefill_shape.topology;
@@ -3745,9 +3785,18 @@ enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const
     c.classes = classes;
     c.prefix_hit = w->prefix_hit;
     c.tokens_per_step = serve_tokens_per_step(w);
-    c.decode_instances = p->decode_instances;
+    /* ranks that step on their own are replicas, each with its own scheduler (SGLang's
+     * data-parallel controller sends a dense model's requests to them in turn): under Poisson
+     * arrivals each is simulated as an instance of its own with a dp-th of the KV, its requests
+     * the stream thinned, as the analysis takes them; closed or evenly spaced, the ranks share
+     * one queue (serve.h) */
+    bool alone = ranks_independent(&prices.decode) && w->arrivals == SERVE_POISSON;
+    if (alone)
+        prices.rank_instances = l->dp;
+    c.decode_instances = p->decode_instances * prices.rank_instances;
     /* the engine admits what its KV holds: the most sequences of the mean reservation */
-    c.kv_capacity_tokens = most_held(&decode_on, &decode_shape.topology, l, serve_held_context(w)) * serve_held_context(w);
+    c.kv_capacity_tokens = most_held(&decode_on, &decode_shape.topology, l, serve_held_context(w)) /
+                           prices.rank_instances * serve_held_context(w);
     c.kv_block_tokens = SERVE_KV_BLOCK_TOKENS;
     int64_t longest = 0;
     for (int64_t i = 0; i < classes; i++)
@@ -3758,7 +3807,7 @@ enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const
      * the instance's budgets (priced as the composition spreads them) */
     bool together = !ranks_independent(&prices.decode);
     c.ranks = together ? l->dp : 1;
-    c.chunk_tokens = p->mode == SERVE_AGGREGATED ? (together ? 1 : l->dp) * w->chunk_tokens : 0;
+    c.chunk_tokens = p->mode == SERVE_AGGREGATED ? (together || alone ? 1 : l->dp) * w->chunk_tokens : 0;
     if (c.mode == SIM_AGGREGATED && together)
         prices.kept = calloc(SIM_PRICES_KEPT, sizeof *prices.kept); /* none kept: each priced anew */
     if (p->mode == SERVE_DISAGGREGATED) {
@@ -3772,6 +3821,8 @@ enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const
                                 .prefill_s = p->mode == SERVE_DISAGGREGATED ? sim_prefill_price : NULL,
                                 .context = &prices};
     enum sim_status status = simulate(&c, &timing, out, NULL);
+    if (status == SIM_OK)
+        out->decoding_sequences_sd *= sqrt((double)prices.rank_instances); /* an instance's: its ranks' sum */
     free(isl);
     free(osl);
     free(weight);

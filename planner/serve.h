@@ -86,7 +86,14 @@
  *   prompt tokens' scv, serve_lengths.life_overlap), and pi tilted by e^{theta n} until its
  *   departures balance the arrivals, E[X(n)] = lambda (Newton's steps, each shifting the mean by
  *   at most half an sd, until one shifts it by under a hundredth of one; 8 at most); at the HBM
- *   cap requests wait for a slot (a geometric tail; the wait for a slot, below);
+ *   cap requests wait for a slot (a geometric tail; the wait for a slot, below); a dense model's
+ *   data-parallel ranks step on their own, each a replica with its own scheduler, so each is
+ *   such a process of its own at lambda / dp (the ranks' requests taken as the Poisson stream
+ *   thinned), its step at n_r the instance's at dp n_r, every rank alike, its cap N / dp; the
+ *   instance holds the ranks' sum (mean and variance dp times a rank's); the batch's rate
+ *   elasticity Var / (G mean) (a rank's where they step alone): a point past
+ *   SERVE_MOST_RATE_ELASTICITY does not settle and does not meet the targets (the search leaves
+ *   it out of the best and the frontiers and keeps the best such point, serve_result.unsettled);
  *   T(n) settled at 12 counts from 1 to the cap, then at up to 12 of a grid 3% apart where pi's
  *   mass lies (its mean +- 6 sd, twice), unless the chord there is within 0.1% of T;
  *   the steps' prompts under Poisson arrivals: those that arrive during a step join the next, so
@@ -299,6 +306,8 @@ struct serve_pool {
 struct serve_occupancy {
     bool stable;
     double sequences_mean, sequences_variance, relaxation_s;
+    double rate_elasticity; /* d ln sequences_mean / d ln lambda = relaxation_s lambda / sequences_mean:
+                             * how many percent the batch moves a percent more traffic (0: held) */
     double step_mean_s, step_variance_s2, step_max_s;
     double step_third_s3;                       /* the step's third central moment over the occupancy */
     double composition_variance_s2;             /* of a step about its occupancy's mean: its prompts */
@@ -329,6 +338,15 @@ struct serve_occupancy {
  * arrivals, to this relative precision (a share within it of that edge is worked out at itself). */
 #define SERVE_REGULAR_INSTANCES 256
 #define SERVE_SHARE_PRECISION 1e-4
+/* Under Poisson arrivals a point whose decode batch moves more than this many percent for a percent
+ * more traffic (serve_occupancy.rate_elasticity) does not meet the targets: on the compute plateau
+ * the step grows nearly as fast as the batch, the departures hardly rise with it, and the batch
+ * wanders over hundreds of lives (the simulation of Llama 2 70B's MLPerf mix at elasticity 29 puts
+ * 317, 505 and 459 sequences in flight over 10^5, 10^6 and 4 x 10^6 requests). Its latency is
+ * then only as good as the step's price to a part in a thousand, or the traffic's rate; at 10 a
+ * percent's error in either moves the batch by at most 10%, the analysis' tolerance. The shipped
+ * examples otherwise run at 0.6 to 3. */
+#define SERVE_MOST_RATE_ELASTICITY 5.0
 /* A decode instance's wait for a KV slot is left out of a disaggregated TTFT where fewer requests
  * wait than this share of those above the workload's percentile (at p99, 1 in 10,000): it moves
  * that percentile no further than to the next 1% of the tail above it (p99 to p99.01). */
@@ -357,6 +375,7 @@ struct serve_tail {
     double prefill_wait_s; /* the mean wait for a slot and a prefill server (chunk budget or pool) */
     double sequences_mean; /* sequences in flight an instance, on average */
     double sequences_sd;   /* and their sd over time (0 when the batch is held fixed) */
+    double sequences_rate_elasticity; /* serve_occupancy.rate_elasticity of the decode instance */
     double slot_wait_probability; /* the chance a request waits for a KV slot (the wait for a slot
                                    * above): aggregated, before its prefill; disaggregated, at the
                                    * decode pool, before its prefill too (TTFT's first wait) */
@@ -379,7 +398,8 @@ struct serve_point {
     double decode_tokens_per_s_per_device;
     double cost_per_mtok;            /* USD per million output tokens; 0: a price unknown */
     double joules_per_token;         /* 0: a power unknown */
-    bool meets;                      /* within both targets */
+    bool meets;                      /* within both targets, and settled (SERVE_MOST_RATE_ELASTICITY) */
+    bool unsettled;                  /* its batch past SERVE_MOST_RATE_ELASTICITY: it does not meet */
     double prefill_arrivals_per_s;   /* disaggregated: the requests/s into the prefill pool */
     bool ttft_deferred;              /* within a search only: TTFT not yet worked out (the pool
                                       * was sized to the TTFT target, or there is none, so the
@@ -416,6 +436,10 @@ struct serve_result {
      * lowest_ttft is one such point, within the target, not the lowest. */
     bool reached, tpot_within_ttft;
     struct serve_point lowest_tpot, lowest_ttft, lowest_tpot_within_ttft;
+    /* The best point within both targets whose batch does not settle (SERVE_MOST_RATE_ELASTICITY),
+     * left out of best and the frontiers; unsettled false: none was evaluated. */
+    bool unsettled;
+    struct serve_point unsettled_best;
 };
 
 #define SERVE_NEAR_BEST 0.95
@@ -569,9 +593,11 @@ struct sim_result;
  * batch, on the instance's layout and pool. Where the ranks meet (or there is one), the
  * simulation's ranks are the layout's dp, each with the chunk budget C, taking the prompts in
  * turn, and a step that carries prompts is roof_step's at its prompt tokens, its busiest rank's
- * and their context; where a dense model's ranks step on their own, one queue with the budget
- * dp C, a step's prompt tokens spread over the ranks as the composition's whole counts, linear
- * between. The decode context enters linearly about the workload's mean (the derivative from
+ * and their context; where a dense model's ranks step on their own, under Poisson arrivals each
+ * rank is an instance of its own (a dp-th of the KV, the budget C, its requests the stream
+ * thinned, a step of b sequences the instance's at dp b, every rank alike), and otherwise one
+ * queue with the budget dp C, a step's prompt tokens spread over the ranks as the composition's
+ * whole counts, linear between. The decode context enters linearly about the workload's mean (the derivative from
  * one more roof_step at that batch, cached); a prefill batch by its prompts at the mean prompt,
  * scaled by its tokens. `prefill_pool` NULL: the decode pool's hardware. Deterministic for a
  * seed. */
