@@ -68,6 +68,8 @@ static void json_instance(struct json *j, const struct serve_instance *x, int64_
     json_int(j, x->layout.devices);
     json_key(j, "batch");
     json_int(j, x->batch);
+    json_key(j, "max_running_requests");
+    json_int(j, x->occupancy.running_cap > 0 ? x->occupancy.running_cap : x->batch);
     json_key(j, "devices");
     json_int(j, instances * x->layout.devices);
     json_key(j, "step_s");
@@ -108,6 +110,8 @@ static void json_point_fields(struct json *j, const struct serve_point *p)
         json_int(j, p->decode.layout.devices);
         json_key(j, "batch");
         json_int(j, p->decode.batch);
+        json_key(j, "max_running_requests");
+        json_int(j, p->decode.occupancy.running_cap > 0 ? p->decode.occupancy.running_cap : p->decode.batch);
         json_key(j, "step_s");
         json_number(j, p->decode.step_s);
         json_key(j, "bound_by");

@@ -170,6 +170,10 @@ static void comment_header(struct text *t, enum emit_engine engine, const struct
                  (long long)x->dp, (long long)x->pp, (long long)x->ep,
                  x->kind == EMIT_PREFILL ? "prompts a batch" : "batch", (long long)x->batch,
                  x == r ? " (this file)" : "");
+        if (x->running_cap > x->batch)
+            text_add(t, "#   admits up to %lld sequences an instance: what its KV holds, as the analysis of random "
+                        "arrivals takes it\n",
+                     (long long)x->running_cap);
         text_add(t, "#   a device: weights %.2f GB, KV %.2f GB, activations %.2f GB of %.2f GB HBM\n",
                  x->weights_bytes / 1e9, x->kv_bytes / 1e9, x->activation_bytes / 1e9, x->hbm_bytes / 1e9);
     }
@@ -301,7 +305,7 @@ static void sglang_args(const struct emit_plan *p, const struct emit_role *r, bo
         }
     }
     if (r->kind != EMIT_PREFILL) {
-        arg(a, "--max-running-requests", "%lld", (long long)r->batch);
+        arg(a, "--max-running-requests", "%lld", (long long)r->running_cap);
         arg(a, "--cuda-graph-max-bs", "%lld", (long long)rank_batch);
     }
     if (r->kind == EMIT_AGGREGATED)
@@ -333,7 +337,7 @@ static int64_t batched_tokens(const struct emit_plan *p, const struct emit_role 
 {
     if (r->kind == EMIT_PREFILL)
         return SERVE_PREFILL_TOKENS_PER_RANK;
-    int64_t tokens = ceil_div(r->batch, r->dp) * (1 + p->mtp);
+    int64_t tokens = ceil_div(r->running_cap, r->dp) * (1 + p->mtp);
     return tokens + (r->kind == EMIT_AGGREGATED ? r->chunk_tokens : 0);
 }
 
@@ -360,8 +364,7 @@ static void vllm_args(const struct emit_plan *p, const struct emit_role *r, bool
             arg(a, "--all2all-backend", "%s",
                 r->kind == EMIT_PREFILL ? "deepep_high_throughput" : "deepep_low_latency");
     }
-    arg(a, "--max-num-seqs", "%lld",
-        (long long)(r->kind == EMIT_PREFILL ? ceil_div(r->batch, r->dp) : ceil_div(r->batch, r->dp)));
+    arg(a, "--max-num-seqs", "%lld", (long long)ceil_div(r->running_cap, r->dp));
     arg(a, "--max-num-batched-tokens", "%lld", (long long)batched_tokens(p, r));
     arg(a, "--kv-cache-dtype", "%s", p->kv == PREC_FP8 ? "fp8" : "auto");
     arg(a, "--gpu-memory-utilization", "%.3f",
@@ -425,7 +428,7 @@ static struct doc_node *trtllm_options(const struct emit_plan *p, const struct e
     if (p->moe)
         put_int(root, "moe_expert_parallel_size", r->ep);
     put_bool(root, "enable_attention_dp", attention_dp);
-    put_int(root, "max_batch_size", rank_batch);
+    put_int(root, "max_batch_size", ceil_div(r->running_cap, r->dp));
     put_int(root, "max_num_tokens", batched_tokens(p, r));
     /* 1.0.0: the KV dtype is KvCacheConfig.dtype (the PyTorch backend's; auto = the model's) */
     struct doc_node *kv = doc_map_put(root, "kv_cache_config", doc_new_map());
@@ -776,15 +779,16 @@ static void role_of_serve(const struct model *m, const struct topology *t, const
                           const struct serve_workload *w, const struct serve_instance *x, int64_t instances,
                           enum emit_role_kind kind, struct emit_role *out)
 {
+    int64_t admitted = kind != EMIT_PREFILL && x->occupancy.running_cap > x->batch ? x->occupancy.running_cap : x->batch;
     struct workload at = *precisions;
-    at.batch = x->batch;
+    at.batch = admitted; /* the KV of every sequence it admits */
     at.context = kind == EMIT_PREFILL ? w->isl : serve_held_context(w);
     at.mtp = w->mtp > 0;
     struct device_memory memory;
     plan_memory(m, t, &x->layout, &at, &memory);
     *out = (struct emit_role){.kind = kind, .tp = x->layout.tp, .dp = x->layout.dp, .pp = x->layout.pp,
                               .ep = x->layout.ep, .devices = x->layout.devices, .instances = instances,
-                              .batch = x->batch, .chunk_tokens = w->chunk_tokens ? w->chunk_tokens
+                              .batch = x->batch, .running_cap = admitted, .chunk_tokens = w->chunk_tokens ? w->chunk_tokens
                                                                                   : SERVE_DEFAULT_CHUNK_TOKENS,
                               .weights_bytes = memory.weights_bytes, .kv_bytes = memory.kv_bytes,
                               .activation_bytes = memory.activation_bytes, .hbm_bytes = memory.hbm_bytes,

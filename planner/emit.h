@@ -19,7 +19,9 @@
  *                    --deepep-mode normal (prefill), low_latency (decode), auto (aggregated)
  *   --ep-num-redundant-experts  map slots - experts; --init-expert-location FILE.json with it,
  *                    the map `plan` writes (plan only; serve plans no placement)
- *   --max-running-requests  batch (global: SGLang divides it by dp under DP attention)
+ *   --max-running-requests  running_cap R: the batch, or under random arrivals what the KV
+ *                    holds, as serve's analysis admits (global: SGLang divides it by dp under DP
+ *                    attention)
  *   --chunked-prefill-size  chunk_tokens x dp (global: divided by dp under DP attention);
  *                    prefill role: SERVE_PREFILL_TOKENS_PER_RANK x dp
  *   --cuda-graph-max-bs     B_r (aggregated, decode)
@@ -39,8 +41,8 @@
  * vllm/entrypoints/openai/cli_args.py FrontendArgs, read at 00522333), `vllm serve MODEL`:
  *   --tensor-parallel-size tp, --data-parallel-size dp, --pipeline-parallel-size pp (> 1),
  *   --enable-expert-parallel (MoE, ep > 1), --all2all-backend deepep_high_throughput (prefill) |
- *   deepep_low_latency (decode) on NVIDIA; --max-num-seqs B_r (vLLM's scheduler is per DP rank);
- *   --max-num-batched-tokens B_r y + chunk_tokens (the token budget holds decode tokens too;
+ *   deepep_low_latency (decode) on NVIDIA; --max-num-seqs R_r = ceil(R / dp) (vLLM's scheduler is
+ *   per DP rank); --max-num-batched-tokens R_r y + chunk_tokens (the token budget holds decode tokens too;
  *   prefill role: SERVE_PREFILL_TOKENS_PER_RANK); --kv-cache-dtype auto (bf16) | fp8;
  *   --gpu-memory-utilization (W + K + A) / H rounded up to 0.001 (vLLM's share covers all it
  *   allocates); --speculative-config {"method":"deepseek_mtp","num_speculative_tokens":K};
@@ -51,7 +53,7 @@
  * trtllm-serve CLI and the disagg file's keys as tests/data/engine-options/trtllm-1.0.0.txt says):
  *   `trtllm-serve MODEL --backend pytorch --extra_llm_api_options FILE.yaml`, the YAML:
  *   tensor_parallel_size (tp x dp with attention DP, as SGLang), pipeline_parallel_size,
- *   moe_expert_parallel_size ep, enable_attention_dp, max_batch_size B_r, max_num_tokens as
+ *   moe_expert_parallel_size ep, enable_attention_dp, max_batch_size R_r, max_num_tokens as
  *   vLLM's batched tokens, kv_cache_config {dtype auto | fp8, free_gpu_memory_fraction
  *   K / (H - W - A) rounded up to 0.001: its fraction is of the memory left after the weights and
  *   activations}, cuda_graph_config {enable_padding, max_batch_size B_r} (aggregated, decode),
@@ -105,6 +107,9 @@ struct emit_role {
     int64_t tp, dp, pp, ep, devices; /* one instance */
     int64_t instances;
     int64_t batch;        /* sequences in flight an instance; prefill: prompts a batch */
+    int64_t running_cap;  /* the most sequences an instance admits (>= batch): the batch, or
+                           * under random arrivals what its KV holds (serve_occupancy.running_cap);
+                           * prefill: the batch */
     int64_t chunk_tokens; /* aggregated: prefill tokens a DP rank's step */
     int64_t slots;        /* MoE: routed-expert slots a device (map width / ep); 0: no map */
     double weights_bytes, kv_bytes, activation_bytes, hbm_bytes; /* a device, plan_memory's */

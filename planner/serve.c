@@ -1295,7 +1295,8 @@ static bool instance_occupancy(const struct serve_pool *pool, const struct roof_
         double mean, variance;
         double units = prefilling ? units_of(s, w, y * (double)batch / (double)w->osl) : 0;
         composed(at_batch, w, units, &mean, &variance);
-        *out = (struct serve_occupancy){.stable = isfinite(mean), .sequences_mean = (double)batch, .step_mean_s = mean,
+        *out = (struct serve_occupancy){.stable = isfinite(mean), .sequences_mean = (double)batch,
+                                        .running_cap = batch, .step_mean_s = mean,
                                         .step_max_s = mean, .composition_variance_s2 = variance,
                                         .composition_units = units,
                                         .composition_clump = prompts_poisson(w) ? prompt_clump(w) : 0};
@@ -1364,6 +1365,7 @@ static bool instance_occupancy(const struct serve_pool *pool, const struct roof_
                      w->lengths.bins > 0 ? w->lengths.life_overlap : 1, levels, out, slot);
         out->sequences_mean *= ranks;
         out->sequences_variance *= ranks;
+        out->running_cap = cap;
         if (!out->stable)
             break;
     }

@@ -308,6 +308,10 @@ struct serve_occupancy {
     double sequences_mean, sequences_variance, relaxation_s;
     double rate_elasticity; /* d ln sequences_mean / d ln lambda = relaxation_s lambda / sequences_mean:
                              * how many percent the batch moves a percent more traffic (0: held) */
+    int64_t running_cap;    /* the most sequences the instance admits, the engine's running-request
+                             * cap its launch files set: under Poisson arrivals what its KV holds at
+                             * the held context (the law's cap, never below the batch), else the
+                             * batch; 0 for a prefill instance */
     double step_mean_s, step_variance_s2, step_max_s;
     double step_third_s3;                       /* the step's third central moment over the occupancy */
     double composition_variance_s2;             /* of a step about its occupancy's mean: its prompts */

@@ -168,6 +168,32 @@ check "llama sglang --chunked-prefill-size = the chunk x DP" \
 check "llama vllm --max-num-seqs = batch / DP" \
     test "$(flag $work/llama-vllm/vllm-aggregated.sh --max-num-seqs)" = "$(json $d "-(-d['batch'] // d['layout']['dp'])")"
 
+check "llama (closed loop): max_running_requests = batch" \
+    test "$(json $d "d['max_running_requests'] == d['batch']")" = True
+
+# under random arrivals the analysis admits what the KV holds (its occupancy law's cap), and the
+# engines are told the same: the running-request cap is serve's max_running_requests, above the
+# batch, and the memory share holds the KV of all of them
+poisson="$llama --arrivals poisson --percentile 99"
+$rackplan $poisson --format json -o "$work/poisson.json" 2>/dev/null
+d=$work/poisson.json
+for engine in sglang vllm trtllm; do
+    $rackplan $poisson --emit $engine "$work/poisson-$engine" >/dev/null 2>&1
+done
+check "llama Poisson: max_running_requests $(json $d "d['max_running_requests']") > batch $(json $d "d['batch']")" \
+    test "$(json $d "d['max_running_requests'] > d['batch']")" = True
+check "llama Poisson sglang --max-running-requests = max_running_requests" \
+    test "$(flag $work/poisson-sglang/sglang-aggregated.sh --max-running-requests)" = "$(json $d "d['max_running_requests']")"
+check "llama Poisson sglang --cuda-graph-max-bs = ceil(batch / DP)" \
+    test "$(flag $work/poisson-sglang/sglang-aggregated.sh --cuda-graph-max-bs)" = "$(json $d "-(-d['batch'] // d['layout']['dp'])")"
+check "llama Poisson vllm --max-num-seqs = ceil(max_running_requests / DP)" \
+    test "$(flag $work/poisson-vllm/vllm-aggregated.sh --max-num-seqs)" = "$(json $d "-(-d['max_running_requests'] // d['layout']['dp'])")"
+check "llama Poisson trtllm max_batch_size = ceil(max_running_requests / DP)" \
+    test "$(y $work/poisson-trtllm/trtllm-aggregated.yaml "d['max_batch_size']")" = "$(json $d "-(-d['max_running_requests'] // d['layout']['dp'])")"
+check "llama Poisson sglang --mem-fraction-static above the closed loop's and at most 1" \
+    python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if b < a <= 1 else 1)" \
+    "$(flag $work/poisson-sglang/sglang-aggregated.sh --mem-fraction-static)" "$(flag $work/llama-sglang/sglang-aggregated.sh --mem-fraction-static)"
+
 # plan with measured loads: the expert map beside the launch script, and the flags that go with it
 # (issue 28, item 3): --ep-num-redundant-experts is the map's slots less the experts, every row of
 # the map (a layer) places every one of DeepSeek-V3's 256 routed experts at least once, and
