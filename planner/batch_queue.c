@@ -1,6 +1,8 @@
 /* batch_queue.c: the wait at a round-robin prefill pool (batch_queue.h has the model). */
 #include "batch_queue.h"
 
+#include "arith.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +20,7 @@ static void poisson_law(double mean, int64_t most, double *p)
     int64_t mode = (int64_t)floor(mean);
     if (mode > most)
         mode = most;
-    p[mode] = exp(-mean + (double)mode * log(mean) - lgamma((double)mode + 1));
+    p[mode] = exp(-mean + (double)mode * log(mean) - arith_log_factorial((double)mode));
     for (int64_t n = mode; n > 0; n--)
         p[n - 1] = p[n] * (double)n / mean;
     for (int64_t n = mode; n < most; n++)

@@ -1119,6 +1119,14 @@ int cmd_serve(int argc, char **argv)
     struct serve_result result = {0}, bound = {0}, open = {0};
     struct kv_cache_result cache = {0};
     struct serve_workload searched = w;
+    /* what more hardware buys is a search of its own: beside the others, unless the derived hit
+     * rate it would take is not known yet */
+    struct serve_background beside;
+    struct serve_workload open_w = w; /* its own copy: w is written below while it runs */
+    bool open_beside = !budget_source && !derive;
+    if (open_beside)
+        serve_background_start(&beside, &decode_open, o.prefill_topology ? &prefill_open : NULL, &open_w, true,
+                               &open);
     bool ok = (derive ? serve_with_reuse(&decode, o.prefill_topology ? &prefill : NULL, &w, &reuse, &result, &searched,
                                          &cache)
                       : serve_search(&decode, o.prefill_topology ? &prefill : NULL, &w, &result));
@@ -1131,9 +1139,12 @@ int cmd_serve(int argc, char **argv)
         if (kv_cache_input_of(&decode, o.prefill_topology ? &prefill : NULL, &w, &result.best, &reuse, &in))
             kv_cache_tiers(&in, &cache);
     }
-    ok = ok &&
-              (!estimate || serve_search(&decode_bound, o.prefill_topology ? &prefill_bound : NULL, &w, &bound)) &&
-              (budget_source || serve_search_best(&decode_open, o.prefill_topology ? &prefill_open : NULL, &w, &open));
+    ok = ok && (!estimate || serve_search(&decode_bound, o.prefill_topology ? &prefill_bound : NULL, &w, &bound));
+    if (open_beside)
+        ok = serve_background_join(&beside) && ok;
+    else
+        ok = ok && (budget_source ||
+                    serve_search_best(&decode_open, o.prefill_topology ? &prefill_open : NULL, &w, &open));
     if (!ok) {
         fprintf(stderr, "rackplan serve: out of memory in the search\n");
         serve_result_release(&result);

@@ -3,7 +3,13 @@
 
 #include <igraph.h>
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
+
+/* The igraph this is built with is not thread-safe (igraph_threading.h: IGRAPH_THREAD_SAFE 0:
+ * its error handlers and scratch state are global), and searches may run on several threads
+ * (serve_background_start): every call into it goes through this lock. */
+static pthread_mutex_t igraph_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* igraph's default handler aborts the process; ours returns the error code to the caller. */
 static void install_handlers(void)
@@ -260,7 +266,7 @@ static void pair_classes(const struct topology *t, int64_t domains, struct graph
     s->pair_class_count = c;
 }
 
-enum graph_status graph_analyse(const struct topology *t, int64_t domains,
+static enum graph_status graph_analyse_locked(const struct topology *t, int64_t domains,
                                 struct graph_summary *out)
 {
     install_handlers();
@@ -323,7 +329,7 @@ enum graph_status graph_analyse(const struct topology *t, int64_t domains,
     return GRAPH_OK;
 }
 
-enum graph_status graph_diameter_bfs(const struct topology *t, int64_t domains, int64_t *out)
+static enum graph_status graph_diameter_bfs_locked(const struct topology *t, int64_t domains, int64_t *out)
 {
     install_handlers();
     if (too_large(t, domains))
@@ -341,7 +347,7 @@ enum graph_status graph_diameter_bfs(const struct topology *t, int64_t domains, 
     return GRAPH_OK;
 }
 
-enum graph_status graph_bisection_maxflow(const struct topology *t, int64_t domains, double *out)
+static enum graph_status graph_bisection_maxflow_locked(const struct topology *t, int64_t domains, double *out)
 {
     install_handlers();
     if (too_large(t, domains))
@@ -363,7 +369,7 @@ enum graph_status graph_bisection_maxflow(const struct topology *t, int64_t doma
 
 #define DOT_DEVICE_LIMIT 128
 
-enum graph_status graph_write_dot(const struct topology *t, int64_t domains, FILE *out)
+static enum graph_status graph_write_dot_locked(const struct topology *t, int64_t domains, FILE *out)
 {
     int64_t n = t->domain_devices;
     double devices = (double)n * (double)domains;
@@ -416,4 +422,37 @@ enum graph_status graph_write_dot(const struct topology *t, int64_t domains, FIL
     fprintf(out, "}\n");
     release(&b);
     return GRAPH_OK;
+}
+
+enum graph_status graph_analyse(const struct topology *t, int64_t domains,
+                                struct graph_summary *out)
+{
+    pthread_mutex_lock(&igraph_lock);
+    enum graph_status status = graph_analyse_locked(t, domains, out);
+    pthread_mutex_unlock(&igraph_lock);
+    return status;
+}
+
+enum graph_status graph_diameter_bfs(const struct topology *t, int64_t domains, int64_t *out)
+{
+    pthread_mutex_lock(&igraph_lock);
+    enum graph_status status = graph_diameter_bfs_locked(t, domains, out);
+    pthread_mutex_unlock(&igraph_lock);
+    return status;
+}
+
+enum graph_status graph_bisection_maxflow(const struct topology *t, int64_t domains, double *out)
+{
+    pthread_mutex_lock(&igraph_lock);
+    enum graph_status status = graph_bisection_maxflow_locked(t, domains, out);
+    pthread_mutex_unlock(&igraph_lock);
+    return status;
+}
+
+enum graph_status graph_write_dot(const struct topology *t, int64_t domains, FILE *out)
+{
+    pthread_mutex_lock(&igraph_lock);
+    enum graph_status status = graph_write_dot_locked(t, domains, out);
+    pthread_mutex_unlock(&igraph_lock);
+    return status;
 }

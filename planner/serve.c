@@ -1,6 +1,7 @@
 /* serve.c: see serve.h. */
 #include "serve.h"
 
+#include "arith.h"
 #include "graph.h"
 #include "batch_queue.h"
 #include "lengths.h"
@@ -9,6 +10,7 @@
 #include "simulate.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -662,7 +664,7 @@ static void poisson_composed(struct composition *c, double m, double offset, dou
     double t1 = 0, t2 = 0, t3 = 0, carried = 0;
     m /= clump;
     offset /= clump;
-    double mode = floor(m), log_mode = mode * log(m) - m - lgamma(mode + 1), mass = 0;
+    double mode = floor(m), log_mode = mode * log(m) - m - arith_log_factorial(mode), mass = 0;
     for (int side = 0; side < 2; side++) {
         double p = exp(log_mode), k = side ? mode - 1 : mode;
         if (side)
@@ -3441,6 +3443,31 @@ bool serve_search_best(const struct serve_pool *decode_pool, const struct serve_
                        const struct serve_workload *w, struct serve_result *out)
 {
     return search_with(decode_pool, prefill_pool, w, true, out);
+}
+
+static void *background_search(void *arg)
+{
+    struct serve_background *b = arg;
+    b->ok = search_with(b->decode_pool, b->prefill_pool, b->w, b->best_only, b->out);
+    return NULL;
+}
+
+void serve_background_start(struct serve_background *b, const struct serve_pool *decode_pool,
+                            const struct serve_pool *prefill_pool, const struct serve_workload *w, bool best_only,
+                            struct serve_result *out)
+{
+    *b = (struct serve_background){.decode_pool = decode_pool, .prefill_pool = prefill_pool, .w = w,
+                                   .best_only = best_only, .out = out};
+    b->started = pthread_create(&b->thread, NULL, background_search, b) == 0;
+}
+
+bool serve_background_join(struct serve_background *b)
+{
+    if (b->started)
+        pthread_join(b->thread, NULL);
+    else
+        background_search(b);
+    return b->ok;
 }
 
 /* Whether two disaggregated points put the same prompts on the same prefill pool. */
