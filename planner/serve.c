@@ -1837,6 +1837,19 @@ static bool prefill_wait(const struct serve_workload *w, double arrivals_per_s, 
     return true;
 }
 
+/* The wait for a slot with SERVE_SLOT_WAIT_MARGIN times as many waiting (at most all), each as
+ * long as before: its chance and every phase's scaled alike. */
+static struct queue_wait slot_wait_margin(const struct queue_wait *slot)
+{
+    struct queue_wait more = *slot;
+    double scale = slot->wait_probability > 0 ? fmin(SERVE_SLOT_WAIT_MARGIN, 1 / slot->wait_probability) : 1;
+    more.wait_probability *= scale;
+    more.mean_wait_s *= scale;
+    for (int i = 0; i < more.phases; i++)
+        more.phase_probability[i] *= scale;
+    return more;
+}
+
 /* Two independent waits one after the other, as one atom-and-exponential wait of their summed
  * mean that is 0 only when both are; when the first is a mixture (phases: the slot's), each of
  * its phases with the second's mean added, and the second's own where the first is 0 (the same
@@ -1972,7 +1985,7 @@ static bool aggregated_tails(const struct serve_pool *pool, const struct graph_s
         free(chain);
         return true;
     }
-    struct queue_wait wait = *slot;
+    struct queue_wait wait = *slot, budget = {0};
     struct ttft_mix mix = {.wait = &wait};
     double isl[SERVE_PROMPT_BINS], weight[SERVE_PROMPT_BINS];
     int64_t bins = prompt_bins(w, isl, weight);
@@ -1992,7 +2005,6 @@ static bool aggregated_tails(const struct serve_pool *pool, const struct graph_s
         double servers = c > chunk ? (double)l->dp : fmax(floor((double)l->dp * chunk / c), 1);
         double service = c > chunk ? steps * fmax(o->step_mean_s, composition_at(at_batch, 1) * fmax(slower, 1))
                                    : o->step_mean_s * servers * c / ((double)l->dp * chunk);
-        struct queue_wait budget;
         if (!prefill_wait(w, arrivals, service, (int64_t)servers, &budget))
             return false;
         wait = waits_added(slot, &budget);
@@ -2014,6 +2026,14 @@ static bool aggregated_tails(const struct serve_pool *pool, const struct graph_s
         }
     }
     ttft_tail(w, &mix, judging, ttft, &ttft_mean);
+    p->ttft_margin_s = 0;
+    if (slot->wait_probability > 0) { /* the same own times, more of them waiting for a slot */
+        struct queue_wait more = slot_wait_margin(slot), margin = waits_added(&more, &budget);
+        double at[TAIL_LEVELS], unused;
+        mix.wait = &margin;
+        ttft_tail(w, &mix, true, at, &unused);
+        p->ttft_margin_s = at[SERVE_PERCENTILES];
+    }
     ttft_mix_release(&mix);
     set_tail(ttft, ttft_mean, tpot, tpot_mean, p);
     p->tail.prefill_wait_s = wait.mean_wait_s;
@@ -2153,7 +2173,8 @@ static bool aggregated_counted(const struct serve_pool *pool, const struct graph
     if (pool->topology->power_watts > 0)
         p.joules_per_token = pool->topology->power_watts / p.tokens_per_s_per_device;
     p.unsettled = !settles(&p.decode.occupancy);
-    p.meets = (w->ttft_s <= 0 || p.ttft_s <= w->ttft_s) && (w->tpot_s <= 0 || p.tpot_s <= w->tpot_s) && !p.unsettled;
+    p.meets = (w->ttft_s <= 0 || fmax(p.ttft_s, p.ttft_margin_s) <= w->ttft_s) &&
+              (w->tpot_s <= 0 || p.tpot_s <= w->tpot_s) && !p.unsettled;
     *out = p;
     return true;
 }
@@ -2652,6 +2673,14 @@ static bool disaggregated_point_ttft(const struct serve_workload *w, struct serv
                             p->prefill_instances, false, ttft, &ttft_mean, &p->tail.prefill_wait_s))
         return false;
     set_ttft(ttft, ttft_mean, p);
+    p->ttft_margin_s = 0;
+    if (p->decode.slot_wait.wait_probability > 0) {
+        struct queue_wait more = slot_wait_margin(&p->decode.slot_wait);
+        double at[TAIL_LEVELS], mean, wait;
+        if (disaggregated_ttft(w, &p->prefill, p->kv_transfer_s, &more, p->prefill_arrivals_per_s,
+                               p->prefill_instances, true, at, &mean, &wait))
+            p->ttft_margin_s = at[SERVE_PERCENTILES];
+    }
     p->ttft_deferred = false;
     return true;
 }
@@ -2756,8 +2785,8 @@ static bool disaggregated_point(const struct serve_pool *prefill_pool, const str
     p.tail.slot_wait_probability = decode->occupancy.wait_probability;
     p.tokens_per_s_per_user = 1 / tpot_mean;
     p.unsettled = !settles(&decode->occupancy);
-    p.meets = (w->ttft_s <= 0 || p.ttft_s <= w->ttft_s * (1 + 1e-12)) && (w->tpot_s <= 0 || p.tpot_s <= w->tpot_s) &&
-              !p.unsettled;
+    p.meets = (w->ttft_s <= 0 || fmax(p.ttft_s, p.ttft_margin_s) <= w->ttft_s * (1 + 1e-12)) &&
+              (w->tpot_s <= 0 || p.tpot_s <= w->tpot_s) && !p.unsettled;
     if (rate > 0 && !within_budget(prefill_pool, decode_pool, p.prefill_instances, prefill->layout.devices,
                                    p.decode_instances, decode->layout.devices))
         p.meets = false; /* sized beyond the budget */
@@ -3270,7 +3299,8 @@ static void search_disaggregated(struct search *s, const struct serve_pool *deco
             if ((floor > 0 && pair_rate_bound(&on, c, w, batches[b], &chosen->instance) < floor) ||
                 !serve_decode_instance(&on, &c->shape->graph, &c->layout, w, batches[b], &d))
                 continue;
-            if (w->ttft_s > 0 && queue_wait_quantile(&d.slot_wait, serve_workload_percentile(w) / 100) > w->ttft_s)
+            struct queue_wait more = slot_wait_margin(&d.slot_wait);
+            if (w->ttft_s > 0 && queue_wait_quantile(&more, serve_workload_percentile(w) / 100) > w->ttft_s)
                 continue; /* the wait for a decode slot alone passes the TTFT target (TTFT is at least it) */
             /* the whole pools, not the instances' slices: whether a prefill and a decode instance
              * share a domain is a question about the topology */

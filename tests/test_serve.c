@@ -1201,6 +1201,9 @@ static void md1(void)
         check_near(waited.tail.ttft_mean_s, alone.tail.ttft_mean_s + full.slot_wait.mean_wait_s, 1e-12,
                   "mean TTFT %.2f ms = %.2f ms without the slot's wait + its mean %.2f ms",
                   waited.tail.ttft_mean_s * 1e3, alone.tail.ttft_mean_s * 1e3, full.slot_wait.mean_wait_s * 1e3);
+        CHECK(waited.ttft_margin_s >= waited.ttft_s && alone.ttft_margin_s == 0,
+              "with twice as many waiting TTFT's percentile %.1f ms, at least its own %.1f; none without a wait",
+              waited.ttft_margin_s * 1e3, waited.ttft_s * 1e3);
         bool above = true;
         for (int l = 0; l < SERVE_PERCENTILES; l++)
             above &= waited.tail.ttft_s[l] >= alone.tail.ttft_s[l];
@@ -1746,6 +1749,21 @@ static void kv_slot_wait(void)
     /* over 1% wait for a slot, above the 1% a p99 leaves: serve cautions that TTFT's p99 is theirs */
     CHECK(p.tail.slot_wait_probability == p.decode.occupancy.wait_probability && serve_ttft_on_slot_waits(&r1, &p),
           "TTFT's p99 set by the slot's waits (%.2f%% wait)", 100 * p.tail.slot_wait_probability);
+
+    /* the margin (SERVE_SLOT_WAIT_MARGIN): at batch 263 the analysis has 1.3% waiting and TTFT
+     * p99 within the 2 s target, but simulated over 1,000,000 requests 1.76% waited in seed 1 (p99
+     * 6.1 s) and 0.97% in seed 2 (64 ms): with twice as many waiting the p99 passes 2 s, and the
+     * point does not meet the target; at 259, which serve chooses, it holds either way */
+    struct serve_point edge, kept;
+    if (CHECK(serve_aggregated(&node, &g, &dp8, &r1, 263, &edge) && serve_aggregated(&node, &g, &dp8, &r1, 259, &kept),
+              "DeepSeek-R1 mix at 263 and 259 sequences: points")) {
+        CHECK(edge.ttft_s <= r1.ttft_s && edge.ttft_margin_s > r1.ttft_s && !edge.meets,
+              "263: TTFT p99 %.0f ms, %.0f ms with twice as many waiting (%.2f%%): not met", edge.ttft_s * 1e3,
+              edge.ttft_margin_s * 1e3, 100 * edge.tail.slot_wait_probability);
+        CHECK(kept.ttft_margin_s >= kept.ttft_s && kept.ttft_margin_s <= r1.ttft_s && kept.meets,
+              "259: TTFT p99 %.0f ms, %.0f ms with twice as many waiting (%.2f%%): met", kept.ttft_s * 1e3,
+              kept.ttft_margin_s * 1e3, 100 * kept.tail.slot_wait_probability);
+    }
 
     /* the rule by hand: at p99, at least a quarter of the 1% above it waiting, 0.25%; at the
      * default p50, 12.5% */
