@@ -779,7 +779,7 @@ static void role_of_serve(const struct model *m, const struct topology *t, const
                           const struct serve_workload *w, const struct serve_instance *x, int64_t instances,
                           enum emit_role_kind kind, struct emit_role *out)
 {
-    int64_t admitted = kind != EMIT_PREFILL && x->occupancy.running_cap > x->batch ? x->occupancy.running_cap : x->batch;
+    int64_t cap = x->occupancy.running_cap, admitted = kind != EMIT_PREFILL && cap > x->batch ? cap : x->batch;
     struct workload at = *precisions;
     at.batch = admitted; /* the KV of every sequence it admits */
     at.context = kind == EMIT_PREFILL ? w->isl : serve_held_context(w);
@@ -788,8 +788,8 @@ static void role_of_serve(const struct model *m, const struct topology *t, const
     plan_memory(m, t, &x->layout, &at, &memory);
     *out = (struct emit_role){.kind = kind, .tp = x->layout.tp, .dp = x->layout.dp, .pp = x->layout.pp,
                               .ep = x->layout.ep, .devices = x->layout.devices, .instances = instances,
-                              .batch = x->batch, .running_cap = admitted, .chunk_tokens = w->chunk_tokens ? w->chunk_tokens
-                                                                                  : SERVE_DEFAULT_CHUNK_TOKENS,
+                              .batch = x->batch, .running_cap = admitted,
+                              .chunk_tokens = w->chunk_tokens ? w->chunk_tokens : SERVE_DEFAULT_CHUNK_TOKENS,
                               .weights_bytes = memory.weights_bytes, .kv_bytes = memory.kv_bytes,
                               .activation_bytes = memory.activation_bytes, .hbm_bytes = memory.hbm_bytes,
                               .topology_name = t->name};

@@ -367,7 +367,8 @@ void planning_emit_plan(const struct planning_request *r, const struct planning_
     out->roles[0] = (struct emit_role){
         .kind = EMIT_AGGREGATED, .tp = p->layout.tp, .dp = p->layout.dp, .pp = p->layout.pp, .ep = p->layout.ep,
         .devices = p->layout.devices, .instances = 1, .batch = p->workload.batch,
-        .running_cap = p->workload.batch, .chunk_tokens = s->chunk_tokens ? s->chunk_tokens : SERVE_DEFAULT_CHUNK_TOKENS,
+        .running_cap = p->workload.batch,
+        .chunk_tokens = s->chunk_tokens ? s->chunk_tokens : SERVE_DEFAULT_CHUNK_TOKENS,
         .slots = p->moe ? p->slots : 0, .weights_bytes = p->memory.weights_bytes, .kv_bytes = p->memory.kv_bytes,
         .activation_bytes = p->memory.activation_bytes, .hbm_bytes = p->memory.hbm_bytes};
 }

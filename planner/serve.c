@@ -2072,14 +2072,14 @@ double serve_aggregated_rate(const struct serve_pool *pool, const struct graph_s
     return serve_tokens_per_step(w) * (double)batch / step_as_it_comes(&s, w, batch, &at_batch) / (double)l->devices;
 }
 
-/* serve_aggregated; `judging`: only p.meets is read (the tails a target does not bound are not
- * worked out). */
 /* Whether an instance's batch settles (SERVE_MOST_RATE_ELASTICITY); a held batch always does. */
 static bool settles(const struct serve_occupancy *o)
 {
     return o->rate_elasticity <= SERVE_MOST_RATE_ELASTICITY;
 }
 
+/* serve_aggregated; `judging`: only p.meets is read (the tails a target does not bound are not
+ * worked out). */
 static bool aggregated_point(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
                              const struct serve_workload *w, int64_t batch, bool judging, struct serve_point *out);
 
