@@ -221,10 +221,16 @@ static enum sim_status inst_start(struct sim *s, struct inst *in, bool prefill)
     struct heap *h = &in->heap;
     const double tps = c->tokens_per_step;
     const int64_t chunk = c->chunk_tokens > 0 ? c->chunk_tokens : INT64_MAX;
+    /* a prompt is admitted (its KV reserved) when its first chunk can be scheduled: while the
+     * admitted prompts not yet prefilled leave some of the step's budget */
+    int64_t budget = prefill && chunk < INT64_MAX / c->ranks ? chunk * c->ranks : INT64_MAX, pending = 0;
+    for (int64_t j = in->pf; prefill && j < in->next; j++)
+        pending += info[queued(s, in, j)->cls].computed;
+    pending -= prefill ? in->pf_done : 0;
     while (in->next < in->count) {
         struct request *r = queued(s, in, in->next);
         const struct class_info *ci = &info[r->cls];
-        if (r->ready_s > in->now_s)
+        if (r->ready_s > in->now_s || pending >= budget)
             break;
         if ((c->max_sequences > 0 && in->in_flight >= c->max_sequences) ||
             (c->kv_capacity_tokens > 0 && in->kv_used + ci->reserve > c->kv_capacity_tokens)) {
@@ -240,6 +246,7 @@ static enum sim_status inst_start(struct sim *s, struct inst *in, bool prefill)
         in->in_flight++;
         in->kv_used += ci->reserve;
         in->next++;
+        pending += prefill ? ci->computed : 0;
         if (!prefill) {
             r->start_step = in->k;
             r->decode_s = in->now_s;

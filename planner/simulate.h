@@ -31,10 +31,13 @@
  * Aggregated (SIM_AGGREGATED): each instance runs steps back to back while it has work; idle, it
  * waits for its next arrival and starts a step then. At the start of a step it admits waiting
  * requests (those arrived at or before it, so a closed loop's request sent as a step ends can
- * join the next) first come, first served while in flight (prefilling + decoding) <
- * max_sequences and the KV reserved plus the next request's reservation <= kv_capacity_tokens (a
- * reservation is isl + osl rounded up to kv_block_tokens: the engine admits only what can grow
- * to its full length); a request that arrives during a step waits for the next. An instance has
+ * join the next) first come, first served while the admitted prompts not yet prefilled leave
+ * some of the step's budget (ranks x chunk_tokens: a prompt's KV is reserved when its first
+ * chunk can be scheduled, as SGLang's prefill adder and vLLM's scheduler allocate it), in flight
+ * (prefilling + decoding) < max_sequences and the KV reserved plus the next request's
+ * reservation <= kv_capacity_tokens (a reservation is isl + osl rounded up to kv_block_tokens:
+ * the engine admits only what can grow to its full length); a request that arrives during a
+ * step waits for the next. An instance has
  * `ranks` data-parallel ranks, and its i-th request (from 0, in the order they reach it) is
  * prefilled on rank i mod ranks (SGLang's data-parallel controller sends requests to its ranks in
  * turn by default: load_balance_method "round_robin", python/sglang/srt/server_args.py). The
