@@ -924,6 +924,8 @@ int cmd_compare(int argc, char **argv)
     struct topology *variants = xcalloc((size_t)sizes, sizeof *variants);
     int64_t *variant_racks = xcalloc((size_t)sizes, sizeof *variant_racks);
     struct compare_row *rows = xcalloc((size_t)count + 1, sizeof *rows);
+    struct compare_task *tasks = xcalloc((size_t)count + 1, sizeof *tasks);
+    const struct calibration **calibrations = xcalloc((size_t)count + 1, sizeof *calibrations);
     const struct topology **topology_of = xcalloc((size_t)count + 1, sizeof *topology_of);
     int64_t *row_of = xcalloc((size_t)count + 1, sizeof *row_of);
     int64_t *order = xcalloc((size_t)count + 1, sizeof *order);
@@ -986,17 +988,21 @@ int cmd_compare(int argc, char **argv)
             int64_t budget = o.racks_count > 0 || by_domain_size ? racks * t->domain_devices
                              : o.devices > 0                     ? o.devices
                                                                  : 0;
-            if (!compare_row_with_bound(&m, t, racks, budget, &w, &serving, &efficiency, o.tpot_s, price,
-                                        &rows[row])) {
-                fprintf(stderr, "rackplan compare: the interconnect graph could not be built (out of memory)\n");
-                status = EXIT_IO;
-                break;
-            }
-            rows[row].calibration = calibration;
+            tasks[row] = (struct compare_task){.t = t, .racks = racks, .budget_devices = budget,
+                                               .efficiency = efficiency, .price_usd_per_hour = price,
+                                               .out = &rows[row]};
+            calibrations[row] = calibration;
         }
     }
     if (status != EXIT_OK)
         goto done;
+    if (!compare_rows(&m, &w, &serving, o.tpot_s, tasks, count)) {
+        fprintf(stderr, "rackplan compare: the interconnect graph could not be built (out of memory)\n");
+        status = EXIT_IO;
+        goto done;
+    }
+    for (int64_t i = 0; i < count; i++)
+        rows[i].calibration = calibrations[i];
     compare_order(rows, count, order);
     struct report r = {.model = &m, .options = &o, .workload = &w, .rows = rows, .topology_of = topology_of,
                        .row_of = row_of, .order = order, .count = count, .by_domain_size = by_domain_size,
@@ -1028,6 +1034,8 @@ done:
     free(order);
     free(row_of);
     free(topology_of);
+    free(tasks);
+    free(calibrations);
     free(rows);
     free(variant_racks);
     free(variants);

@@ -3,6 +3,7 @@
 
 #include "graph.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -153,6 +154,54 @@ bool compare_row_with_bound(const struct model *m, const struct topology *t, int
     if (estimated)
         compare_row_release(&bound);
     return true;
+}
+
+struct rows_job {
+    const struct model *m;
+    const struct workload *w;
+    const struct serve_workload *sw;
+    double tpot_s;
+    struct compare_task *tasks;
+    int64_t count, first, stride;
+    bool ok;
+};
+
+static void *rows_work(void *arg)
+{
+    struct rows_job *j = arg;
+    j->ok = true;
+    for (int64_t i = j->first; i < j->count; i += j->stride) {
+        struct compare_task *k = &j->tasks[i];
+        j->ok &= compare_row_with_bound(j->m, k->t, k->racks, k->budget_devices, j->w, j->sw, &k->efficiency,
+                                        j->tpot_s, k->price_usd_per_hour, k->out);
+    }
+    return NULL;
+}
+
+bool compare_rows(const struct model *m, const struct workload *w, const struct serve_workload *sw, double tpot_s,
+                  struct compare_task *tasks, int64_t count)
+{
+    struct rows_job jobs[COMPARE_THREADS];
+    pthread_t threads[COMPARE_THREADS];
+    bool started[COMPARE_THREADS] = {false};
+    int64_t n = count < COMPARE_THREADS ? count : COMPARE_THREADS;
+    for (int64_t i = 0; i < n; i++) {
+        jobs[i] = (struct rows_job){.m = m, .w = w, .sw = sw, .tpot_s = tpot_s, .tasks = tasks, .count = count,
+                                    .first = i, .stride = n};
+        if (i > 0)
+            started[i] = pthread_create(&threads[i], NULL, rows_work, &jobs[i]) == 0;
+    }
+    bool ok = true;
+    for (int64_t i = 0; i < n; i++) {
+        if (!started[i]) /* this thread's share, and any a helper could not take */
+            rows_work(&jobs[i]);
+    }
+    for (int64_t i = 1; i < n; i++) {
+        if (started[i])
+            pthread_join(threads[i], NULL);
+        ok &= jobs[i].ok;
+    }
+    return ok && (n == 0 || jobs[0].ok);
 }
 
 void compare_row_release(struct compare_row *row)

@@ -73,6 +73,23 @@ bool compare_row_with_bound(const struct model *m, const struct topology *t, int
                             double tpot_s, double price_usd_per_hour, struct compare_row *out);
 void compare_row_release(struct compare_row *row);
 
+/* One row of compare_rows: compare_row_with_bound's arguments that differ from row to row. */
+struct compare_task {
+    const struct topology *t;
+    int64_t racks, budget_devices;
+    struct efficiency efficiency;
+    double price_usd_per_hour;
+    struct compare_row *out;
+};
+
+/* compare_row_with_bound for each of `count` tasks, on up to COMPARE_THREADS threads (the rows
+ * share nothing but graph.c's igraph calls, which it serializes: each row is the one it is
+ * alone). False when any row could not be built (out of memory); every row is then still
+ * released with compare_row_release. */
+#define COMPARE_THREADS 2
+bool compare_rows(const struct model *m, const struct workload *w, const struct serve_workload *sw, double tpot_s,
+                  struct compare_task *tasks, int64_t count);
+
 /* The decode step of `row`'s layout at each of `count` batches, at the row's efficiency, its
  * cost per million tokens at the row's price. False when the interconnect graph could not be built. */
 bool compare_sweep(const struct model *m, const struct topology *t, const struct compare_row *row,
