@@ -191,17 +191,16 @@ bool compare_rows(const struct model *m, const struct workload *w, const struct 
         if (i > 0)
             started[i] = pthread_create(&threads[i], NULL, rows_work, &jobs[i]) == 0;
     }
-    bool ok = true;
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; i < n; i++)
         if (!started[i]) /* this thread's share, and any a helper could not take */
             rows_work(&jobs[i]);
-    }
-    for (int64_t i = 1; i < n; i++) {
+    bool ok = true;
+    for (int64_t i = 0; i < n; i++) {
         if (started[i])
             pthread_join(threads[i], NULL);
         ok &= jobs[i].ok;
     }
-    return ok && (n == 0 || jobs[0].ok);
+    return ok;
 }
 
 void compare_row_release(struct compare_row *row)

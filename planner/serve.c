@@ -1651,12 +1651,14 @@ struct split_cdf {
     int64_t count;
     double total;
     const struct ttft_mix *merged;
+    double merged_total; /* of the merged atoms' weights */
+    const struct queue_wait *wait;
 };
 
 static double split_cdf(void *context, double t)
 {
     const struct split_cdf *c = context;
-    const struct queue_wait *wait = c->merged->wait;
+    const struct queue_wait *wait = c->wait;
     double p = wait->wait_probability;
     int64_t lo = 0, hi = c->count; /* the first own time above t */
     while (lo < hi) {
@@ -1666,19 +1668,19 @@ static double split_cdf(void *context, double t)
         else
             hi = middle;
     }
-    double exact = lo > 0 ? c->through[lo - 1] / c->total : 0, waited = 0, total = 0;
-    for (int64_t i = 0; i < c->merged->count; i++) {
-        total += c->merged->weight[i];
+    double exact = lo > 0 ? c->through[lo - 1] / c->total : 0, waited = 0;
+    for (int64_t i = 0; i < c->merged->count; i++)
         if (t >= c->merged->own_s[i])
             waited += c->merged->weight[i] * (queue_wait_cdf(wait, t - c->merged->own_s[i]) - (1 - p));
-    }
-    return (1 - p) * exact + (total > 0 ? waited / total : 0);
+    return (1 - p) * exact + (c->merged_total > 0 ? waited / c->merged_total : 0);
 }
 
 /* The quantiles: with no wait, the atoms' own (sorted, the smallest whose cumulative weight
- * reaches the level); else by bisection on the mixture's CDF (split_cdf). */
+ * reaches the level); else by bisection on the mixture's CDF (split_cdf). `margin` (NULL: none):
+ * another wait after the same own times, whose quantile at the workload's percentile goes to
+ * *margin_s (the slot's margin, SERVE_SLOT_WAIT_MARGIN). */
 static void ttft_tail(const struct serve_workload *w, const struct ttft_mix *m, bool target_only, double *at,
-                      double *mean_s)
+                      double *mean_s, const struct queue_wait *margin, double *margin_s)
 {
     double levels[TAIL_LEVELS], low = INFINITY, high = 0, own = 0, total = 0;
     tail_levels(w, levels);
@@ -1693,7 +1695,7 @@ static void ttft_tail(const struct serve_workload *w, const struct ttft_mix *m, 
     for (int64_t i = 0; i < m->count; i++)
         sorted[i] = (struct weighted_time){m->own_s[i], m->weight[i]};
     qsort(sorted, (size_t)m->count, sizeof *sorted, compare_time);
-    if (m->wait->wait_probability <= 0 || m->wait->mean_wait_s <= 0) {
+    if (!margin && (m->wait->wait_probability <= 0 || m->wait->mean_wait_s <= 0)) {
         for (int i = target_only ? SERVE_PERCENTILES : 0; i < TAIL_LEVELS; i++) {
             double below = 0;
             int64_t j = 0;
@@ -1726,11 +1728,18 @@ static void ttft_tail(const struct serve_workload *w, const struct ttft_mix *m, 
     for (int64_t i = 0; i < m->count; i++)
         through[i] = (i > 0 ? through[i - 1] : 0) + sorted[i].weight;
     struct split_cdf split = {.sorted = sorted, .through = through, .count = m->count, .total = total,
-                              .merged = &merged};
+                              .merged = &merged, .wait = m->wait};
+    for (int64_t i = 0; i < merged.count; i++)
+        split.merged_total += merged.weight[i];
     double tail = queue_wait_tail_mean_s(m->wait);
     for (int i = target_only ? SERVE_PERCENTILES : 0; i < TAIL_LEVELS; i++)
         at[i] = queue_quantile(split_cdf, &split, levels[i], low, high + 50 * tail + 1e-12);
     fill_unasked(target_only, at);
+    if (margin) {
+        split.wait = margin;
+        *margin_s = queue_quantile(split_cdf, &split, levels[SERVE_PERCENTILES], low,
+                                   high + 50 * queue_wait_tail_mean_s(margin) + 1e-12);
+    }
     free(through);
     free(sorted);
     ttft_mix_release(&merged);
@@ -2025,15 +2034,10 @@ static bool aggregated_tails(const struct serve_pool *pool, const struct graph_s
             ttft_own_add(&mix, w, at_batch, weight[i], own, slower, arrivals, biased, biased_variance, open, joining);
         }
     }
-    ttft_tail(w, &mix, judging, ttft, &ttft_mean);
+    /* the same own times, more of them waiting for a slot */
+    struct queue_wait more = slot_wait_margin(slot), margin = waits_added(&more, &budget);
     p->ttft_margin_s = 0;
-    if (slot->wait_probability > 0) { /* the same own times, more of them waiting for a slot */
-        struct queue_wait more = slot_wait_margin(slot), margin = waits_added(&more, &budget);
-        double at[TAIL_LEVELS], unused;
-        mix.wait = &margin;
-        ttft_tail(w, &mix, true, at, &unused);
-        p->ttft_margin_s = at[SERVE_PERCENTILES];
-    }
+    ttft_tail(w, &mix, judging, ttft, &ttft_mean, slot->wait_probability > 0 ? &margin : NULL, &p->ttft_margin_s);
     ttft_mix_release(&mix);
     set_tail(ttft, ttft_mean, tpot, tpot_mean, p);
     p->tail.prefill_wait_s = wait.mean_wait_s;
@@ -2389,16 +2393,20 @@ static bool round_robin_ttft(const struct serve_workload *w, const struct serve_
  * keep up. */
 static bool disaggregated_ttft(const struct serve_workload *w, const struct serve_instance *prefill, double transfer_s,
                                const struct queue_wait *slot, double arrivals_per_s, int64_t instances,
-                               bool target_only, double *at, double *mean_s, double *wait_s)
+                               bool target_only, double *at, double *mean_s, double *wait_s, double *margin_s)
 {
     static const struct queue_wait none = {0};
     if (!slot)
         slot = &none;
+    struct queue_wait more = slot_wait_margin(slot);
+    bool asked = margin_s && slot->wait_probability > 0;
+    if (margin_s)
+        *margin_s = 0;
     if (w->arrivals == SERVE_POISSON && arrivals_per_s > 0) {
         struct ttft_mix mix = {.wait = slot}; /* the pool's waits are the chain's, among the own times */
         bool kept_up = round_robin_ttft(w, prefill, transfer_s, arrivals_per_s, instances, &mix, wait_s);
         if (kept_up) {
-            ttft_tail(w, &mix, target_only, at, mean_s);
+            ttft_tail(w, &mix, target_only, at, mean_s, asked ? &more : NULL, margin_s);
             *wait_s += slot->mean_wait_s;
         }
         ttft_mix_release(&mix);
@@ -2407,7 +2415,7 @@ static bool disaggregated_ttft(const struct serve_workload *w, const struct serv
     struct queue_wait pool;
     if (!prefill_wait(w, arrivals_per_s, 1 / prefill->requests_per_s, instances, &pool))
         return false;
-    struct queue_wait wait = waits_added(slot, &pool);
+    struct queue_wait wait = waits_added(slot, &pool), margin = waits_added(&more, &pool);
     struct ttft_mix mix = {.wait = &wait};
     /* a prompt's own batch: the b - 1 others at the mean and its own tokens, the batch's time and
      * its KV's transfer in proportion to the tokens (a length mix spreads them) */
@@ -2418,7 +2426,7 @@ static bool disaggregated_ttft(const struct serve_workload *w, const struct serv
         ttft_mix_add(&mix, weight[i],
                      own_batch_s(prefill, (double)prefill->batch, isl[i], mean) + transfer_s * kv + w->prefix_load_s);
     }
-    ttft_tail(w, &mix, target_only, at, mean_s);
+    ttft_tail(w, &mix, target_only, at, mean_s, asked ? &margin : NULL, margin_s);
     ttft_mix_release(&mix);
     *wait_s = wait.mean_wait_s;
     return true;
@@ -2503,7 +2511,7 @@ static bool ttft_within(const struct serve_workload *w, const struct serve_insta
                         double arrivals_per_s, int64_t x)
 {
     double at[TAIL_LEVELS], mean, wait;
-    return disaggregated_ttft(w, prefill, transfer_s, NULL, arrivals_per_s, x, true, at, &mean, &wait) &&
+    return disaggregated_ttft(w, prefill, transfer_s, NULL, arrivals_per_s, x, true, at, &mean, &wait, NULL) &&
            at[SERVE_PERCENTILES] <= w->ttft_s * (1 + 1e-12);
 }
 
@@ -2670,17 +2678,10 @@ static bool disaggregated_point_ttft(const struct serve_workload *w, struct serv
 {
     double ttft[TAIL_LEVELS], ttft_mean;
     if (!disaggregated_ttft(w, &p->prefill, p->kv_transfer_s, &p->decode.slot_wait, p->prefill_arrivals_per_s,
-                            p->prefill_instances, false, ttft, &ttft_mean, &p->tail.prefill_wait_s))
+                            p->prefill_instances, false, ttft, &ttft_mean, &p->tail.prefill_wait_s,
+                            &p->ttft_margin_s))
         return false;
     set_ttft(ttft, ttft_mean, p);
-    p->ttft_margin_s = 0;
-    if (p->decode.slot_wait.wait_probability > 0) {
-        struct queue_wait more = slot_wait_margin(&p->decode.slot_wait);
-        double at[TAIL_LEVELS], mean, wait;
-        if (disaggregated_ttft(w, &p->prefill, p->kv_transfer_s, &more, p->prefill_arrivals_per_s,
-                               p->prefill_instances, true, at, &mean, &wait))
-            p->ttft_margin_s = at[SERVE_PERCENTILES];
-    }
     p->ttft_deferred = false;
     return true;
 }
