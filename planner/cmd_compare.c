@@ -431,10 +431,10 @@ static void serving_row_cells(const struct report *r, int64_t rank, struct servi
 }
 
 /* The note a TTFT marked "!" refers to, wrapped for the text table. */
-#define SLOT_WAITS_NOTE                                                                                               \
-    "a quarter or more of the requests above the targets' percentile wait for a KV slot:\n"                           \
-    "  aggregated, TTFT's percentile is that wait, which the analysis has put up to 62% below\n"                      \
-    "  the simulation; disaggregated, it is the decode pool's, which the engines take before\n"                      \
+#define SLOT_WAITS_NOTE                                                                                                 \
+    "a quarter or more of the requests above the targets' percentile wait for a KV slot:\n"                             \
+    "  aggregated, TTFT's percentile is that wait, a cliff which a few tenths of a percent more\n"                      \
+    "  waiting move; disaggregated, it is the decode pool's, which the engines take before\n"                           \
     "  prefill (README, \"Tail latency\"): check the row with rackplan serve --simulate."
 
 /* Whether some row meeting the targets has its TTFT percentile set by waits for a KV slot. */

@@ -501,8 +501,9 @@ static void text_point(FILE *out, const struct answer *a, const struct serve_poi
     if (serve_ttft_on_slot_waits(a->workload, p)) {
         if (p->mode == SERVE_AGGREGATED)
             fprintf(out,
-                    "  caution: %.3g%% of requests wait for a KV slot, which sets TTFT's p%g; there the analysis has "
-                    "run up to 62%% below the simulation (README, \"Tail latency\"): check it with --simulate\n",
+                    "  caution: %.3g%% of requests wait for a KV slot, which sets TTFT's p%g: a cliff, which a few "
+                    "tenths of a percent more waiting move from a prefill's time to seconds (README, \"Tail "
+                    "latency\"): check it with --simulate\n",
                     t->slot_wait_probability * 100, serve_workload_percentile(a->workload));
         else
             fprintf(out,

@@ -306,3 +306,26 @@ double queue_cluster_spread(double held, double hold_scv, double overlap)
         return INFINITY;
     return 1 + held * (2 - held + held * hold_scv) * overlap / ((1 - held) * (1 - held));
 }
+
+double queue_cluster_increment(double log_ratio, double log_ratio_before, double spread)
+{
+    if (isnan(log_ratio) || !(spread >= 1))
+        return NAN;
+    if (isinf(spread))
+        return 0;
+    double increment = log_ratio - log(spread);
+    if (isnan(log_ratio_before) || spread == 1)
+        return increment;
+    double x = log(spread - 1) - log_ratio_before; /* log((G - 1) / r_(m - 1)) */
+    return increment + (x > QUEUE_CLUSTER_LARGE_LOG ? x + log1p(exp(-x)) : log1p(exp(x)));
+}
+
+bool queue_cluster_past_cap(double r, double spread, double *beyond, double *queued)
+{
+    if (!(r >= 0 && r < 1) || !(spread >= 1))
+        return false;
+    double g = isfinite(spread) ? spread : QUEUE_CLUSTER_MOST_SPREAD;
+    *beyond = (r + g - 1) / (1 - r);
+    *queued = (r * g / (1 - r) + g * (g - 1)) / (1 - r);
+    return true;
+}

@@ -60,6 +60,23 @@
  *   a fixed S, 1/2 exponential), EXACT for lives independent of the cluster (Campbell's theorem).
  *   So a cluster widens the number present's variance over a Poisson arrival's by
  *   1 + m (2 - m + m scv_d) phi / (1 - m)^2.
+ * The law of the number present under clusters (queue_cluster_increment): clusters of geometric
+ *   size, mean G (P(C > k) = p^k, p = 1 - 1 / G), at rate lambda / G, leaving one at a time at
+ *   X(n). Level n is crossed upward by a cluster begun at j <= n with more than n - j members,
+ *   at (lambda / G) S(n), S(n) = sum_{j <= n} pi(j) p^(n - j) = p S(n - 1) + pi(n), and
+ *   downward at X(n + 1) pi(n + 1), so pi(m) / pi(m - 1) = a_m (1 + p / a_(m - 1)), a = lambda /
+ *   (G X), and a_1 at m = 1 (S(0) = pi(0)), EXACT. At X(n) = n mu it is the negative binomial law
+ *   C(n + k - 1, n) p^n (1 - p)^k, k = lambda / (mu (G - 1)): the number present in an M^X/M/infinity
+ *   system, variance G times the mean (the spread above at phi = 1/2). Where X has stopped
+ *   changing a count multiplies by 1 + (r - 1) / G, r = lambda / X, so the upper tail is
+ *   exponential (ratio p where X >> lambda): taking each factor of the Poisson law to the power
+ *   1 / G instead gives the same variance about the mode but a tail that falls as n log n.
+ * Past a cap N where arrivals queue one at a time (queue_cluster_past_cap): the clusters begun
+ *   below N go on past it, N + k crossed at lambda pi(N + k) + (lambda / G) p^(k + 1) S(N - 1),
+ *   and X(N) pi(N) = (lambda / G) S(N - 1), so pi(N + k + 1) = r pi(N + k) + p^(k + 1) pi(N), r =
+ *   lambda / X(N) < 1: summed, sum_{k >= 1} pi(N + k) = pi(N) (r + G - 1) / (1 - r) and
+ *   sum_{k >= 1} k pi(N + k) = pi(N) (r G / (1 - r) + G (G - 1)) / (1 - r), EXACT; at G = 1 the
+ *   M/M/1 queue's r / (1 - r) and r / (1 - r)^2.
  */
 #ifndef RACKPLAN_QUEUEING_H
 #define RACKPLAN_QUEUEING_H
@@ -79,6 +96,11 @@
 #define QUEUE_QUANTILE_EXPANSIONS 1000
 
 #define QUEUE_WAIT_PHASES 16
+/* Past this log((G - 1) / r) a cluster's increment is its logarithm plus a correction (exp would
+ * overflow) */
+#define QUEUE_CLUSTER_LARGE_LOG 30
+/* A cluster spread taken as infinite (held share 1) past the cap: that of a held share of 0.99 */
+#define QUEUE_CLUSTER_MOST_SPREAD 100
 
 struct queue_wait {
     double use;              /* rho, per server */
@@ -159,6 +181,18 @@ double queue_occupancy_window_variance(double arrivals_per_s, const double *serv
  * m >= 1 (the clusters never end); NaN when an argument is NaN, scv_d is infinite, or one is
  * outside its range. */
 double queue_cluster_spread(double held, double hold_scv, double overlap);
+
+/* log pi(m) / pi(m - 1) of the clusters' law (see the header, "The law of the number present
+ * under clusters"): log r_m - log G + log(1 + (G - 1) / r_(m - 1)), r = lambda / X, given as
+ * log_ratio = log r_m and log_ratio_before = log r_(m - 1), or NaN at m = 1 (then log r_1 - log
+ * G); log r_m at G = 1, the birth-death law; 0 at G infinite (clusters that never end: flat).
+ * NaN when G < 1 or an argument is NaN (but log_ratio_before). */
+double queue_cluster_increment(double log_ratio, double log_ratio_before, double spread);
+
+/* The mass past a cap N and the count queued there, each over pi(N) (see the header, "Past a
+ * cap"): *beyond = (r + G - 1) / (1 - r), *queued = (r G / (1 - r) + G (G - 1)) / (1 - r), r =
+ * lambda / X(N) in [0, 1), G >= 1 (infinite taken as QUEUE_CLUSTER_MOST_SPREAD). False, both untouched, when r or G is out of range. */
+bool queue_cluster_past_cap(double r, double spread, double *beyond, double *queued);
 
 struct queue_moments {
     double mean;

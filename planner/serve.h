@@ -82,11 +82,14 @@
  *   steps' mean at n with the prompts lambda T(n) brings, widened where an arrival's prefill
  *   holds every sequence back: the requests that arrive during a hold join with it, in clusters
  *   (a Galton-Watson tree of held share m = lambda delay, delay what one more prompt adds to a
- *   step), so each factor of pi is taken to the power 1 / queue_cluster_spread(m, the computed
- *   prompt tokens' scv, serve_lengths.life_overlap), and pi tilted by e^{theta n} until its
- *   departures balance the arrivals, E[X(n)] = lambda (Newton's steps, each shifting the mean by
- *   at most half an sd, until one shifts it by under a hundredth of one; 8 at most); at the HBM
- *   cap requests wait for a slot (a geometric tail; the wait for a slot, below); a dense model's
+ *   step), so pi is the clusters' law (queueing.h: clusters of geometric size, mean G =
+ *   queue_cluster_spread(m, the computed prompt tokens' scv, serve_lengths.life_overlap), at
+ *   lambda / G; pi(n) / pi(n - 1) = a_n (1 + p / a_(n - 1)), a = lambda / (G X), p = 1 - 1 / G:
+ *   negative binomial where X(n) = n mu, its upper tail exponential), and pi tilted by
+ *   e^{theta n} until its departures balance the arrivals, E[X(n)] = lambda (Newton's steps, each
+ *   shifting the mean by at most half an sd, until one shifts it by under a hundredth of one; 8
+ *   at most); at the HBM cap requests wait for a slot (one at a time, and the clusters begun below
+ *   the cap go on past it: queue_cluster_past_cap; the wait for a slot, below); a dense model's
  *   data-parallel ranks step on their own, each a replica with its own scheduler, so each is
  *   such a process of its own at lambda / dp (the ranks' requests taken as the Poisson stream
  *   thinned), its step at n_r the instance's at dp n_r, every rank alike, its cap N / dp; the
@@ -123,7 +126,8 @@
  *   6% above its mean), so it has r / (1 - r) requests ahead at r = lambda /
  *   X_c, no more than a composition's life lets a queue near balance grow (a random walk,
  *   sqrt(2 (lambda + X_c) relaxation_s / pi), past it (lambda - X_c) relaxation_s / 2 more), and
- *   waits (ahead + 1) / X_c; alike requests: one cap, the geometric tail alone;
+ *   waits (ahead + 1) / X_c; alike requests: one cap, the mass past it alone, its wait by Little's
+ *   law on the count queued there (queue_cluster_past_cap);
  *   waits: for a slot, and for a chunk budget (floor(dp C / c) prompts a step, an M/G/c queue)
  *   or, closed-loop or evenly spaced, a prefill instance (M/G/x of service 1 / r_p, a prompt's own
  *   batch a full one of b), Erlang C with Allen-Cunneen's (c_a^2 + c_s^2) / 2 (exact P-K at one
@@ -603,9 +607,11 @@ enum serve_sim_status { SERVE_SIM_OK, SERVE_SIM_NO_MEMORY, SERVE_SIM_INVALID };
 /* Whether the TTFT percentile the workload's targets bound (w->percentile) is set by the wait for
  * a KV slot: at least 1 / SERVE_SLOT_WAITS_NEAR of the requests above that percentile wait for one,
  * P(wait) >= (1 - P / 100) / SERVE_SLOT_WAITS_NEAR (serve_tail.slot_wait_probability). Aggregated,
- * TTFT's percentile then sits on a cliff (a prefill's time or seconds of waiting) and the analysis
- * has run up to 62% below the simulation (README, "Tail latency": Llama 3.1 405B at 4,096/685 with
- * an FP8 KV cache, -62%; the MLPerf Llama 3.1 405B mix, -17%; the MLPerf DeepSeek-R1 mix, -31%);
+ * TTFT's percentile then sits on a cliff (a prefill's time or seconds of waiting) which a few
+ * tenths of a percent more waiting move (README, "Tail latency": Llama 3.1 405B at 4,096/685 with
+ * an FP8 KV cache, +4% at the batch its targets allow, 2.3 times the simulation's past it; the
+ * MLPerf Llama 3.1 405B mix, -11%; the MLPerf DeepSeek-R1 mix, whose simulation's own p99 is 59 ms
+ * over 4,000,000 requests and 1,096 ms over the first 1,000,000);
  * disaggregated, the wait is the decode pool's, which the engines take before prefill. Either way
  * `serve` says to simulate it and `compare` marks the row. */
 #define SERVE_SLOT_WAITS_NEAR 4

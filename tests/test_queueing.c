@@ -492,6 +492,92 @@ static void clusters(void)
                queue_cluster_spread(0.5, 0, 0.7));
 }
 
+/* The clusters' law (queueing.h, "The law of the number present under clusters"), by hand: at
+ * X(n) = n (mu 1), lambda 30, G 4 it is the negative binomial with k = 30 / (1 x 3) = 10, p =
+ * 0.75, pi(m) / pi(m - 1) = (m + 9) 0.75 / m: 7.5 at m = 1, 4.125 at 2; mean 30, variance 4 x 30
+ * = 120. */
+static void cluster_law(void)
+{
+    const double lambda = 30, g = 4;
+    double worst = 0, log_pi = 0, top = 0, n1 = 0, n2 = 0, all = 0;
+    static double pi[1200];
+    for (int m = 0; m < 1200; m++) {
+        if (m > 0) {
+            double increment = queue_cluster_increment(log(lambda / m), m == 1 ? NAN : log(lambda / (m - 1)), g);
+            worst = fmax(worst, fabs(exp(increment) / ((m + 9) * 0.75 / m) - 1));
+            log_pi += increment;
+        }
+        pi[m] = log_pi;
+        top = fmax(top, log_pi);
+    }
+    for (int m = 0; m < 1200; m++) {
+        double w = exp(pi[m] - top);
+        all += w;
+        n1 += w * m;
+        n2 += w * m * m;
+    }
+    CHECK(worst <= 1e-13, "G 4 at X(n) = n: each ratio the negative binomial's (m + 9) 0.75 / m (worst %.1e)", worst);
+    CHECK_REL(exp(queue_cluster_increment(log(lambda), NAN, g)), 7.5, 1e-14, "m = 1: lambda / (G X(1)) = 7.5");
+    CHECK_REL(exp(queue_cluster_increment(log(lambda / 2), log(lambda), g)), 4.125, 1e-14,
+              "m = 2: 30 / (4 x 2) (1 + 0.75 / 7.5) = 4.125 = 11 x 0.75 / 2");
+    CHECK_REL(n1 / all, 30, 1e-12, "its mean lambda / mu = 30");
+    CHECK_REL(n2 / all - (n1 / all) * (n1 / all), 120, 1e-10, "its variance G x 30 = 120");
+    CHECK(queue_cluster_increment(log(0.3), log(0.7), 1) == log(0.3), "G 1: log r, the birth-death law's");
+    CHECK(queue_cluster_increment(log(0.3), log(0.7), INFINITY) == 0, "clusters that never end: flat");
+    /* far past the mode, r = e^-50 at both counts: log(1 + (e^-50 - 1) / 4) = log(0.75 + e^-50 / 4) */
+    CHECK_REL(queue_cluster_increment(-50, -50, g), log(0.75 + exp(-50) / 4), 1e-14,
+              "deep in the tail: log(0.75 + e^-50 / 4), the ratio p");
+    CHECK(isnan(queue_cluster_increment(0, 0, 0.5)) && isnan(queue_cluster_increment(NAN, 0, 2)),
+          "G below 1 or no ratio: NaN");
+
+    /* the law against the process: an M^X/M/infinity system, clusters of geometric size (mean 4) at
+     * 7.5 a second, each member leaving at rate 1, run event by event for 500,000 s: the share of
+     * time with 70 or more present, 0.00219 by the negative binomial (summed above), where taking
+     * the Poisson law's factors to the power 1 / 4 gives 0.00129 (both by their sums; python3) */
+    double tail_law = 0;
+    for (int m = 70; m < 1200; m++)
+        tail_law += exp(pi[m] - top) / all;
+    CHECK_REL(tail_law, 0.002191793808373522, 1e-9, "P(N >= 70) = 0.0021918 by the law");
+    double now = 0, high = 0;
+    int64_t present = 0;
+    while (now < 500000) {
+        double rate = lambda / g + (double)present, dt = -log(uniform01()) / rate;
+        if (present >= 70)
+            high += dt;
+        now += dt;
+        if (uniform01() * rate < lambda / g) {
+            present++;
+            while (uniform01() < 0.75) /* P(C > k) = 0.75^k */
+                present++;
+        } else {
+            present--;
+        }
+    }
+    check_near(high / now, 0.002191793808373522, 0.15, "the process: P(N >= 70) %.5f, the law's 0.00219",
+               high / now);
+
+    /* past a cap, by hand: r 0.6, G 3: (0.6 + 2) / 0.4 = 6.5 beyond, (0.6 x 3 / 0.4 + 3 x 2) / 0.4 =
+     * 26.25 queued; and by summing pi(N + k + 1) = r pi(N + k) + p^(k + 1) pi(N) from pi(N) = 1 */
+    double beyond, queued;
+    CHECK(queue_cluster_past_cap(0.6, 3, &beyond, &queued), "r 0.6, G 3: past the cap");
+    CHECK_REL(beyond, 6.5, 1e-14, "beyond (r + G - 1) / (1 - r) = 6.5");
+    CHECK_REL(queued, 26.25, 1e-14, "queued (r G / (1 - r) + G (G - 1)) / (1 - r) = 26.25");
+    double at = 1, sum = 0, ahead = 0, p_k = 1;
+    for (int k = 0; k < 2000; k++) {
+        p_k *= 2.0 / 3;
+        at = 0.6 * at + p_k;
+        sum += at;
+        ahead += (k + 1) * at;
+    }
+    CHECK_REL(sum, 6.5, 1e-12, "the recursion summed: 6.5");
+    CHECK_REL(ahead, 26.25, 1e-12, "its count summed: 26.25");
+    CHECK(queue_cluster_past_cap(0.6, 1, &beyond, &queued) && fabs(beyond - 1.5) < 1e-15 &&
+              fabs(queued - 3.75) < 1e-14,
+          "G 1: the M/M/1 queue's r / (1 - r) = 1.5 and r / (1 - r)^2 = 3.75");
+    CHECK(!queue_cluster_past_cap(1, 3, &beyond, &queued) && !queue_cluster_past_cap(0.5, 0.5, &beyond, &queued),
+          "r at 1 or G below 1: refused");
+}
+
 int main(void)
 {
     mg1();
@@ -506,5 +592,6 @@ int main(void)
     occupancy();
     compound();
     clusters();
+    cluster_law();
     return tap_done();
 }

@@ -1586,7 +1586,10 @@ static void settling(void)
      * scheduler): TP 4 x DP 2 at 2b sequences is two TP 4 instances of b, each with half the
      * requests, so the same TTFT and TPOT at every level, twice the sequences in flight and twice
      * their variance (the ranks' sum); to 1e-3, for the steps are settled on grids of either
-     * instance's counts and linear between */
+     * instance's counts and linear between, and the variance to 3e-3: the clusters' law
+     * (queueing.h) takes the spread at every count from those grids' interpolated delays, which
+     * puts the two variances 0.25% apart (the Poisson law's factors taken to the power 1 / G, the
+     * law before, 0.02%) */
     const struct layout tp4dp2 = {.racks = 1, .devices = 8, .tp = 4, .pp = 1, .dp = 2, .ep = 1},
                         tp4 = {.racks = 1, .devices = 4, .tp = 4, .pp = 1, .dp = 1, .ep = 1};
     struct serve_workload k1 = workload(1024, 1024);
@@ -1603,7 +1606,7 @@ static void settling(void)
               one.tail.ttft_s[2] * 1e3, two.tail.tpot_s[2] * 1e3, one.tail.tpot_s[2] * 1e3);
         CHECK(fabs(two.tail.sequences_mean / one.tail.sequences_mean / 2 - 1) <= 1e-3 &&
                   fabs(two.tail.sequences_sd * two.tail.sequences_sd / (one.tail.sequences_sd * one.tail.sequences_sd) /
-                       2 - 1) <= 1e-3,
+                       2 - 1) <= 3e-3,
               "sequences in flight %.2f (sd %.2f) and %.2f (sd %.2f)", two.tail.sequences_mean, two.tail.sequences_sd,
               one.tail.sequences_mean, one.tail.sequences_sd);
     }
@@ -1817,6 +1820,47 @@ static void work_conserving(void)
           p.tail.sequences_mean, simulated);
 }
 
+/* The same case where the KV cache decides who waits (cap 164 sequences): prompts held back
+ * together arrive in clusters, so the occupancy's upper tail is exponential (queueing.h, the
+ * clusters' law). Its Poisson factors taken to the power 1 / G, as before, gave the same sd but a
+ * thin tail: at batch 111, 3.7% of requests waiting for a slot where 200,000 simulated requests
+ * have 16-20%, and TTFT p99 5.0 s against 12-15 s, so serve took 111 for a 6 s target. Now the
+ * largest batch within p99 TTFT 6 s and TPOT 175 ms is 77, and there the analysis is within 10% of
+ * the simulation at TTFT p50, p90, p99 and TPOT p50, p99 (README, "At the KV cap"); at 111 the
+ * share waiting is within 1.5 times the simulation's, and TTFT p99 is not below it. */
+static void clustered_cap(void)
+{
+    struct topology t = fixture_topology("topologies/hgx-h200.xml");
+    struct graph_summary g;
+    analyse(&t, 1, &g);
+    struct model big = fixture_model("models/llama-3.1-405b.yaml");
+    struct serve_pool node = pool_of(&big, &t);
+    node.precisions.kv = PREC_FP8;
+    struct serve_workload w = workload(4096, 685);
+    w.arrivals = SERVE_POISSON;
+    w.percentile = 99;
+    w.ttft_s = 6;
+    w.tpot_s = 0.175;
+    int64_t batch = serve_largest_batch(&node, &g, &node_tp8, &w, 1000);
+    CHECK(batch >= 70 && batch <= 85, "the largest batch within the targets: %lld", (long long)batch);
+    struct serve_point p;
+    struct sim_result x;
+    if (!CHECK(serve_aggregated(&node, &g, &node_tp8, &w, batch, &p), "a point at that batch") ||
+        !CHECK(serve_simulate(&node, NULL, &w, NULL, &p, 200000, 1, &x) == SERVE_SIM_OK, "the point simulated"))
+        return;
+    tails_within("at the targets: ", &p, &x, 0.10);
+    CHECK(fabs(p.tail.ttft_s[1] / x.ttft_s.p90 - 1) <= 0.10, "TTFT p90: analysis %.0f ms, simulation %.0f ms",
+          p.tail.ttft_s[1] * 1e3, x.ttft_s.p90 * 1e3);
+    if (!CHECK(serve_aggregated(&node, &g, &node_tp8, &w, 111, &p), "111 sequences: a point") ||
+        !CHECK(serve_simulate(&node, NULL, &w, NULL, &p, 200000, 1, &x) == SERVE_SIM_OK, "111 simulated"))
+        return;
+    double share = p.tail.slot_wait_probability / x.slot_wait_share;
+    CHECK(share >= 1 / 1.5 && share <= 1.5, "at 111, waiting for a slot: analysis %.1f%%, simulation %.1f%%",
+          p.tail.slot_wait_probability * 100, x.slot_wait_share * 100);
+    CHECK(p.tail.ttft_s[2] >= x.ttft_s.p99, "at 111, TTFT p99 %.0f ms, not below the simulation's %.0f",
+          p.tail.ttft_s[2] * 1e3, x.ttft_s.p99 * 1e3);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && chdir(argv[1]) != 0)
@@ -1843,5 +1887,6 @@ int main(int argc, char **argv)
     deferred_ttft();
     kv_slot_wait();
     work_conserving();
+    clustered_cap();
     return tap_done();
 }
