@@ -118,10 +118,15 @@
  *   sqrt(N) s / m (s the reservation's sd; both over the sequences in flight, weighed by osl:
  *   serve_lengths.held_sd), over relaxation_s = E[osl^2 r^2] / (2 E[osl r^2]) output tokens of
  *   steps (the integrated autocorrelation of an M/G/infinity population's reserved sum, r = isl +
- *   osl). The wait is a mixture over 15 caps c at N and -+ 0.5 .. 3.5 sd (a normal law's
- *   weights), each a phase of queue_wait: a request waits with the birth-death law's chance at c
- *   (1 where lambda >= X(c)); the sequences holding a cap below N are the longer ones, which
- *   leave at X_c = X(c) c / N (tests/data/kv-slot-replica.py, a replica of the simulation's
+ *   osl); where prompts' holds gather arrivals in clusters (G > 1), the sequences in excess of
+ *   the occupancy's mean are for a share 1 - 1 / G those of clusters, whose holds pick long
+ *   prompts, each reserving serve_lengths.held_prompt_context, so the cap N (counted at the mean
+ *   reservation m) is reached at mean + (N - mean) m / (m + (1 - 1 / G) (held_prompt_context -
+ *   m)), the law worked out again at that cap. The wait is a mixture over 15 caps c at N and -+
+ *   0.5 .. 3.5 sd (a normal law's weights), each a phase of queue_wait: a request waits with the
+ *   birth-death law's chance at c (1 where lambda >= X(c)); the sequences holding a cap below N
+ *   are the longer ones, which leave at X_c = X(c) c / N (tests/data/kv-slot-replica.py, a
+ *   replica of the simulation's
  *   admission: while requests wait, completions run 6% below X(n) and the reservation in flight
  *   6% above its mean), so it has r / (1 - r) requests ahead at r = lambda /
  *   X_c, no more than a composition's life lets a queue near balance grow (a random walk,
@@ -264,6 +269,8 @@ struct serve_lengths {
     int64_t decode_context;     /* E[osl (isl + osl / 2)] / E[osl]: the KV a decode token attends to */
     int64_t held_context;       /* E[osl (isl + osl)] / E[osl]: the KV a sequence in flight reserves */
     double held_sd;             /* its standard deviation over the sequences in flight (weighed by osl) */
+    double held_prompt_context; /* E[isl osl (isl + osl)] / E[isl osl]: the same weighed by the prompt
+                                 * too, as a prompt's prefill hold brings the requests of a cluster */
     double held_relaxation_tokens; /* E[osl^2 (isl + osl)^2] / (2 E[osl (isl + osl)^2]): how long, in
                                     * output tokens, the KV reserved in flight keeps its deviations */
     double life_overlap;        /* E[min(osl1, osl2)] / E[osl] over two requests: how long two that
@@ -610,10 +617,10 @@ enum serve_sim_status { SERVE_SIM_OK, SERVE_SIM_NO_MEMORY, SERVE_SIM_INVALID };
  * TTFT's percentile then sits on a cliff (a prefill's time or seconds of waiting) which a few
  * tenths of a percent more waiting move (README, "Tail latency": Llama 3.1 405B at 4,096/685 with
  * an FP8 KV cache, +4% at the batch its targets allow, 2.3 times the simulation's past it; the
- * MLPerf Llama 3.1 405B mix, -11%; the MLPerf DeepSeek-R1 mix, whose simulation's own p99 is 59 ms
- * over 4,000,000 requests and 1,096 ms over the first 1,000,000);
- * disaggregated, the wait is the decode pool's, which the engines take before prefill. Either way
- * `serve` says to simulate it and `compare` marks the row. */
+ * MLPerf Llama 3.1 405B mix, -5% to -7%; the MLPerf DeepSeek-R1 mix, whose simulation's own p99
+ * is 59 ms over 4,000,000 requests and 1,096 ms over the first 1,000,000); disaggregated, the wait
+ * is the decode pool's, which the engines take before prefill. Either way `serve` says to
+ * simulate it and `compare` marks the row. */
 #define SERVE_SLOT_WAITS_NEAR 4
 bool serve_ttft_on_slot_waits(const struct serve_workload *w, const struct serve_point *p);
 
