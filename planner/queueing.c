@@ -322,10 +322,9 @@ double queue_cluster_increment(double log_ratio, double log_ratio_before, double
 
 bool queue_cluster_past_cap(double r, double spread, double *beyond, double *queued)
 {
-    if (!(r >= 0 && r < 1) || !(spread >= 1))
+    if (!(r >= 0 && r < 1) || !(spread >= 1) || !isfinite(spread))
         return false;
-    double g = isfinite(spread) ? spread : QUEUE_CLUSTER_MOST_SPREAD;
-    *beyond = (r + g - 1) / (1 - r);
-    *queued = (r * g / (1 - r) + g * (g - 1)) / (1 - r);
+    *beyond = (r + spread - 1) / (1 - r);
+    *queued = (r * spread / (1 - r) + spread * (spread - 1)) / (1 - r);
     return true;
 }

@@ -99,8 +99,6 @@
 /* Past this log((G - 1) / r) a cluster's increment is its logarithm plus a correction (exp would
  * overflow) */
 #define QUEUE_CLUSTER_LARGE_LOG 30
-/* A cluster spread taken as infinite (held share 1) past the cap: that of a held share of 0.99 */
-#define QUEUE_CLUSTER_MOST_SPREAD 100
 
 struct queue_wait {
     double use;              /* rho, per server */
@@ -191,7 +189,8 @@ double queue_cluster_increment(double log_ratio, double log_ratio_before, double
 
 /* The mass past a cap N and the count queued there, each over pi(N) (see the header, "Past a
  * cap"): *beyond = (r + G - 1) / (1 - r), *queued = (r G / (1 - r) + G (G - 1)) / (1 - r), r =
- * lambda / X(N) in [0, 1), G >= 1 (infinite taken as QUEUE_CLUSTER_MOST_SPREAD). False, both untouched, when r or G is out of range. */
+ * lambda / X(N) in [0, 1), G >= 1 finite. False, both untouched, when r or G is out of range
+ * (clusters that never end have no mass past a cap that is finite). */
 bool queue_cluster_past_cap(double r, double spread, double *beyond, double *queued);
 
 struct queue_moments {

@@ -955,7 +955,8 @@ static double spread_at(double arrivals_per_s, double delay_s, double hold_scv, 
 }
 
 /* The mass past the cap and the count queued there, over pi(N), at r = lambda / X(N) < 1
- * (queueing.h): with the clusters of spread G, or as single arrivals where G is not a number. */
+ * (queueing.h): with the clusters of spread G, or as single arrivals where G is not a finite
+ * number (spread_at keeps it finite: its held share at most OCCUPANCY_MOST_HELD). */
 static void past_the_cap(double r, double spread, double *beyond, double *queued)
 {
     if (!queue_cluster_past_cap(r, spread, beyond, queued))

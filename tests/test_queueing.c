@@ -574,8 +574,9 @@ static void cluster_law(void)
     CHECK(queue_cluster_past_cap(0.6, 1, &beyond, &queued) && fabs(beyond - 1.5) < 1e-15 &&
               fabs(queued - 3.75) < 1e-14,
           "G 1: the M/M/1 queue's r / (1 - r) = 1.5 and r / (1 - r)^2 = 3.75");
-    CHECK(!queue_cluster_past_cap(1, 3, &beyond, &queued) && !queue_cluster_past_cap(0.5, 0.5, &beyond, &queued),
-          "r at 1 or G below 1: refused");
+    CHECK(!queue_cluster_past_cap(1, 3, &beyond, &queued) && !queue_cluster_past_cap(0.5, 0.5, &beyond, &queued) &&
+              !queue_cluster_past_cap(0.5, INFINITY, &beyond, &queued),
+          "r at 1, G below 1 or infinite: refused");
 }
 
 int main(void)
