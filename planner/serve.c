@@ -767,6 +767,8 @@ static double prompts_most(double m)
 #define OCCUPANCY_MOST_HELD 0.99
 /* Newton's steps at most that balance the departures (balance_departures). */
 #define OCCUPANCY_BALANCE_STEPS 8
+/* settled_step: Aitken's step only where the substitution contracts by at most this a round */
+#define SETTLE_MOST_CONTRACTION 0.95
 
 /* Each grid point's composition; a function of the setup, the workload and the cap alone, so one
  * table a thread is kept for the layout priced last (the search prices a layout's batches in
@@ -875,8 +877,13 @@ static void settled_step(struct composition *c, const struct serve_workload *w, 
             break;
         }
         settle_once(c, w, arrivals_per_s, f1, plain, correlated, &clump, &rho, &f2, &v2);
-        double bend = f2 - 2 * f1 + t;
-        double next = fabs(bend) > 1e-300 ? t - (f1 - t) * (f1 - t) / bend : f2;
+        /* Aitken's step t + (f1 - t) / (1 - q) where the substitution contracts by q = (f2 - f1) /
+         * (f1 - t); where q is near 1 (the clumps still settling make two steps look alike) the
+         * step would leap anywhere, and from there the iteration can circle the answer for good
+         * (Llama 3.1 405B on MI300X at 126 sequences: 80 rounds between 0.063 and 0.095 s, the
+         * answer 0.0925, ending at 0.0762): there the substitution's own f2 */
+        double q = (f2 - f1) / (f1 - t);
+        double next = isfinite(q) && fabs(q) < SETTLE_MOST_CONTRACTION ? t + (f1 - t) / (1 - q) : f2;
         t = next > alone && isfinite(next) ? next : f2;
         if (t > 1e6 * alone)
             break;
