@@ -328,3 +328,27 @@ bool queue_cluster_past_cap(double r, double spread, double *beyond, double *que
     *queued = (r * spread / (1 - r) + spread * (spread - 1)) / (1 - r);
     return true;
 }
+
+double queue_window_share(double x)
+{
+    if (!(x >= 0))
+        return NAN;
+    if (x < 1e-4)
+        return 1 - x / 3 + x * x / 12;
+    return 2 * (1 - -expm1(-x) / x) / x;
+}
+
+double queue_window_correlation(const double *service_s, const double *weight, int64_t n, double window_s)
+{
+    double variance = queue_occupancy_window_variance(1, service_s, weight, n, window_s);
+    if (!isfinite(variance))
+        return NAN;
+    double total = 0, covariance = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double s = service_s[i];
+        total += weight[i];
+        covariance += weight[i] * (s < window_s ? s * s / 2 + s * (window_s - s) : window_s * window_s / 2);
+    }
+    covariance /= total * window_s;
+    return variance > 0 ? covariance / sqrt(variance * window_s) : 0;
+}

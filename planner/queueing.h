@@ -180,6 +180,23 @@ double queue_occupancy_window_variance(double arrivals_per_s, const double *serv
  * outside its range. */
 double queue_cluster_spread(double held, double hold_scv, double overlap);
 
+/* The variance of an Ornstein-Uhlenbeck process's mean over a window x relaxation times, over
+ * its own variance: (2 / x) (1 - (1 - e^-x) / x) (by its series below x = 1e-4, where that
+ * cancels). NaN for x < 0 or NaN. */
+double queue_window_share(double x);
+
+/* In an M/G/infinity system (services service_s[i] with weights weight[i], as for
+ * queue_occupancy_window_variance), the correlation of the number present, averaged over a window
+ * of w seconds, with the arrivals in that window, EXACT: an arrival x before the window ends adds
+ * E[min(S, x)] / w to the mean (Campbell), so Cov = (lambda / w) sum_i p_i int_0^w min(s_i, x) dx,
+ * int = s^2 / 2 + s (w - s) for s < w and w^2 / 2 beyond, Var(arrivals) = lambda w, and the mean's
+ * variance queue_occupancy_window_variance's; lambda cancels. sqrt(3/8) = 0.612 for services all
+ * w long; toward 1 for services far shorter than w (the mean then counts the window's arrivals),
+ * toward 0 for far longer (they are a small part of those present); exponential services of mean
+ * w, whose departures' own chance decorrelates the two further, sqrt(1 / (2 e)) = 0.429. NaN as
+ * queue_occupancy_window_variance. */
+double queue_window_correlation(const double *service_s, const double *weight, int64_t n, double window_s);
+
 /* log pi(m) / pi(m - 1) of the clusters' law (see the header, "The law of the number present
  * under clusters"): log r_m - log G + log(1 + (G - 1) / r_(m - 1)), r = lambda / X, given as
  * log_ratio = log r_m and log_ratio_before = log r_(m - 1), or NaN at m = 1 (then log r_1 - log

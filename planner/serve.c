@@ -1445,13 +1445,11 @@ static bool instance_occupancy(const struct serve_pool *pool, const struct roof_
 
 /* ---- percentiles (serve.h, "Percentiles") ---- */
 
-/* The variance of an Ornstein-Uhlenbeck process's mean over a window x correlation times, over
- * its own variance: (2 / x) (1 - (1 - e^-x) / x), by its series where that cancels. */
-static double window_share(double x)
+/* The sd of a request's TPOT from its occupancy's part and its steps' prompts', correlated by
+ * `together` (queue_window_correlation): a run of arrivals lengthens both. */
+static double combined_sd(double occupancy_sd, double steps_sd, double together)
 {
-    if (x < 1e-4)
-        return 1 - x / 3 + x * x / 12;
-    return 2 * (1 - -expm1(-x) / x) / x;
+    return sqrt(occupancy_sd * occupancy_sd + steps_sd * steps_sd + 2 * together * occupancy_sd * steps_sd);
 }
 
 /* The variance of the mean of n steps whose prompts correlate by rho from one step to the next
@@ -1467,10 +1465,10 @@ static double correlated_share(double rho, double n)
 /* TPOT at the levels (see the header). A request's TPOT is the mean of the steps of its life,
  * n = (osl - 1) / y of them: about the mean step over the occupancy / y, it deviates by the
  * occupancy's quantile shrunk to the share of its variance a life of that length keeps
- * (window_share of the relaxation time), and by the steps' own variation (the prompts they
- * carry), independent from step to step, a normal law of variance V / n; the two added in
- * quadrature past the median. Per output-length bin, the quantiles averaged by weight (exact for
- * one length). */
+ * (queue_window_share of the relaxation time), and by the steps' own variation (the prompts they
+ * carry), independent from step to step, a normal law of variance V / n; the two added past the
+ * median with the correlation a run of arrivals gives them (queue_window_correlation). Per
+ * output-length bin, the quantiles averaged by weight (exact for one length). */
 /* Laws of TPOT, one an output-length bin, mixed by weight: each the occupancy's normal part and
  * the sum of the prompts its steps carry, a compound Poisson law, skewed (a few long prompts make
  * a short life slow): together a lognormal shifted to their mean, variance and skewness (normal
@@ -1587,17 +1585,37 @@ static void tpot_tail(const struct serve_workload *w, const struct serve_occupan
     if (joins)
         join_moments(o, &join_mean, &join_variance, &join_third);
     struct skewed_mix mix = {0};
-    double keep[SERVE_LENGTH_BINS], spread[SERVE_LENGTH_BINS], widest = 0, shifted = 0, counted = 0;
+    double keep[SERVE_LENGTH_BINS], spread[SERVE_LENGTH_BINS], together[SERVE_LENGTH_BINS], lives[SERVE_LENGTH_BINS];
+    double widest = 0, shifted = 0, counted = 0, mean_life = 0, weights = 0;
+    for (int64_t b = 0; b < bins; b++) {
+        lives[b] = fmax(osl[b] - 1, 1) / y * o->step_mean_s;
+        mean_life += weight[b] * lives[b];
+        weights += weight[b];
+    }
+    mean_life /= weights > 0 ? weights : 1;
+    /* the M/G/infinity system whose relaxation is the occupancy's (its mean life): near a compute
+     * plateau, where the batch drifts for longer than a life, the lives stretched to it */
+    double stretch = mean_life > 0 && o->relaxation_s > 0 ? o->relaxation_s / mean_life : 0;
+    double stretched[SERVE_LENGTH_BINS];
+    for (int64_t b = 0; b < bins; b++)
+        stretched[b] = lives[b] * stretch;
     /* the prompts' units a step, as a compound Poisson law: Poisson(m / s) clumps of s units, each
      * unit adding b to the step, b^2 m s = the composition's variance V */
     double m = o->composition_units, clump = o->composition_clump;
     bool compound = m > 0 && clump > 0 && o->composition_variance_s2 > 0;
     for (int64_t b = 0; b < bins; b++) {
-        double n = fmax(osl[b] - 1, 1) / y, life = n * o->step_mean_s;
+        double n = fmax(osl[b] - 1, 1) / y, life = lives[b];
         double correlated = correlated_share(o->composition_correlation, n);
-        keep[b] = o->relaxation_s > 0 ? sqrt(window_share(life / o->relaxation_s)) : 0;
+        keep[b] = o->relaxation_s > 0 ? sqrt(queue_window_share(life / o->relaxation_s)) : 0;
+        /* a run of arrivals brings the prompts a life's steps carry and raises the occupancy it
+         * lives through: the two correlate as the arrivals in a window and the mean number present
+         * over it do in that M/G/infinity system */
+        together[b] = life > 0 && stretch > 0 ? queue_window_correlation(stretched, weight, bins, life) : 0;
+        if (!isfinite(together[b]))
+            together[b] = 0;
         spread[b] = sqrt(o->composition_variance_s2 / n * correlated) / y;
-        double sd = sqrt(keep[b] * keep[b] * o->step_variance_s2 / (y * y) + spread[b] * spread[b]);
+        double occupancy_sd = keep[b] * sqrt(o->step_variance_s2) / y;
+        double sd = combined_sd(occupancy_sd, spread[b], together[b]);
         /* the occupancy a request lives through moves its steps together: its share keep of the
          * occupancy's step law, with that law's skew (right-skewed where the batch wanders near
          * the compute plateau) */
@@ -1623,7 +1641,7 @@ static void tpot_tail(const struct serve_workload *w, const struct serve_occupan
             prefill_chain_window(chain, n, &sum_mean, &sum_variance, &sum_third);
             own = sum_mean / (n * y) - mean;
             spread[b] = sqrt(sum_variance) / (n * y);
-            sd = sqrt(keep[b] * keep[b] * o->step_variance_s2 / (y * y) + spread[b] * spread[b]);
+            sd = combined_sd(occupancy_sd, spread[b], together[b]);
             skew = sd > 0 ? (sum_third / pow(n * y, 3) + occupancy_third) / (sd * sd * sd) : 0;
         }
         if (joins && osl[b] > 1) { /* the wait to join, spread over its osl - 1 tokens */
@@ -1657,11 +1675,14 @@ static void tpot_tail(const struct serve_workload *w, const struct serve_occupan
         return;
     }
     /* one length: the occupancy's own quantile (skewed where the batch nears its cap), and the steps'
-     * normal spread added in quadrature past the median */
+     * normal spread added to it past the median, with their correlation (queue_window_correlation) where
+     * both lie on one side */
     for (int i = 0; i < TAIL_LEVELS; i++) {
         double occupancy = keep[0] * (o->step_quantile_s[i] - o->step_mean_s) / y;
         double steps = levels[i] == 0.5 ? 0 : queue_normal_quantile(levels[i]) * spread[0];
-        double both = sqrt(occupancy * occupancy + steps * steps);
+        double both = sqrt(fmax(occupancy * occupancy + steps * steps +
+                                    (occupancy * steps > 0 ? 2 * together[0] * occupancy * steps : 0),
+                                0));
         double deviation = levels[i] > 0.5 ? fmax(occupancy, 0) + both - fabs(occupancy)
                            : levels[i] < 0.5 ? occupancy - (both - fabs(occupancy))
                                              : occupancy;

@@ -107,8 +107,11 @@
  *   TPOT: the mean of a request's n = (osl - 1) / y steps: the batch's quantile shrunk to what a
  *   life of that length keeps (relaxation Var(n) / (lambda G), G the clusters' spread) and the
  *   steps' own variance V / n times the correlated sum's (1 + rho) / (1 - rho) - 2 rho (1 - rho^n)
- *   / (n (1 - rho)^2), in quadrature, after the request's own prompt's delay delta carried into
- *   its steps, delta rho^j at the j-th (its TPOT + delta rho (1 - rho^n) / ((1 - rho) n y)); a
+ *   / (n (1 - rho)^2), the two sds added with the correlation a run of arrivals gives them, that
+ *   of the mean number present over the life with the arrivals in it in the M/G/infinity system
+ *   of the output-length bins' lives stretched to the occupancy's relaxation
+ *   (queue_window_correlation), after the request's own prompt's delay delta carried into its
+ *   steps, delta rho^j at the j-th (its TPOT + delta rho (1 - rho^n) / ((1 - rho) n y)); a
  *   length mix's quantiles those of the mixture over output-length bins, each a lognormal shifted
  *   to the mean, variance and skewness of the bin's TPOT (the steps' units a compound Poisson sum,
  *   Poisson(n m / s_n) clumps of s_n = s g units, g the correlated factor above);

@@ -579,6 +579,76 @@ static void cluster_law(void)
           "r at 1, G below 1 or infinite: refused");
 }
 
+/* Windows by hand. An Ornstein-Uhlenbeck mean over x = 1 relaxation times keeps 2 (1 - (1 - 1/e))
+ * = 2 / e of the variance. The M/G/infinity correlation of the mean number present over a window
+ * of w with the arrivals in it: services all w long, Cov = w / 2, Var(mean) = 2 w / 3 (lambda 1):
+ * sqrt(3/8); services of w / 1000, (1 - 1/2000) / sqrt(1 - 1/3000) = 0.99967; of 1000 w, 0.5 /
+ * sqrt(1000 - 1/3) = 0.015814; exponential of mean w (2,000 quantile bins), sqrt(1 / (2 e)) =
+ * 0.4289. Then against simulated systems at 10 arrivals a second, 50,000 windows of 1 s: services
+ * of 1 s (M/D/infinity) and exponential of mean 1 s (M/M/infinity). */
+static double window_sample(bool exponential)
+{
+    enum { WINDOWS = 50000, TICKS = 100 }; /* ticks of 10 ms */
+    static int32_t leaving_at[TICKS];      /* M/D: those that leave at a tick, a ring */
+    const double lambda = 10, step = 0.01;
+    int64_t present = 0, tick = 0;
+    double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0, n = 0;
+    for (int k = 0; k < WINDOWS; k++) {
+        double area = 0, arrived = 0;
+        for (int i = 0; i < TICKS; i++, tick++) {
+            if (uniform01() < lambda * step) {
+                present++;
+                arrived++;
+                if (!exponential)
+                    leaving_at[(tick + TICKS) % TICKS]++;
+            }
+            int64_t leaving = 0;
+            if (exponential) {
+                for (int64_t j = 0; j < present; j++)
+                    leaving += uniform01() < step;
+            } else {
+                leaving = leaving_at[(tick + 1) % TICKS];
+                leaving_at[(tick + 1) % TICKS] = 0;
+            }
+            present -= leaving;
+            area += (double)present * step;
+        }
+        if (k < 10)
+            continue; /* warm-up */
+        n++;
+        sx += area;
+        sy += arrived;
+        sxx += area * area;
+        syy += arrived * arrived;
+        sxy += area * arrived;
+    }
+    double cov = sxy / n - sx / n * sy / n;
+    return cov / sqrt((sxx / n - sx / n * sx / n) * (syy / n - sy / n * sy / n));
+}
+
+static void windows(void)
+{
+    CHECK_REL(queue_window_share(1), 2 / exp(1), 1e-15, "x = 1: the window keeps 2 / e of the variance");
+    CHECK(queue_window_share(0) == 1 && isnan(queue_window_share(-1)), "an empty window keeps all; a negative, NaN");
+    double one = 1, all = 1, short_ = 0.001, long_ = 1000;
+    CHECK_REL(queue_window_correlation(&one, &all, 1, 1), sqrt(3.0 / 8), 1e-12, "services all w long: sqrt(3/8)");
+    CHECK_REL(queue_window_correlation(&short_, &all, 1, 1), (1 - 1 / 2000.0) / sqrt(1 - 1 / 3000.0), 1e-12,
+              "services of w / 1000: 0.99967");
+    CHECK_REL(queue_window_correlation(&long_, &all, 1, 1), 0.5 / sqrt(1000 - 1 / 3.0), 1e-12,
+              "services of 1000 w: 0.015814");
+    static double quantile[2000], weight[2000];
+    for (int i = 0; i < 2000; i++) {
+        quantile[i] = -log(1 - (i + 0.5) / 2000);
+        weight[i] = 1;
+    }
+    CHECK_REL(queue_window_correlation(quantile, weight, 2000, 1), sqrt(1 / (2 * exp(1))), 2e-3,
+              "exponential services of mean w: sqrt(1 / (2 e))");
+    CHECK(isnan(queue_window_correlation(&one, &all, 1, 0)), "an empty window: NaN");
+    double fixed = window_sample(false), exponential = window_sample(true);
+    check_near(fixed, sqrt(3.0 / 8), 0.03, "M/D/infinity, simulated: %.4f against sqrt(3/8) = 0.6124", fixed);
+    check_near(exponential, sqrt(1 / (2 * exp(1))), 0.03, "M/M/infinity, simulated: %.4f against 0.4289", exponential);
+}
+
 int main(void)
 {
     mg1();
@@ -594,5 +664,6 @@ int main(void)
     compound();
     clusters();
     cluster_law();
+    windows();
     return tap_done();
 }
