@@ -129,10 +129,9 @@
  *   0.5 .. 3.5 sd (a normal law's weights), each a phase of queue_wait: a request waits with the
  *   birth-death law's chance at c (1 where lambda >= X(c)); the sequences holding a cap below N
  *   are the longer ones, which leave at X_c = X(c) c / N (tests/data/kv-slot-replica.py, a
- *   replica of the simulation's
- *   admission: while requests wait, completions run 6% below X(n) and the reservation in flight
- *   6% above its mean), so it has r / (1 - r) requests ahead at r = lambda /
- *   X_c, no more than a composition's life lets a queue near balance grow (a random walk,
+ *   replica of the simulation's admission: while requests wait, completions run 6% below X(n)
+ *   and the reservation in flight 6% above its mean), so it has r / (1 - r) requests ahead at r =
+ *   lambda / X_c, no more than a composition's life lets a queue near balance grow (a random walk,
  *   sqrt(2 (lambda + X_c) relaxation_s / pi), past it (lambda - X_c) relaxation_s / 2 more), and
  *   waits (ahead + 1) / X_c; alike requests: one cap, the mass past it alone, its wait by Little's
  *   law on the count queued there (queue_cluster_past_cap);
