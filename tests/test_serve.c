@@ -71,21 +71,29 @@ static void llama_h200(struct model *m, struct topology *t, struct graph_summary
 /* The whole node as one TP 8 instance. */
 static const struct layout node_tp8 = {.racks = 1, .devices = 8, .tp = 8, .pp = 1, .dp = 1, .ep = 1};
 
-/* Llama 3.1 405B (BF16 weights, FP8 KV) on one node of `topology`, 4,096/685 requests at random,
- * targets at p99 TTFT 6 s / TPOT 175 ms: prefill three quarters of the machine's time. */
-static void llama405b_fp8(const char *topology, struct model *m, struct topology *t, struct graph_summary *g,
-                          struct serve_pool *pool, struct serve_workload *w)
+/* Llama 3.1 405B (BF16 weights, FP8 KV) on one node of a topology, 4,096/685 requests at random,
+ * targets at p99 TTFT 6 s / TPOT 175 ms: prefill three quarters of the machine's time. The pool
+ * points at the model and topology beside it, so the case stays where it was filled. */
+struct prefill_heavy {
+    struct model model;
+    struct topology topology;
+    struct graph_summary g;
+    struct serve_pool pool;
+    struct serve_workload w;
+};
+
+static void llama405b_fp8(const char *topology, struct prefill_heavy *c)
 {
-    *m = fixture_model("models/llama-3.1-405b.yaml");
-    *t = fixture_topology(topology);
-    analyse(t, 1, g);
-    *pool = pool_of(m, t);
-    pool->precisions.kv = PREC_FP8;
-    *w = workload(4096, 685);
-    w->arrivals = SERVE_POISSON;
-    w->percentile = 99;
-    w->ttft_s = 6;
-    w->tpot_s = 0.175;
+    c->model = fixture_model("models/llama-3.1-405b.yaml");
+    c->topology = fixture_topology(topology);
+    analyse(&c->topology, 1, &c->g);
+    c->pool = pool_of(&c->model, &c->topology);
+    c->pool.precisions.kv = PREC_FP8;
+    c->w = workload(4096, 685);
+    c->w.arrivals = SERVE_POISSON;
+    c->w.percentile = 99;
+    c->w.ttft_s = 6;
+    c->w.tpot_s = 0.175;
 }
 
 /* ---- 1. multi-token prediction ---- */
@@ -1811,21 +1819,19 @@ static void kv_slot_wait(void)
  * the simulation, 200,000 requests, seed 1: 117.8. Both must now agree within 2%. */
 static void work_conserving(void)
 {
-    struct model big;
-    struct topology t;
-    struct graph_summary g;
-    struct serve_pool node;
-    struct serve_workload w;
-    llama405b_fp8("topologies/hgx-h200.xml", &big, &t, &g, &node, &w);
+    struct prefill_heavy c;
+    llama405b_fp8("topologies/hgx-h200.xml", &c);
+    struct serve_workload w = c.w;
+    const struct graph_summary *g = &c.g;
     struct serve_point p;
-    if (!CHECK(serve_aggregated(&node, &g, &node_tp8, &w, 111, &p), "Llama 3.1 405B, 111 sequences: a point"))
+    if (!CHECK(serve_aggregated(&c.pool, g, &node_tp8, &w, 111, &p), "Llama 3.1 405B, 111 sequences: a point"))
         return;
     double little = p.decode.requests_per_s * 684 * p.tail.tpot_mean_s;
     CHECK(fabs(p.tail.sequences_mean / little - 1) <= 0.02,
           "the occupancy's mean %.1f against Little's law on its TPOT %.1f (%.4f req/s x 684 x %.2f ms)",
           p.tail.sequences_mean, little, p.decode.requests_per_s, p.tail.tpot_mean_s * 1e3);
     struct sim_result x;
-    if (!CHECK(serve_simulate(&node, NULL, &w, NULL, &p, 200000, 1, &x) == SERVE_SIM_OK, "the point simulated"))
+    if (!CHECK(serve_simulate(&c.pool, NULL, &w, NULL, &p, 200000, 1, &x) == SERVE_SIM_OK, "the point simulated"))
         return;
     double simulated = x.mean_decoding_sequences / (double)p.decode_instances;
     CHECK(fabs(p.tail.sequences_mean / simulated - 1) <= 0.02, "the occupancy's mean %.1f against the simulation's %.1f",
@@ -1843,24 +1849,22 @@ static void work_conserving(void)
  * it. */
 static void clustered_cap(void)
 {
-    struct model big;
-    struct topology t;
-    struct graph_summary g;
-    struct serve_pool node;
-    struct serve_workload w;
-    llama405b_fp8("topologies/hgx-h200.xml", &big, &t, &g, &node, &w);
-    int64_t batch = serve_largest_batch(&node, &g, &node_tp8, &w, 1000);
+    struct prefill_heavy c;
+    llama405b_fp8("topologies/hgx-h200.xml", &c);
+    struct serve_workload w = c.w;
+    const struct graph_summary *g = &c.g;
+    int64_t batch = serve_largest_batch(&c.pool, g, &node_tp8, &w, 1000);
     CHECK(batch >= 70 && batch <= 85, "the largest batch within the targets: %lld", (long long)batch);
     struct serve_point p;
     struct sim_result x;
-    if (!CHECK(serve_aggregated(&node, &g, &node_tp8, &w, batch, &p), "a point at that batch") ||
-        !CHECK(serve_simulate(&node, NULL, &w, NULL, &p, 200000, 1, &x) == SERVE_SIM_OK, "the point simulated"))
+    if (!CHECK(serve_aggregated(&c.pool, g, &node_tp8, &w, batch, &p), "a point at that batch") ||
+        !CHECK(serve_simulate(&c.pool, NULL, &w, NULL, &p, 200000, 1, &x) == SERVE_SIM_OK, "the point simulated"))
         return;
     tails_within("at the targets: ", &p, &x, 0.10);
     CHECK(fabs(p.tail.ttft_s[1] / x.ttft_s.p90 - 1) <= 0.10, "TTFT p90: analysis %.0f ms, simulation %.0f ms",
           p.tail.ttft_s[1] * 1e3, x.ttft_s.p90 * 1e3);
-    if (!CHECK(serve_aggregated(&node, &g, &node_tp8, &w, 111, &p), "111 sequences: a point") ||
-        !CHECK(serve_simulate(&node, NULL, &w, NULL, &p, 200000, 1, &x) == SERVE_SIM_OK, "111 simulated"))
+    if (!CHECK(serve_aggregated(&c.pool, g, &node_tp8, &w, 111, &p), "111 sequences: a point") ||
+        !CHECK(serve_simulate(&c.pool, NULL, &w, NULL, &p, 200000, 1, &x) == SERVE_SIM_OK, "111 simulated"))
         return;
     double share = p.tail.slot_wait_probability / x.slot_wait_share;
     CHECK(share >= 1 / 1.5 && share <= 1.5, "at 111, waiting for a slot: analysis %.1f%%, simulation %.1f%%",
@@ -1876,9 +1880,9 @@ static void clustered_cap(void)
     struct length_mix mix;
     if (!mix_read("workloads/mlperf-llama3.1-405b.csv", "MLPerf Llama 3.1 405B", &mix))
         return;
-    struct serve_pool bf16 = pool_of(&big, &t);
+    struct serve_pool bf16 = pool_of(&c.model, &c.topology);
     struct serve_workload mw = mix_workload(&mix, 6, 0.175);
-    if (CHECK(serve_aggregated(&bf16, &g, &node_tp8, &mw, 14, &p), "the MLPerf 405B mix, 14 sequences: a point") &&
+    if (CHECK(serve_aggregated(&bf16, g, &node_tp8, &mw, 14, &p), "the MLPerf 405B mix, 14 sequences: a point") &&
         CHECK(serve_simulate(&bf16, NULL, &mw, &mix, &p, 400000, 1, &x) == SERVE_SIM_OK, "the mix simulated")) {
         share = p.tail.slot_wait_probability / x.slot_wait_share;
         CHECK(share >= 1 / 1.5 && share <= 1.5, "the mix at 14, waiting for a slot: analysis %.2f%%, simulation %.2f%%",
@@ -1898,17 +1902,15 @@ static void clustered_cap(void)
  * batch from 149 to 153 and is within 3% of the simulation's at 152. */
 static void settles_with_clumps(void)
 {
-    struct model big;
-    struct topology t;
-    struct graph_summary g;
-    struct serve_pool node;
-    struct serve_workload w;
-    llama405b_fp8("topologies/mi300x.xml", &big, &t, &g, &node, &w);
+    struct prefill_heavy c;
+    llama405b_fp8("topologies/mi300x.xml", &c);
+    struct serve_workload w = c.w;
+    const struct graph_summary *g = &c.g;
     double last = 0;
     bool grows = true;
     struct serve_point p;
     for (int64_t batch = 149; batch <= 153; batch++) {
-        if (!CHECK(serve_aggregated(&node, &g, &node_tp8, &w, batch, &p), "405B on MI300X, %lld sequences: a point",
+        if (!CHECK(serve_aggregated(&c.pool, g, &node_tp8, &w, batch, &p), "405B on MI300X, %lld sequences: a point",
                    (long long)batch))
             return;
         grows &= p.tail.sequences_mean > last;
@@ -1916,8 +1918,8 @@ static void settles_with_clumps(void)
     }
     CHECK(grows, "the occupancy's mean grows with the batch, 149 to 153 (%.1f at 153)", last);
     struct sim_result x;
-    if (CHECK(serve_aggregated(&node, &g, &node_tp8, &w, 152, &p), "152 sequences") &&
-        CHECK(serve_simulate(&node, NULL, &w, NULL, &p, 200000, 1, &x) == SERVE_SIM_OK, "152 simulated")) {
+    if (CHECK(serve_aggregated(&c.pool, g, &node_tp8, &w, 152, &p), "152 sequences") &&
+        CHECK(serve_simulate(&c.pool, NULL, &w, NULL, &p, 200000, 1, &x) == SERVE_SIM_OK, "152 simulated")) {
         double simulated = x.mean_decoding_sequences / (double)p.decode_instances;
         CHECK(fabs(p.tail.sequences_mean / simulated - 1) <= 0.03, "at 152: the occupancy's mean %.1f, simulated %.1f",
               p.tail.sequences_mean, simulated);
