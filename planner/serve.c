@@ -1173,11 +1173,13 @@ static void occupancy_of(const struct settled *g, int64_t cap, double cap_sd, do
         /* log (lambda / X(n)), and the clusters' law (queueing.h) at the spread of the share held
          * here */
         double spread = spread_at(arrivals_per_s, delay, hold_scv, overlap);
-        /* the run's first count follows the last run's ratio, its others its own */
+        /* the run's first count follows the last run's ratio, its others (where it has more than
+         * one) its own */
         double log_ratio = log_rate - log(middle / t);
-        double increment = (queue_cluster_increment(log_ratio, ratio_before, spread) +
-                            (double)(length - 1) * queue_cluster_increment(log_ratio, log_ratio, spread)) /
-                           (double)length;
+        double increment = queue_cluster_increment(log_ratio, ratio_before, spread);
+        if (length > 1)
+            increment = (increment + (double)(length - 1) * queue_cluster_increment(log_ratio, log_ratio, spread)) /
+                        (double)length;
         ratio_before = log_ratio;
         if (increment < 0 && log_pi + increment * (double)length < top - OCCUPANCY_TAIL) {
             reached_cap &= n > cap; /* past the mode (X never falls as n grows): nothing left to add */
