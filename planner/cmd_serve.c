@@ -862,9 +862,10 @@ static void write_text(FILE *out, const struct answer *a)
             snprintf(cost, sizeof cost, "%.3f", p->cost_per_mtok);
         else
             snprintf(cost, sizeof cost, "-");
-        fprintf(out, "  %-13s %-32.32s %9s %10.1f %10.2f %12.1f %12s %9s%s\n", serve_mode_name(p->mode), instance,
+        const char *misses = serve_point_misses(w, p);
+        fprintf(out, "  %-13s %-32.32s %9s %10.1f %10.2f %12.1f %12s %9s%s%s%s\n", serve_mode_name(p->mode), instance,
                 batch, p->ttft_s * 1e3, p->tpot_s * 1e3, p->tokens_per_s_per_user, per_device, cost,
-                p->meets ? "" : "  (misses TPOT)");
+                misses ? "  (" : "", misses ? misses : "", misses ? ")" : "");
     }
     fprintf(out, "\n%s\n", a->bound ? "Estimates use the topology's efficiency fitted to published measurements "
                                       "(rackplan calibrate); the bound line is the roofline at efficiency 1."

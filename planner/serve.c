@@ -114,7 +114,7 @@ void serve_workload_set_lengths(struct serve_workload *w, const struct length_mi
     memset(s, 0, sizeof *s);
     struct weighted *items = xmalloc((size_t)m->count * sizeof *items);
     double total = 0, isl = 0, osl = 0, isl2 = 0, decode = 0, held = 0, held2 = 0, held2_long = 0, both = 0,
-           held_both = 0;
+           held_both = 0, held_prefilling = 0;
     for (int64_t i = 0; i < m->count; i++)
         total += m->classes[i].weight;
     for (int64_t i = 0; i < m->count; i++) {
@@ -129,6 +129,7 @@ void serve_workload_set_lengths(struct serve_workload *w, const struct length_mi
         held2_long += p * out * out * (in + out) * (in + out);
         both += p * in * out;
         held_both += p * in * out * (in + out);
+        held_prefilling += p * in * (in + out);
         items[i] = (struct weighted){out, p};
     }
     s->bins = bin_lengths(items, m->count, SERVE_LENGTH_BINS, NULL, s->osl, s->osl_weight);
@@ -144,6 +145,7 @@ void serve_workload_set_lengths(struct serve_workload *w, const struct length_mi
     s->held_context = (int64_t)llround(held / osl);
     s->held_sd = sqrt(fmax(held2 / osl - (held / osl) * (held / osl), 0));
     s->held_prompt_context = both > 0 ? held_both / both : held / osl;
+    s->held_prefilling_context = isl > 0 ? held_prefilling / isl : held / osl;
     s->held_relaxation_tokens = held2 > 0 ? held2_long / (2 * held2) : 0;
     w->isl = (int64_t)llround(isl) > 0 ? (int64_t)llround(isl) : 1;
     w->osl = (int64_t)llround(osl) > 0 ? (int64_t)llround(osl) : 1;
@@ -1274,23 +1276,35 @@ static void occupancy_of(const struct settled *g, int64_t cap, double cap_sd, do
     free(runs);
 }
 
-/* The count the KV holds where the occupancy runs high (serve.h, "the wait for a slot"): the
- * sequences in excess of its mean came with clusters, which a prompt's prefill hold gathers, so a
- * share 1 - 1 / G of them (the variance the clusters add) reserve the KV of sequences weighed by
- * their prompt too, held_prompt_context, the rest the mean reservation m; the cap N (counted at m)
- * is reached at mean + (N - mean) m / m_excess. The MLPerf Llama 3.1 405B mix on an H200 node at
- * batch 14 (G 3.1, m 9,975 tokens, 11,856 by prompt): 36 of the 39, where the simulation holds a
- * request back with 35 decoding at the mode, its reservation a sequence 10,553 tokens at 32-35 in
- * flight against 10,048 on average. N itself where lengths are alike or nothing clusters. */
-static int64_t clustered_cap(const struct serve_workload *w, const struct serve_occupancy *o, int64_t cap)
+/* The count of decoding sequences the KV holds (serve.h, "the wait for a slot"). Where lengths
+ * vary, the sequences in excess of the occupancy's mean came with clusters, which a prompt's
+ * prefill hold gathers, so a share 1 - 1 / G of them (the variance the clusters add) reserve the
+ * KV of sequences weighed by their prompt too, held_prompt_context, the rest the mean reservation
+ * m; the cap N (counted at m) is reached at mean + (N - mean) m / m_excess. The MLPerf Llama 3.1
+ * 405B mix on an H200 node at batch 14 (G 3.1, m 9,975 tokens, 11,856 by prompt): 36 of the 39,
+ * where the simulation holds a request back with 35 decoding at the mode, its reservation a
+ * sequence 10,553 tokens at 32-35 in flight against 10,048 on average. And a prompt reserves its
+ * KV when its first chunk is scheduled (the engine's admission), so the prompts being prefilled
+ * hold some of N too: by Little's law lambda E[hold x reservation], the hold its steps, d (what
+ * the prompt adds to them) + T for each chunk, longer for a longer prompt, so each reserves
+ * held_prefilling_context (the mix: 0.5 prompts in prefill on average, as in the simulation). N
+ * itself where nothing clusters and no prompt is prefilled here (a decode pool). */
+static int64_t held_cap(const struct serve_workload *w, const struct serve_occupancy *o, double arrivals_per_s,
+                        int64_t cap)
 {
-    double mean = o->sequences_mean, m = (double)serve_held_context(w);
-    if (w->lengths.bins == 0 || !o->stable || !(mean > 0) || !(o->rate_elasticity > 0) || mean >= (double)cap)
+    double mean = o->sequences_mean, m = (double)serve_held_context(w), held = (double)cap;
+    if (!o->stable || !(mean > 0) || mean >= held)
         return cap;
-    double spread = o->sequences_variance / (mean * o->rate_elasticity); /* the clusters' G over the law */
-    double excess = m + fmax(1 - 1 / spread, 0) * fmax(w->lengths.held_prompt_context - m, 0);
-    int64_t held = (int64_t)floor(mean + ((double)cap - mean) * m / excess);
-    return held < 1 ? 1 : held < cap ? held : cap;
+    if (w->lengths.bins > 0 && o->rate_elasticity > 0) {
+        double spread = o->sequences_variance / (mean * o->rate_elasticity); /* the clusters' G over the law */
+        double excess = m + fmax(1 - 1 / spread, 0) * fmax(w->lengths.held_prompt_context - m, 0);
+        held = mean + (held - mean) * m / excess;
+    }
+    double reserves = w->lengths.bins > 0 ? w->lengths.held_prefilling_context : m;
+    double chunks = fmax(prefilled_tokens(w) / unit_tokens(w), 1);
+    held -= arrivals_per_s * (o->prompt_delay_s + chunks * o->step_mean_s) * reserves / m;
+    int64_t whole = (int64_t)floor(held);
+    return whole < 1 ? 1 : whole < cap ? whole : cap;
 }
 
 /* A dense point's settled step, found once a call (it depends on lambda), from the nearest point
@@ -1425,7 +1439,7 @@ static bool instance_occupancy(const struct serve_pool *pool, const struct roof_
             occupancy_of(&g, rank_cap > 1 ? rank_cap : 1, cap_sd / sqrt(ranks), w->lengths.held_relaxation_tokens,
                          arrivals_per_s / ranks, (double)w->osl, y, prompt_scv(w),
                          w->lengths.bins > 0 ? w->lengths.life_overlap : 1, levels, out, slot);
-            int64_t held = prefilling ? clustered_cap(w, out, rank_cap) : rank_cap;
+            int64_t held = prefilling ? held_cap(w, out, arrivals_per_s / ranks, rank_cap) : rank_cap;
             if (held >= rank_cap)
                 break;
             rank_cap = held;
@@ -2162,6 +2176,45 @@ double serve_aggregated_rate(const struct serve_pool *pool, const struct graph_s
     return serve_tokens_per_step(w) * (double)batch / step_as_it_comes(&s, w, batch, &at_batch) / (double)l->devices;
 }
 
+/* Whether a TTFT or a TPOT is within its target (none set: within); a part in 10^12 over it still
+ * is (a pool sized to the TTFT target lands on it). */
+static bool within_ttft(const struct serve_workload *w, double ttft_s)
+{
+    return w->ttft_s <= 0 || ttft_s <= w->ttft_s * (1 + 1e-12);
+}
+
+static bool within_tpot(const struct serve_workload *w, double tpot_s)
+{
+    return w->tpot_s <= 0 || tpot_s <= w->tpot_s;
+}
+
+/* serve_point.meets, budget aside: TTFT with the slot's margin too, TPOT, and settled. */
+static bool point_meets(const struct serve_workload *w, const struct serve_point *p)
+{
+    return within_ttft(w, fmax(p->ttft_s, p->ttft_margin_s)) && within_tpot(w, p->tpot_s) && !p->unsettled;
+}
+
+const char *serve_point_misses(const struct serve_workload *w, const struct serve_point *p)
+{
+    if (p->meets)
+        return NULL;
+    if (p->unsettled)
+        return "does not settle";
+    bool tpot = !within_tpot(w, p->tpot_s), ttft = !within_ttft(w, p->ttft_s),
+         margin = !ttft && !within_ttft(w, p->ttft_margin_s);
+    if (tpot && ttft)
+        return "misses TTFT and TPOT";
+    if (tpot && margin)
+        return "misses TPOT, and TTFT with twice the KV-slot waits";
+    if (tpot)
+        return "misses TPOT";
+    if (ttft)
+        return "misses TTFT";
+    if (margin)
+        return "misses TTFT with twice the KV-slot waits";
+    return "beyond the budget";
+}
+
 /* Whether an instance's batch settles (SERVE_MOST_RATE_ELASTICITY); a held batch always does. */
 static bool settles(const struct serve_occupancy *o)
 {
@@ -2223,7 +2276,7 @@ static bool aggregated_point(const struct serve_pool *pool, const struct graph_s
                     out->tail.tpot_s[i] = tpot;
                 out->tail.tpot_mean_s = out->tpot_s = tpot;
                 out->tokens_per_s_per_user = 1 / tpot;
-                out->meets = (w->ttft_s <= 0 || out->ttft_s <= w->ttft_s) && (w->tpot_s <= 0 || tpot <= w->tpot_s);
+                out->meets = within_ttft(w, out->ttft_s) && within_tpot(w, tpot);
             }
             return true;
         }
@@ -2263,8 +2316,7 @@ static bool aggregated_counted(const struct serve_pool *pool, const struct graph
     if (pool->topology->power_watts > 0)
         p.joules_per_token = pool->topology->power_watts / p.tokens_per_s_per_device;
     p.unsettled = !settles(&p.decode.occupancy);
-    p.meets = (w->ttft_s <= 0 || fmax(p.ttft_s, p.ttft_margin_s) <= w->ttft_s) &&
-              (w->tpot_s <= 0 || p.tpot_s <= w->tpot_s) && !p.unsettled;
+    p.meets = point_meets(w, &p);
     *out = p;
     return true;
 }
@@ -2872,8 +2924,7 @@ static bool disaggregated_point(const struct serve_pool *prefill_pool, const str
     p.tail.slot_wait_probability = decode->occupancy.wait_probability;
     p.tokens_per_s_per_user = 1 / tpot_mean;
     p.unsettled = !settles(&decode->occupancy);
-    p.meets = (w->ttft_s <= 0 || fmax(p.ttft_s, p.ttft_margin_s) <= w->ttft_s * (1 + 1e-12)) &&
-              (w->tpot_s <= 0 || p.tpot_s <= w->tpot_s) && !p.unsettled;
+    p.meets = point_meets(w, &p);
     if (rate > 0 && !within_budget(prefill_pool, decode_pool, p.prefill_instances, prefill->layout.devices,
                                    p.decode_instances, decode->layout.devices))
         p.meets = false; /* sized beyond the budget */

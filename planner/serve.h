@@ -125,7 +125,10 @@
  *   the occupancy's mean are for a share 1 - 1 / G those of clusters, whose holds pick long
  *   prompts, each reserving serve_lengths.held_prompt_context, so the cap N (counted at the mean
  *   reservation m) is reached at mean + (N - mean) m / (m + (1 - 1 / G) (held_prompt_context -
- *   m)), the law worked out again at that cap. The wait is a mixture over 15 caps c at N and -+
+ *   m)); and aggregated, a prompt reserves its KV when its first chunk is scheduled, so the
+ *   prompts being prefilled hold lambda (delta + k T) held_prefilling_context / m of N (Little's
+ *   law: delta what a prompt adds to the steps, k its chunks; each reserves its own KV, the
+ *   longer ones for longer); the law worked out again at that cap, whole. The wait is a mixture over 15 caps c at N and -+
  *   0.5 .. 3.5 sd (a normal law's weights), each a phase of queue_wait: a request waits with the
  *   birth-death law's chance at c (1 where lambda >= X(c)); the sequences holding a cap below N
  *   are the longer ones, which leave at X_c = X(c) c / N (tests/data/kv-slot-replica.py, a
@@ -273,6 +276,8 @@ struct serve_lengths {
     double held_sd;             /* its standard deviation over the sequences in flight (weighed by osl) */
     double held_prompt_context; /* E[isl osl (isl + osl)] / E[isl osl]: the same weighed by the prompt
                                  * too, as a prompt's prefill hold brings the requests of a cluster */
+    double held_prefilling_context; /* E[isl (isl + osl)] / E[isl]: what a prompt being prefilled
+                                     * reserves, weighed by how long its prefill holds it */
     double held_relaxation_tokens; /* E[osl^2 (isl + osl)^2] / (2 E[osl (isl + osl)^2]): how long, in
                                     * output tokens, the KV reserved in flight keeps its deviations */
     double life_overlap;        /* E[min(osl1, osl2)] / E[osl] over two requests: how long two that
@@ -486,6 +491,11 @@ enum serve_binding { SERVE_BINDS_NONE, SERVE_BINDS_TPOT, SERVE_BINDS_TTFT, SERVE
  * evaluated. */
 enum serve_binding serve_binding_target(const struct serve_workload *w, const struct serve_result *r,
                                         const struct serve_point **reachable);
+
+/* What keeps a point from meeting the targets, as a reader would say it ("misses TPOT", "misses
+ * TTFT with twice the KV-slot waits", "does not settle", "beyond the budget", ...); NULL where it
+ * meets them. */
+const char *serve_point_misses(const struct serve_workload *w, const struct serve_point *p);
 
 /* Sets w's isl and osl to the mix's means and w->lengths to its summary (see serve_lengths). */
 void serve_workload_set_lengths(struct serve_workload *w, const struct length_mix *m);

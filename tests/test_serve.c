@@ -994,6 +994,36 @@ static void no_fit(void)
  * reachable is at a batch of one (step time never falls as the batch grows); a TTFT no prompt
  * reaches binds when it is the only target (1 us: a prompt's 1,024 x 2 x 36.6e9 = 75 TFLOP would
  * need 75 EFLOP/s). */
+/* What a point misses, as the frontier prints it: the DeepSeek-R1 mix's batch 259 was marked
+ * "misses TPOT" at a TPOT of 23.5 ms against 80, where its TTFT held only without the slot's
+ * margin (serve.h, SERVE_SLOT_WAIT_MARGIN). Targets TTFT 2 s, TPOT 80 ms; each point by hand. */
+static void misses(void)
+{
+    struct serve_workload w = workload(1024, 1024);
+    w.ttft_s = 2;
+    w.tpot_s = 0.080;
+    struct serve_point p = {.ttft_s = 0.055, .ttft_margin_s = 2.5, .tpot_s = 0.0235};
+    CHECK(strcmp(serve_point_misses(&w, &p), "misses TTFT with twice the KV-slot waits") == 0,
+          "TTFT 55 ms, 2.5 s with twice the waits, TPOT 23.5 ms: %s", serve_point_misses(&w, &p));
+    p.tpot_s = 0.081;
+    CHECK(strcmp(serve_point_misses(&w, &p), "misses TPOT, and TTFT with twice the KV-slot waits") == 0,
+          "and TPOT 81 ms: %s", serve_point_misses(&w, &p));
+    p.ttft_margin_s = 0;
+    CHECK(strcmp(serve_point_misses(&w, &p), "misses TPOT") == 0, "TPOT 81 ms alone: %s", serve_point_misses(&w, &p));
+    p.ttft_s = 2.1;
+    CHECK(strcmp(serve_point_misses(&w, &p), "misses TTFT and TPOT") == 0, "TTFT 2.1 s too: %s",
+          serve_point_misses(&w, &p));
+    p.tpot_s = 0.0235;
+    CHECK(strcmp(serve_point_misses(&w, &p), "misses TTFT") == 0, "TTFT 2.1 s alone: %s", serve_point_misses(&w, &p));
+    p.ttft_s = 0.055;
+    CHECK(strcmp(serve_point_misses(&w, &p), "beyond the budget") == 0, "within both, yet not met: %s",
+          serve_point_misses(&w, &p));
+    p.unsettled = true;
+    CHECK(strcmp(serve_point_misses(&w, &p), "does not settle") == 0, "unsettled: %s", serve_point_misses(&w, &p));
+    p.meets = true;
+    CHECK(serve_point_misses(&w, &p) == NULL, "met: nothing");
+}
+
 static void binding_target(void)
 {
     struct model ds = fixture_model("models/deepseek-v3.yaml");
@@ -1847,7 +1877,7 @@ static void work_conserving(void)
  * the simulation at TTFT p50, p90, p99 and TPOT p50, p99 (README, "Prefill-heavy, at the KV
  * cap"); at 111 the share waiting is within 1.5 times the simulation's, and TTFT p99 is not below
  * it. */
-static void clustered_cap(void)
+static void held_cap(void)
 {
     struct prefill_heavy c;
     llama405b_fp8("topologies/hgx-h200.xml", &c);
@@ -1872,23 +1902,31 @@ static void clustered_cap(void)
     CHECK(p.tail.ttft_s[2] >= x.ttft_s.p99, "at 111, TTFT p99 %.0f ms, not below the simulation's %.0f",
           p.tail.ttft_s[2] * 1e3, x.ttft_s.p99 * 1e3);
 
-    /* MLPerf's Llama 3.1 405B mix (BF16 KV, cap 39 at the mean reservation) at batch 14, what serve
-     * chooses: the sequences in excess of the occupancy's mean came with clusters, whose holds pick
-     * long prompts, so where it runs high each holds more KV (serve.c, clustered_cap: 36 of the
-     * 39). Counted at the mean reservation the analysis had 0.55% waiting for a slot where 400,000
-     * simulated requests have 1.32%, and TTFT p99 9% low; now within a factor 1.5 and 10% */
+    /* MLPerf's Llama 3.1 405B mix (BF16 KV, cap 39 at the mean reservation): the sequences in
+     * excess of the occupancy's mean came with clusters, whose holds pick long prompts, so where it
+     * runs high each holds more KV (serve.c, held_cap: 36 of the 39), and the prompts being
+     * prefilled hold theirs too (0.5 on average; in 400,000 simulated requests 0.7 when one is
+     * held back). Counted at the mean reservation the analysis had 0.55% waiting for a slot at
+     * batch 14 where the simulation has 1.32%, and TTFT p99 9% low; with the clusters alone 1.13%
+     * and 5% low, and batch 14, whose simulated TTFT p99 (6.10 s) missed the 6 s target. Now the
+     * largest batch is 13, the share waiting within 1.25 times the simulation's and TTFT p99
+     * within 10%, and the simulation meets the target there. */
     struct length_mix mix;
     if (!mix_read("workloads/mlperf-llama3.1-405b.csv", "MLPerf Llama 3.1 405B", &mix))
         return;
     struct serve_pool bf16 = pool_of(&c.model, &c.topology);
     struct serve_workload mw = mix_workload(&mix, 6, 0.175);
-    if (CHECK(serve_aggregated(&bf16, g, &node_tp8, &mw, 14, &p), "the MLPerf 405B mix, 14 sequences: a point") &&
+    int64_t largest = serve_largest_batch(&bf16, g, &node_tp8, &mw, 100);
+    CHECK(largest == 13, "the MLPerf 405B mix: the largest batch within the targets %lld, 13", (long long)largest);
+    if (CHECK(serve_aggregated(&bf16, g, &node_tp8, &mw, largest, &p), "the mix at that batch: a point") &&
         CHECK(serve_simulate(&bf16, NULL, &mw, &mix, &p, 400000, 1, &x) == SERVE_SIM_OK, "the mix simulated")) {
         share = p.tail.slot_wait_probability / x.slot_wait_share;
-        CHECK(share >= 1 / 1.5 && share <= 1.5, "the mix at 14, waiting for a slot: analysis %.2f%%, simulation %.2f%%",
+        CHECK(share >= 1 / 1.25 && share <= 1.25, "the mix, waiting for a slot: analysis %.2f%%, simulation %.2f%%",
               p.tail.slot_wait_probability * 100, x.slot_wait_share * 100);
-        CHECK(fabs(p.tail.ttft_s[2] / x.ttft_s.p99 - 1) <= 0.10, "the mix at 14, TTFT p99: analysis %.0f ms, simulation %.0f",
+        CHECK(fabs(p.tail.ttft_s[2] / x.ttft_s.p99 - 1) <= 0.10, "the mix, TTFT p99: analysis %.0f ms, simulation %.0f",
               p.tail.ttft_s[2] * 1e3, x.ttft_s.p99 * 1e3);
+        CHECK(x.ttft_s.p99 <= mw.ttft_s, "the mix, the simulation's TTFT p99 %.0f ms within the 6 s target",
+              x.ttft_s.p99 * 1e3);
     }
     length_mix_release(&mix);
 }
@@ -1941,6 +1979,7 @@ int main(int argc, char **argv)
     budget_search();
     no_fit();
     binding_target();
+    misses();
     one_row_per_point();
     poisson_against_simulation();
     tails();
@@ -1952,7 +1991,7 @@ int main(int argc, char **argv)
     deferred_ttft();
     kv_slot_wait();
     work_conserving();
-    clustered_cap();
+    held_cap();
     settles_with_clumps();
     return tap_done();
 }
