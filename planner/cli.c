@@ -537,7 +537,7 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
             errno = 0;
             double rate = strtod(arg, &end);
             if (errno || end == arg || *end || !(rate > 0 && rate <= 1e9))
-                return cli_usage_error(c, "--rate takes requests per second above 0, not '%s'", arg);
+                return cli_usage_error(c, "--rate takes requests per second above 0 and at most 10^9, not '%s'", arg);
             o->rate = rate;
             break;
         }

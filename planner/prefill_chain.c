@@ -280,31 +280,71 @@ static void bin_add(struct time_bins *b, double weight, double t)
     b->weighted_s[i] += weight * t;
 }
 
-/* The time from the end of the step in progress to a prompt's first token: the steps serving
- * `ahead` units, then its own `own` (at most the rank's share a step), then, in its last step,
- * those `behind` it (the units arriving during the rest of that step, `behind_s`, and during each
- * step after, at their mean) within the budget. */
 static inline double least(double a, double b)
 {
     return a < b ? a : b;
 }
 
-static double served_s(const struct prefill_chain *c, double ahead, double own, double behind_s)
+/* The steps from the end of the step in progress up to a prompt's last one: those serving `ahead`
+ * units, then its own `own` (at most the rank's share a step); their time, and what its last step
+ * carries of them (*last_units) and has room for beside (*room). */
+static double served_before(const struct prefill_chain *c, double ahead, double own, double *last_units, double *room)
 {
-    double t = 0, behind = c->arrivals_per_s * behind_s * c->mean_size_units;
-    for (int steps = 0; own > 1e-9 && steps < 100000; steps++) {
-        double room = c->budget, first = least(ahead, room);
-        room -= first;
-        double mine = least(least(own, c->rank_units), room);
-        room -= mine;
-        double after = own - mine <= 1e-9 ? least(behind, room) : 0;
-        double step = step_at(c, first + mine + after);
-        t += step;
+    double t = 0;
+    for (int steps = 0; steps < 100000; steps++) {
+        double left = c->budget, first = least(ahead, left);
+        left -= first;
+        double mine = least(least(own, c->rank_units), left);
+        left -= mine;
+        if (own - mine <= 1e-9) {
+            *last_units = first + mine;
+            *room = left;
+            return t;
+        }
+        t += step_at(c, first + mine);
         ahead -= first;
         own -= mine;
-        behind += c->arrivals_per_s * step * c->mean_size_units - after;
     }
+    *last_units = c->budget;
+    *room = 0;
     return t;
+}
+
+/* The prompts that arrive behind a prompt before its last step starts, over `window_s`: a Poisson
+ * count, each at the mean size, units[n] = n mean with chance pmf[n] (the count's tail below
+ * CHAIN_CASE_LEAST lumped into its last term); one term at the mean past CHAIN_BEHIND_MOST on
+ * average, where the count hardly varies. Returns the terms. */
+static int behind_law(const struct prefill_chain *c, double window_s, double *units, double *pmf)
+{
+    double mean = c->arrivals_per_s * window_s;
+    if (!(mean > 0) || mean > CHAIN_BEHIND_MOST) {
+        units[0] = mean > 0 ? mean * c->mean_size_units : 0;
+        pmf[0] = 1;
+        return 1;
+    }
+    double p = exp(-mean), left = 1;
+    int n = 0;
+    for (; n < CHAIN_BEHIND_TERMS && left > CHAIN_CASE_LEAST; n++) {
+        units[n] = n * c->mean_size_units;
+        pmf[n] = p;
+        left -= p;
+        p *= mean / (n + 1);
+    }
+    pmf[n - 1] += left > 0 ? left : 0;
+    return n;
+}
+
+/* A prompt's case: it lands `waited` before the end of the step in progress with `ahead` units
+ * ahead of it, then its steps, the last carrying those that came behind it within the budget. */
+static void case_add(const struct prefill_chain *c, struct time_bins *bins, double weight, double waited,
+                     double ahead, double own)
+{
+    double last_units, room, units[CHAIN_BEHIND_TERMS], pmf[CHAIN_BEHIND_TERMS];
+    double before = served_before(c, ahead, own, &last_units, &room);
+    int terms = behind_law(c, waited + before, units, pmf);
+    for (int n = 0; n < terms; n++)
+        if (weight * pmf[n] > CHAIN_CASE_LEAST || terms == 1)
+            bin_add(bins, weight * pmf[n], waited + before + step_at(c, last_units + least(units[n], room)));
 }
 
 void prefill_chain_ttft(const struct prefill_chain *c, int sizes, const double *tokens, const double *weights,
@@ -326,19 +366,13 @@ void prefill_chain_ttft(const struct prefill_chain *c, int sizes, const double *
     for (int v = 0; v < CHAIN_SHARES; v++) {
         double rest = 1 - (v + 0.5) / CHAIN_SHARES;
         for (int s = 0; s <= c->budget + 1; s++) {
-            double step = c->step_s[s <= c->budget ? s : c->budget], waited = rest * step;
-            double behind = c->arrivals_per_s * waited * c->mean_size_units;
+            double waited = rest * c->step_s[s <= c->budget ? s : c->budget];
             const double *ahead = c->ahead[v][s];
             for (int k = 0; k <= c->ahead_top[v][s]; k++) {
                 if (ahead[k] <= CHAIN_CASE_LEAST)
                     continue;
-                for (int i = 0; i < sizes; i++) {
-                    /* most often all that is ahead and its own fit the next step: that step alone */
-                    double t = k + own[i] <= c->budget && own[i] <= c->rank_units
-                                   ? step_at(c, least(k + own[i] + behind, c->budget))
-                                   : served_s(c, k, own[i], waited);
-                    bin_add(&bins, ahead[k] * share[i], waited + t);
-                }
+                for (int i = 0; i < sizes; i++)
+                    case_add(c, &bins, ahead[k] * share[i], waited, k, own[i]);
             }
         }
     }
