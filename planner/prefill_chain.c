@@ -313,38 +313,64 @@ static double served_before(const struct prefill_chain *c, double ahead, double 
 /* The prompts that arrive behind a prompt before its last step starts, over `window_s`: a Poisson
  * count, each at the mean size, units[n] = n mean with chance pmf[n] (the count's tail below
  * CHAIN_CASE_LEAST lumped into its last term); one term at the mean past CHAIN_BEHIND_MOST on
- * average, where the count hardly varies. Returns the terms. */
-static int behind_law(const struct prefill_chain *c, double window_s, double *units, double *pmf)
+ * average, where the count hardly varies. */
+struct behind {
+    int terms;
+    double mean; /* prompts */
+    double units[CHAIN_BEHIND_TERMS], pmf[CHAIN_BEHIND_TERMS];
+};
+
+static void behind_law(const struct prefill_chain *c, double window_s, struct behind *b)
 {
     double mean = c->arrivals_per_s * window_s;
+    b->mean = mean > 0 ? mean : 0;
     if (!(mean > 0) || mean > CHAIN_BEHIND_MOST) {
-        units[0] = mean > 0 ? mean * c->mean_size_units : 0;
-        pmf[0] = 1;
-        return 1;
+        b->units[0] = mean > 0 ? mean * c->mean_size_units : 0;
+        b->pmf[0] = 1;
+        b->terms = 1;
+        return;
     }
     double p = exp(-mean), left = 1;
     int n = 0;
     for (; n < CHAIN_BEHIND_TERMS && left > CHAIN_CASE_LEAST; n++) {
-        units[n] = n * c->mean_size_units;
-        pmf[n] = p;
+        b->units[n] = n * c->mean_size_units;
+        b->pmf[n] = p;
         left -= p;
         p *= mean / (n + 1);
     }
-    pmf[n - 1] += left > 0 ? left : 0;
-    return n;
+    b->pmf[n - 1] += left > 0 ? left : 0;
+    b->terms = n;
 }
 
-/* A prompt's case: it lands `waited` before the end of the step in progress with `ahead` units
- * ahead of it, then its steps, the last carrying those that came behind it within the budget. */
+/* A prompt's case of chance `weight`: `waited` to the end of the step in progress, `before` in its
+ * steps up to its last, which carries `last_units` of what is ahead and its own and, of the room
+ * left, those behind it (law b). The counts' times grow with the count, so those within a time bin
+ * of the first of them (CHAIN_TIME_RATIO) are added as one at their weighted mean, the counts that
+ * fill the room (which end alike) and the tail below CHAIN_CASE_LEAST with the last. */
 static void case_add(const struct prefill_chain *c, struct time_bins *bins, double weight, double waited,
-                     double ahead, double own)
+                     double before, double last_units, double room, const struct behind *b)
 {
-    double last_units, room, units[CHAIN_BEHIND_TERMS], pmf[CHAIN_BEHIND_TERMS];
-    double before = served_before(c, ahead, own, &last_units, &room);
-    int terms = behind_law(c, waited + before, units, pmf);
-    for (int n = 0; n < terms; n++)
-        if (weight * pmf[n] > CHAIN_CASE_LEAST || terms == 1)
-            bin_add(bins, weight * pmf[n], waited + before + step_at(c, last_units + least(units[n], room)));
+    double left = 1, group = 0, group_s = 0, first_s = 0;
+    for (int n = 0; n < b->terms; n++) {
+        double pmf = b->pmf[n];
+        left -= pmf;
+        bool last = n == b->terms - 1 || b->units[n] >= room || weight * left <= CHAIN_CASE_LEAST;
+        if (last)
+            pmf += left > 0 ? left : 0;
+        double t = waited + before + step_at(c, last_units + least(b->units[n], room));
+        if (group > 0 && t > first_s * CHAIN_TIME_RATIO) {
+            bin_add(bins, weight * group, group_s / group);
+            group = group_s = 0;
+        }
+        if (group == 0)
+            first_s = t;
+        group += pmf;
+        group_s += pmf * t;
+        if (last)
+            break;
+    }
+    if (group > 0)
+        bin_add(bins, weight * group, group_s / group);
 }
 
 void prefill_chain_ttft(const struct prefill_chain *c, int sizes, const double *tokens, const double *weights,
@@ -363,16 +389,27 @@ void prefill_chain_ttft(const struct prefill_chain *c, int sizes, const double *
         own[i] = tokens[i] / c->unit_tokens;
         share[i] = weights[i] / sum;
     }
+    struct behind during, later;
     for (int v = 0; v < CHAIN_SHARES; v++) {
         double rest = 1 - (v + 0.5) / CHAIN_SHARES;
         for (int s = 0; s <= c->budget + 1; s++) {
             double waited = rest * c->step_s[s <= c->budget ? s : c->budget];
             const double *ahead = c->ahead[v][s];
+            behind_law(c, waited, &during); /* those behind a prompt whose next step is its last */
             for (int k = 0; k <= c->ahead_top[v][s]; k++) {
                 if (ahead[k] <= CHAIN_CASE_LEAST)
                     continue;
-                for (int i = 0; i < sizes; i++)
-                    case_add(c, &bins, ahead[k] * share[i], waited, k, own[i]);
+                for (int i = 0; i < sizes; i++) {
+                    double weight = ahead[k] * share[i];
+                    /* most often all that is ahead and its own fit the next step: that step alone */
+                    if (k + own[i] <= c->budget && own[i] <= c->rank_units) {
+                        case_add(c, &bins, weight, waited, 0, k + own[i], c->budget - k - own[i], &during);
+                        continue;
+                    }
+                    double last_units, room, before = served_before(c, k, own[i], &last_units, &room);
+                    behind_law(c, waited + before, &later);
+                    case_add(c, &bins, weight, waited, before, last_units, room, &later);
+                }
             }
         }
     }
