@@ -320,7 +320,7 @@ struct behind {
     double units[CHAIN_BEHIND_TERMS], pmf[CHAIN_BEHIND_TERMS];
 };
 
-static void behind_law(const struct prefill_chain *c, double window_s, struct behind *b)
+static void behind_law(const struct prefill_chain *c, double window_s, double room, struct behind *b)
 {
     double mean = c->arrivals_per_s * window_s;
     b->mean = mean > 0 ? mean : 0;
@@ -330,16 +330,32 @@ static void behind_law(const struct prefill_chain *c, double window_s, struct be
         b->terms = 1;
         return;
     }
-    double p = exp(-mean), left = 1;
-    int n = 0;
-    for (; n < CHAIN_BEHIND_TERMS && left > CHAIN_CASE_LEAST; n++) {
-        b->units[n] = n * c->mean_size_units;
-        b->pmf[n] = p;
+    /* none behind, on its own; the rest in CHAIN_BEHIND_ATOMS - 1 runs of counts of about equal
+     * chance, each at its mean count; the tail past CHAIN_CASE_LEAST, or past the count that fills
+     * the `room` (all of which end alike), in the last */
+    double fill = c->mean_size_units > 0 ? ceil(room / c->mean_size_units - 1e-9) : INFINITY;
+    double p = exp(-mean), left = 1 - p, part = left / (CHAIN_BEHIND_ATOMS - 1), run = 0, count = 0;
+    b->units[0] = 0;
+    b->pmf[0] = p;
+    b->terms = 1;
+    for (int n = 1; n < CHAIN_BEHIND_TERMS && left > CHAIN_CASE_LEAST; n++) {
+        p *= mean / n;
         left -= p;
-        p *= mean / (n + 1);
+        run += p;
+        count += p * n;
+        bool end = left <= CHAIN_CASE_LEAST || n == CHAIN_BEHIND_TERMS - 1 || n >= fill;
+        if (run >= part * (1 - 1e-12) || end) {
+            if (left > 0 && end) {
+                run += left; /* the tail, at the last count */
+                count += left * n;
+            }
+            b->units[b->terms] = count / run * c->mean_size_units;
+            b->pmf[b->terms++] = run;
+            run = count = 0;
+            if (end)
+                break;
+        }
     }
-    b->pmf[n - 1] += left > 0 ? left : 0;
-    b->terms = n;
 }
 
 /* A prompt's case of chance `weight`: `waited` to the end of the step in progress, `before` in its
@@ -359,7 +375,8 @@ static void case_add(const struct prefill_chain *c, struct time_bins *bins, doub
             pmf += left > 0 ? left : 0;
         double t = waited + before + step_at(c, last_units + least(b->units[n], room));
         if (group > 0 && t > first_s * CHAIN_TIME_RATIO) {
-            bin_add(bins, weight * group, group_s / group);
+            if (weight * group > CHAIN_CASE_LEAST)
+                bin_add(bins, weight * group, group_s / group);
             group = group_s = 0;
         }
         if (group == 0)
@@ -369,7 +386,7 @@ static void case_add(const struct prefill_chain *c, struct time_bins *bins, doub
         if (last)
             break;
     }
-    if (group > 0)
+    if (group > 0 && weight * group > CHAIN_CASE_LEAST)
         bin_add(bins, weight * group, group_s / group);
 }
 
@@ -395,7 +412,7 @@ void prefill_chain_ttft(const struct prefill_chain *c, int sizes, const double *
         for (int s = 0; s <= c->budget + 1; s++) {
             double waited = rest * c->step_s[s <= c->budget ? s : c->budget];
             const double *ahead = c->ahead[v][s];
-            behind_law(c, waited, &during); /* those behind a prompt whose next step is its last */
+            behind_law(c, waited, INFINITY, &during); /* those behind a prompt whose next step is its last */
             for (int k = 0; k <= c->ahead_top[v][s]; k++) {
                 if (ahead[k] <= CHAIN_CASE_LEAST)
                     continue;
@@ -407,7 +424,7 @@ void prefill_chain_ttft(const struct prefill_chain *c, int sizes, const double *
                         continue;
                     }
                     double last_units, room, before = served_before(c, k, own[i], &last_units, &room);
-                    behind_law(c, waited + before, &later);
+                    behind_law(c, waited + before, room, &later);
                     case_add(c, &bins, weight, waited, before, last_units, room, &later);
                 }
             }

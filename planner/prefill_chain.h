@@ -33,7 +33,8 @@
  * waits out the rest of the step, (1 - v) T, and the steps that serve, first come first served, what
  * is ahead, then its own tokens (at most C of them a step, a data-parallel rank's chunk budget),
  * then, in the step its last token is in, those that came behind it before that step began, within
- * B: a Poisson count of mean-size prompts (at its mean past CHAIN_BEHIND_MOST prompts, where the
+ * B: a Poisson count of mean-size prompts, as none and CHAIN_BEHIND_ATOMS - 1 runs of counts of
+ * about equal chance, each at its mean count (at its mean past CHAIN_BEHIND_MOST prompts, where the
  * count hardly varies; taken at their mean everywhere, a prompt's last step always carried a
  * share of one, which put TTFT's median 10-16% above the simulation's for long prompts at low
  * load, where most have none behind them and a few a whole one); its first token comes at the end
@@ -68,7 +69,8 @@
 #define CHAIN_CASE_LEAST 1e-9 /* far below what p99.9 reads */
 #define CHAIN_TIME_BINS 1200
 #define CHAIN_BEHIND_MOST 30 /* prompts behind on average past which their count is taken at its mean */
-#define CHAIN_BEHIND_TERMS 96
+#define CHAIN_BEHIND_TERMS 96 /* counts followed at most */
+#define CHAIN_BEHIND_ATOMS 4  /* none behind, and runs of counts of about equal chance */
 
 struct chain_input {
     double arrivals_per_s; /* lambda: prompts a second into this queue */

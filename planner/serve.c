@@ -1276,35 +1276,37 @@ static void occupancy_of(const struct settled *g, int64_t cap, double cap_sd, do
     free(runs);
 }
 
-/* The count of decoding sequences the KV holds (serve.h, "the wait for a slot"). Where lengths
- * vary, the sequences in excess of the occupancy's mean came with clusters, which a prompt's
- * prefill hold gathers, so a share 1 - 1 / G of them (the variance the clusters add) reserve the
- * KV of sequences weighed by their prompt too, held_prompt_context, the rest the mean reservation
- * m; the cap N (counted at m) is reached at mean + (N - mean) m / m_excess. The MLPerf Llama 3.1
- * 405B mix on an H200 node at batch 14 (G 3.1, m 9,975 tokens, 11,856 by prompt): 36 of the 39,
- * where the simulation holds a request back with 35 decoding at the mode, its reservation a
- * sequence 10,553 tokens at 32-35 in flight against 10,048 on average. And a prompt reserves its
- * KV when its first chunk is scheduled (the engine's admission), so the prompts being prefilled
- * hold some of N too: by Little's law lambda E[hold x reservation], the hold its steps, d (what
- * the prompt adds to them) + T for each chunk, longer for a longer prompt, so each reserves
- * held_prefilling_context (the mix: 0.5 prompts in prefill on average, as in the simulation). N
- * itself where nothing clusters and no prompt is prefilled here (a decode pool). */
-static int64_t held_cap(const struct serve_workload *w, const struct serve_occupancy *o, double arrivals_per_s,
-                        int64_t cap)
+/* The count the KV holds where the occupancy runs high (serve.h, "the wait for a slot"): the
+ * sequences in excess of its mean came with clusters, which a prompt's prefill hold gathers, so a
+ * share 1 - 1 / G of them (the variance the clusters add) reserve the KV of sequences weighed by
+ * their prompt too, held_prompt_context, the rest the mean reservation m; the cap N (counted at m)
+ * is reached at mean + (N - mean) m / m_excess. The MLPerf Llama 3.1 405B mix on an H200 node at
+ * batch 14 (G 3.1, m 9,975 tokens, 11,856 by prompt): 36 of the 39, where the simulation holds a
+ * request back with 35 decoding at the mode, its reservation a sequence 10,553 tokens at 32-35 in
+ * flight against 10,048 on average. N itself where lengths are alike or nothing clusters. */
+static int64_t clustered_cap(const struct serve_workload *w, const struct serve_occupancy *o, int64_t cap)
 {
-    double mean = o->sequences_mean, m = (double)serve_held_context(w), held = (double)cap;
-    if (!o->stable || !(mean > 0) || mean >= held)
+    double mean = o->sequences_mean, m = (double)serve_held_context(w);
+    if (w->lengths.bins == 0 || !o->stable || !(mean > 0) || !(o->rate_elasticity > 0) || mean >= (double)cap)
         return cap;
-    if (w->lengths.bins > 0 && o->rate_elasticity > 0) {
-        double spread = o->sequences_variance / (mean * o->rate_elasticity); /* the clusters' G over the law */
-        double excess = m + fmax(1 - 1 / spread, 0) * fmax(w->lengths.held_prompt_context - m, 0);
-        held = mean + (held - mean) * m / excess;
-    }
+    double spread = o->sequences_variance / (mean * o->rate_elasticity); /* the clusters' G over the law */
+    double excess = m + fmax(1 - 1 / spread, 0) * fmax(w->lengths.held_prompt_context - m, 0);
+    int64_t held = (int64_t)floor(mean + ((double)cap - mean) * m / excess);
+    return held < 1 ? 1 : held < cap ? held : cap;
+}
+
+/* The slots of the cap (each the mean reservation m) the prompts being prefilled hold: an engine
+ * reserves a prompt's KV when its first chunk is scheduled, so by Little's law lambda E[hold x
+ * reservation], the hold its steps, delta (what the prompt adds to them) + T for each of its
+ * chunks, longer for a longer prompt, so each reserves held_prefilling_context. The MLPerf Llama
+ * 3.1 405B mix at batch 14 on an H200 node: 0.5 prompts, as in the simulation (0.7 when a request
+ * is held back). */
+static double prefilling_slots(const struct serve_workload *w, double arrivals_per_s, double delay_s, double step_s)
+{
+    double m = (double)serve_held_context(w);
     double reserves = w->lengths.bins > 0 ? w->lengths.held_prefilling_context : m;
     double chunks = fmax(prefilled_tokens(w) / unit_tokens(w), 1);
-    held -= arrivals_per_s * (o->prompt_delay_s + chunks * o->step_mean_s) * reserves / m;
-    int64_t whole = (int64_t)floor(held);
-    return whole < 1 ? 1 : whole < cap ? whole : cap;
+    return arrivals_per_s * (delay_s + chunks * step_s) * reserves / m;
 }
 
 /* A dense point's settled step, found once a call (it depends on lambda), from the nearest point
@@ -1435,11 +1437,19 @@ static bool instance_occupancy(const struct serve_pool *pool, const struct roof_
             g.delay_s[i] *= ranks;
         }
         int64_t rank_cap = cap / (int64_t)ranks;
+        if (prefilling) { /* less what the prompts being prefilled hold, at the settled step about the batch */
+            double t, v, rho, delay;
+            int from = 1;
+            settled_at(&g, fmin((double)batch / ranks, (double)rank_cap), &from, &t, &v, &rho, &delay);
+            double kept = floor((double)rank_cap - prefilling_slots(w, arrivals_per_s / ranks, delay, t));
+            if (kept < (double)rank_cap) /* not where the step did not settle (NaN) */
+                rank_cap = kept > 1 ? (int64_t)kept : 1;
+        }
         for (int shifted = 0; shifted < 2; shifted++) {
             occupancy_of(&g, rank_cap > 1 ? rank_cap : 1, cap_sd / sqrt(ranks), w->lengths.held_relaxation_tokens,
                          arrivals_per_s / ranks, (double)w->osl, y, prompt_scv(w),
                          w->lengths.bins > 0 ? w->lengths.life_overlap : 1, levels, out, slot);
-            int64_t held = prefilling ? held_cap(w, out, arrivals_per_s / ranks, rank_cap) : rank_cap;
+            int64_t held = prefilling ? clustered_cap(w, out, rank_cap) : rank_cap;
             if (held >= rank_cap)
                 break;
             rank_cap = held;

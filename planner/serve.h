@@ -121,14 +121,15 @@
  *   sqrt(N) s / m (s the reservation's sd; both over the sequences in flight, weighed by osl:
  *   serve_lengths.held_sd), over relaxation_s = E[osl^2 r^2] / (2 E[osl r^2]) output tokens of
  *   steps (the integrated autocorrelation of an M/G/infinity population's reserved sum, r = isl +
- *   osl); where prompts' holds gather arrivals in clusters (G > 1), the sequences in excess of
- *   the occupancy's mean are for a share 1 - 1 / G those of clusters, whose holds pick long
- *   prompts, each reserving serve_lengths.held_prompt_context, so the cap N (counted at the mean
- *   reservation m) is reached at mean + (N - mean) m / (m + (1 - 1 / G) (held_prompt_context -
- *   m)); and aggregated, a prompt reserves its KV when its first chunk is scheduled, so the
- *   prompts being prefilled hold lambda (delta + k T) held_prefilling_context / m of N (Little's
- *   law: delta what a prompt adds to the steps, k its chunks; each reserves its own KV, the
- *   longer ones for longer); the law worked out again at that cap, whole. The wait is a mixture over 15 caps c at N and -+
+ *   osl); aggregated, a prompt reserves its KV when its first chunk is scheduled, so the prompts
+ *   being prefilled hold lambda (delta + k T) held_prefilling_context / m of the cap N (counted at
+ *   the mean reservation m; Little's law at the settled step about the batch: delta what a prompt
+ *   adds to the steps, k its chunks; each reserves its own KV, the longer ones for longer), and
+ *   the decoding sequences the rest, N'; where prompts' holds gather arrivals in clusters (G > 1),
+ *   the sequences in excess of the occupancy's mean are for a share 1 - 1 / G those of clusters,
+ *   whose holds pick long prompts, each reserving serve_lengths.held_prompt_context, so N' is
+ *   reached at mean + (N' - mean) m / (m + (1 - 1 / G) (held_prompt_context - m)), the law worked
+ *   out again at that cap, whole. The wait is a mixture over 15 caps c at N and -+
  *   0.5 .. 3.5 sd (a normal law's weights), each a phase of queue_wait: a request waits with the
  *   birth-death law's chance at c (1 where lambda >= X(c)); the sequences holding a cap below N
  *   are the longer ones, which leave at X_c = X(c) c / N (tests/data/kv-slot-replica.py, a

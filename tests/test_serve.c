@@ -1877,7 +1877,7 @@ static void work_conserving(void)
  * the simulation at TTFT p50, p90, p99 and TPOT p50, p99 (README, "Prefill-heavy, at the KV
  * cap"); at 111 the share waiting is within 1.5 times the simulation's, and TTFT p99 is not below
  * it. */
-static void held_cap(void)
+static void clustered_cap(void)
 {
     struct prefill_heavy c;
     llama405b_fp8("topologies/hgx-h200.xml", &c);
@@ -1904,9 +1904,9 @@ static void held_cap(void)
 
     /* MLPerf's Llama 3.1 405B mix (BF16 KV, cap 39 at the mean reservation): the sequences in
      * excess of the occupancy's mean came with clusters, whose holds pick long prompts, so where it
-     * runs high each holds more KV (serve.c, held_cap: 36 of the 39), and the prompts being
-     * prefilled hold theirs too (0.5 on average; in 400,000 simulated requests 0.7 when one is
-     * held back). Counted at the mean reservation the analysis had 0.55% waiting for a slot at
+     * runs high each holds more KV (serve.c, clustered_cap: 36 of the 39), and the prompts being
+     * prefilled hold theirs too (prefilling_slots: 0.5 on average; in 400,000 simulated requests
+     * 0.7 when one is held back). Counted at the mean reservation the analysis had 0.55% waiting for a slot at
      * batch 14 where the simulation has 1.32%, and TTFT p99 9% low; with the clusters alone 1.13%
      * and 5% low, and batch 14, whose simulated TTFT p99 (6.10 s) missed the 6 s target. Now the
      * largest batch is 13, the share waiting within 1.25 times the simulation's and TTFT p99
@@ -1991,7 +1991,7 @@ int main(int argc, char **argv)
     deferred_ttft();
     kv_slot_wait();
     work_conserving();
-    held_cap();
+    clustered_cap();
     settles_with_clumps();
     return tap_done();
 }
