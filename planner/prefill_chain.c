@@ -311,9 +311,8 @@ static double served_before(const struct prefill_chain *c, double ahead, double 
 }
 
 /* The prompts that arrive behind a prompt before its last step starts, over `window_s`: a Poisson
- * count, each at the mean size, units[n] = n mean with chance pmf[n] (the count's tail below
- * CHAIN_CASE_LEAST lumped into its last term); one term at the mean past CHAIN_BEHIND_MOST on
- * average, where the count hardly varies. */
+ * count of mean-size prompts, as atoms of units[j] units with chance pmf[j]; one atom at the mean
+ * past CHAIN_BEHIND_MOST prompts on average, where the count hardly varies. */
 struct behind {
     int terms;
     double mean; /* prompts */
@@ -360,9 +359,10 @@ static void behind_law(const struct prefill_chain *c, double window_s, double ro
 
 /* A prompt's case of chance `weight`: `waited` to the end of the step in progress, `before` in its
  * steps up to its last, which carries `last_units` of what is ahead and its own and, of the room
- * left, those behind it (law b). The counts' times grow with the count, so those within a time bin
- * of the first of them (CHAIN_TIME_RATIO) are added as one at their weighted mean, the counts that
- * fill the room (which end alike) and the tail below CHAIN_CASE_LEAST with the last. */
+ * left, those behind it (law b). The atoms' times grow with their units, so those within a time
+ * bin of the first of them (CHAIN_TIME_RATIO) are added as one at their weighted mean, and the
+ * atoms that fill the room (which end alike) or whose chance left is below CHAIN_CASE_LEAST with
+ * the first of them. */
 static void case_add(const struct prefill_chain *c, struct time_bins *bins, double weight, double waited,
                      double before, double last_units, double room, const struct behind *b)
 {
