@@ -153,7 +153,7 @@ static void json_point_or_null(struct json *j, const char *key, const struct ser
     json_end_object(j);
 }
 
-static void json_frontier_point(struct json *j, const struct serve_point *p)
+static void json_frontier_point(struct json *j, const struct serve_workload *w, const struct serve_point *p)
 {
     json_begin_object(j);
     json_key(j, "mode");
@@ -194,6 +194,12 @@ static void json_frontier_point(struct json *j, const struct serve_point *p)
     json_positive_or_null(j, p->cost_per_mtok);
     json_key(j, "meets_targets");
     json_bool(j, p->meets);
+    json_key(j, "why_not_met");
+    const char *misses = serve_point_misses(w, p);
+    if (misses)
+        json_string(j, misses);
+    else
+        json_null(j);
     json_end_object(j);
 }
 
@@ -449,7 +455,7 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct answer *
     json_key(&j, "frontier");
     json_begin_array(&j);
     for (int64_t i = 0; i < r->frontier_count; i++)
-        json_frontier_point(&j, &r->frontier[i]);
+        json_frontier_point(&j, a->workload, &r->frontier[i]);
     json_end_array(&j);
     if (a->options->emit_dir)
         cli_json_emitted(&j, a->options, a->emitted, NULL);
