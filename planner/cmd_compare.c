@@ -64,6 +64,13 @@ static void write_serving_fields(struct json *j, const struct report *r, const s
     json_int(j, x->min_devices);
     json_key(j, "tpot_met");
     json_bool(j, met);
+    json_key(j, "binding");
+    if (x->binding == SERVE_BINDS_NONE)
+        json_null(j);
+    else
+        json_string(j, x->binding == SERVE_BINDS_TPOT ? "tpot" : x->binding == SERVE_BINDS_TTFT ? "ttft" : "both");
+    json_key(j, "lowest_reachable_s");
+    json_positive_or_null(j, x->reachable_s);
     json_key(j, "mode");
     if (met)
         json_string(j, serve_mode_name(p->mode));
@@ -388,13 +395,28 @@ static void serving_row_cells(const struct report *r, int64_t rank, struct servi
         enum precision used;
         if (topology_peak_flops_per_s(t, r->workload->weights, &used) <= 0)
             snprintf(c->mode, sizeof c->mode, "no %s peak", precision_name(r->workload->weights));
+        else if (!x->fits)
+            snprintf(c->mode, sizeof c->mode, "does not fit");
         else
-            snprintf(c->mode, sizeof c->mode, "%s", x->fits ? "misses targets" : "does not fit");
+            snprintf(c->mode, sizeof c->mode, "%s",
+                     x->binding == SERVE_BINDS_TPOT   ? "misses TPOT"
+                     : x->binding == SERVE_BINDS_TTFT ? "misses TTFT"
+                     : x->binding == SERVE_BINDS_BOTH ? "misses both"
+                                                      : "misses targets");
         snprintf(c->instance, sizeof c->instance, "-");
         snprintf(c->devices, sizeof c->devices, "-");
         snprintf(c->batch, sizeof c->batch, "-");
-        snprintf(c->ttft, sizeof c->ttft, "-");
-        snprintf(c->tpot, sizeof c->tpot, "-");
+        /* the binding target's cell: the lowest value of it any deployment reaches */
+        bool ttft = x->binding == SERVE_BINDS_TTFT && x->reachable_s > 0;
+        bool tpot = (x->binding == SERVE_BINDS_TPOT || x->binding == SERVE_BINDS_BOTH) && x->reachable_s > 0;
+        if (ttft)
+            snprintf(c->ttft, sizeof c->ttft, ">=%.1f", x->reachable_s * 1e3);
+        else
+            snprintf(c->ttft, sizeof c->ttft, "-");
+        if (tpot)
+            snprintf(c->tpot, sizeof c->tpot, ">=%.2f", x->reachable_s * 1e3);
+        else
+            snprintf(c->tpot, sizeof c->tpot, "-");
         snprintf(c->user, sizeof c->user, "-");
         snprintf(c->per_device, sizeof c->per_device, "-");
         snprintf(c->cost, sizeof c->cost, "-");

@@ -95,8 +95,12 @@ bool compare_serving_row(const struct model *m, const struct topology *t, int64_
     struct serve_result r;
     if (!serve_search(&pool, NULL, sw, &r))
         return false;
-    out->fits = r.frontier_count > 0 || r.found;
+    out->fits = r.reached || r.frontier_count > 0 || r.found; /* some deployment holds it */
     out->tpot_met = r.found;
+    const struct serve_point *reachable;
+    out->binding = serve_binding_target(sw, &r, &reachable);
+    if (reachable)
+        out->reachable_s = out->binding == SERVE_BINDS_TTFT ? reachable->ttft_s : reachable->tpot_s;
     out->frontier = r.frontier;
     out->frontier_count = r.frontier_count;
     r.frontier = NULL;

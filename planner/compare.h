@@ -40,6 +40,10 @@ struct compare_row {
     bool serving;
     int64_t budget_devices;        /* the devices the deployment may use; 0: no budget */
     struct serve_point served;     /* valid when tpot_met */
+    /* where it fits and nothing meets the targets: which binds (serve_binding_target) and the
+     * lowest value of it reachable (TPOT for TPOT or both, TTFT for TTFT; 0: none reachable) */
+    enum serve_binding binding;
+    double reachable_s;
     struct serve_point *frontier;  /* owned: compare_row_release */
     int64_t frontier_count;
 };
