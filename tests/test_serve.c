@@ -989,11 +989,6 @@ static void no_fit(void)
     serve_result_release(&r);
 }
 
-/* Which target binds: on the rack, a TPOT no step reaches binds (0.01 ms: a step reads at least
- * the 36.6e9 active FP8 weights, 36.6 GB / (72 x 8 TB/s) = 0.064 ms on all 72 GPUs), and the best
- * reachable is at a batch of one (step time never falls as the batch grows); a TTFT no prompt
- * reaches binds when it is the only target (1 us: a prompt's 1,024 x 2 x 36.6e9 = 75 TFLOP would
- * need 75 EFLOP/s). */
 /* What a point misses, as the frontier prints it: the DeepSeek-R1 mix's batch 259 was marked
  * "misses TPOT" at a TPOT of 23.5 ms against 80, where its TTFT held only without the slot's
  * margin (serve.h, SERVE_SLOT_WAIT_MARGIN). Targets TTFT 2 s, TPOT 80 ms; each point by hand. */
@@ -1024,6 +1019,11 @@ static void misses(void)
     CHECK(serve_point_misses(&w, &p) == NULL, "met: nothing");
 }
 
+/* Which target binds: on the rack, a TPOT no step reaches binds (0.01 ms: a step reads at least
+ * the 36.6e9 active FP8 weights, 36.6 GB / (72 x 8 TB/s) = 0.064 ms on all 72 GPUs), and the best
+ * reachable is at a batch of one (step time never falls as the batch grows); a TTFT no prompt
+ * reaches binds when it is the only target (1 us: a prompt's 1,024 x 2 x 36.6e9 = 75 TFLOP would
+ * need 75 EFLOP/s). */
 static void binding_target(void)
 {
     struct model ds = fixture_model("models/deepseek-v3.yaml");
@@ -1906,11 +1906,11 @@ static void clustered_cap(void)
      * excess of the occupancy's mean came with clusters, whose holds pick long prompts, so where it
      * runs high each holds more KV (serve.c, clustered_cap: 36 of the 39), and the prompts being
      * prefilled hold theirs too (prefilling_slots: 0.5 on average; in 400,000 simulated requests
-     * 0.7 when one is held back). Counted at the mean reservation the analysis had 0.55% waiting for a slot at
-     * batch 14 where the simulation has 1.32%, and TTFT p99 9% low; with the clusters alone 1.13%
-     * and 5% low, and batch 14, whose simulated TTFT p99 (6.10 s) missed the 6 s target. Now the
-     * largest batch is 13, the share waiting within 1.25 times the simulation's and TTFT p99
-     * within 10%, and the simulation meets the target there. */
+     * 0.7 when one is held back). Counted at the mean reservation the analysis had 0.55% waiting
+     * for a slot at batch 14 where the simulation has 1.32%, and TTFT p99 9% low; with the clusters
+     * alone 1.13% and 5% low, and batch 14, whose simulated TTFT p99 (6.10 s) missed the 6 s
+     * target. Now the largest batch is 13, the share waiting within 1.25 times the simulation's
+     * and TTFT p99 within 10%, and the simulation meets the target there. */
     struct length_mix mix;
     if (!mix_read("workloads/mlperf-llama3.1-405b.csv", "MLPerf Llama 3.1 405B", &mix))
         return;
