@@ -52,13 +52,17 @@ static int compare_weighted(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The prompt bins a disaggregated prompt's own time is read at: finer where TTFT's percentiles
+ * are read (a twentieth about the median, p90 and p99 each in a bin's middle), for a level at a
+ * bin's edge reads the bin above or below it whole: with tenths and p90 and p99 on edges, the
+ * Azure code mix's TTFT p50 was 7% above 100,000 simulated requests, now within 1%. */
+const double serve_prompt_tail_cuts[SERVE_PROMPT_TAIL_BINS] = {0.1, 0.2,  0.3,  0.4,  0.45,  0.5,   0.55, 0.6,
+                                                                0.7, 0.82, 0.88, 0.92, 0.96, 0.985, 0.995, 1};
+
 /* Bins `n` weighted values (weights summing to 1) into at most `most`: equal values merged, then,
  * when more remain, each value in the bin its cumulative midpoint falls in, the bins of equal
  * weight or, given `cuts` (most increasing shares, the last 1), bin i up to cuts[i]; a bin at its
  * weighted mean. Returns the bins (those with weight). `items` is sorted in place. */
-const double serve_prompt_tail_cuts[SERVE_PROMPT_TAIL_BINS] = {0.1,  0.2,  0.3,  0.4,  0.5,  0.6,   0.7,   0.8,
-                                                                0.86, 0.9, 0.94, 0.96, 0.98, 0.99, 0.995, 1};
-
 static int64_t bin_lengths(struct weighted *items, int64_t n, int64_t most, const double *cuts, double *value,
                            double *weight)
 {
