@@ -68,7 +68,7 @@ static void write_serving_fields(struct json *j, const struct report *r, const s
     if (x->binding == SERVE_BINDS_NONE)
         json_null(j);
     else
-        json_string(j, x->binding == SERVE_BINDS_TPOT ? "tpot" : x->binding == SERVE_BINDS_TTFT ? "ttft" : "both");
+        json_string(j, serve_binding_name(x->binding));
     json_key(j, "lowest_reachable_s");
     json_positive_or_null(j, x->reachable_s);
     json_key(j, "mode");

@@ -270,10 +270,9 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct answer *
     }
     const struct serve_point *reachable;
     enum serve_binding binding = serve_binding_target(a->workload, r, &reachable);
-    static const char *const binding_names[] = {NULL, "tpot", "ttft", "both"};
     json_key(&j, "binding_target");
     if (binding != SERVE_BINDS_NONE)
-        json_string(&j, binding_names[binding]);
+        json_string(&j, serve_binding_name(binding));
     else
         json_null(&j);
     json_key(&j, "reachable");

@@ -315,14 +315,12 @@ static double served_before(const struct prefill_chain *c, double ahead, double 
  * past CHAIN_BEHIND_MOST prompts on average, where the count hardly varies. */
 struct behind {
     int terms;
-    double mean; /* prompts */
     double units[CHAIN_BEHIND_TERMS], pmf[CHAIN_BEHIND_TERMS];
 };
 
 static void behind_law(const struct prefill_chain *c, double window_s, double room, struct behind *b)
 {
     double mean = c->arrivals_per_s * window_s;
-    b->mean = mean > 0 ? mean : 0;
     if (!(mean > 0) || mean > CHAIN_BEHIND_MOST) {
         b->units[0] = mean > 0 ? mean * c->mean_size_units : 0;
         b->pmf[0] = 1;

@@ -26,6 +26,12 @@ const char *serve_arrivals_name(enum serve_arrivals arrivals)
     return names[arrivals];
 }
 
+const char *serve_binding_name(enum serve_binding binding)
+{
+    static const char *const names[] = {NULL, "tpot", "ttft", "both"};
+    return names[binding];
+}
+
 double serve_tokens_per_step(const struct serve_workload *w)
 {
     if (w->mtp <= 0)
@@ -1710,9 +1716,7 @@ static void tpot_tail(const struct serve_workload *w, const struct serve_occupan
     for (int i = 0; i < TAIL_LEVELS; i++) {
         double occupancy = keep[0] * (o->step_quantile_s[i] - o->step_mean_s) / y;
         double steps = levels[i] == 0.5 ? 0 : queue_normal_quantile(levels[i]) * spread[0];
-        double both = sqrt(fmax(occupancy * occupancy + steps * steps +
-                                    (occupancy * steps > 0 ? 2 * together[0] * occupancy * steps : 0),
-                                0));
+        double both = combined_sd(occupancy, steps, occupancy * steps > 0 ? together[0] : 0);
         double deviation = levels[i] > 0.5 ? fmax(occupancy, 0) + both - fabs(occupancy)
                            : levels[i] < 0.5 ? occupancy - (both - fabs(occupancy))
                                              : occupancy;

@@ -673,5 +673,7 @@ enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const
 
 const char *serve_mode_name(enum serve_mode mode);
 const char *serve_arrivals_name(enum serve_arrivals arrivals);
+/* "tpot", "ttft", "both"; NULL for SERVE_BINDS_NONE (JSON's null). */
+const char *serve_binding_name(enum serve_binding binding);
 
 #endif
