@@ -64,7 +64,7 @@ static void write_serving_fields(struct json *j, const struct report *r, const s
     json_int(j, x->min_devices);
     json_key(j, "tpot_met");
     json_bool(j, met);
-    json_key(j, "binding");
+    json_key(j, "binding_target"); /* serve's name for it */
     if (x->binding == SERVE_BINDS_NONE)
         json_null(j);
     else
