@@ -160,7 +160,8 @@ static void print_help(const struct command *c)
                "  --lengths FILE   the requests' lengths from a CSV: rows isl,osl,weight (classes)\n"
                "                   or isl,osl (requests); workloads/ has published datasets' mixes\n"
                "  --arrivals A     closed (default: a fixed number in flight, each replaced as it\n"
-               "                   ends: a benchmark's concurrency, an offline batch), poisson\n"
+               "                   ends: a benchmark's concurrency, an offline batch, started\n"
+               "                   together, so alike requests keep to cohorts), poisson\n"
                "                   (requests at random at the served rate: MLPerf's server scenario,\n"
                "                   production) or constant (evenly spaced)\n"
                "%s"
@@ -1156,6 +1157,9 @@ void cli_text_lengths(FILE *out, const struct serve_workload *w, const struct le
                 (long long)w->isl, (long long)w->osl, (long long)mix->count, mix->count == 1 ? "" : "es");
     if (w->percentile > 0 && w->percentile != 50)
         fprintf(out, "  targets bound the %gth percentile of TTFT and TPOT\n", w->percentile);
+    if (serve_workload_in_cohorts(w) && w->mode != SERVE_DISAGGREGATED)
+        fprintf(out, "  requests alike and started together (a closed loop): an aggregated instance prefills them in\n"
+                     "    cohorts that fill its chunk budget (lengths that vary, or --arrivals poisson, spread them)\n");
     if (w->arrivals == SERVE_CONSTANT)
         fprintf(out, "  requests arrive evenly spaced (--arrivals constant)\n");
     else if (w->arrivals == SERVE_POISSON)

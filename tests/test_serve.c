@@ -143,6 +143,7 @@ static void aggregated_by_hand(void)
      * start, so P = y B isl / osl = 64 x 1000 / 250 = 256 prefill tokens a step (0.256 prompts
      * of 1000 tokens). Decode context S = 1000 + 250/2 = 1125; prefill context 1000 - 1000/2 = 500. */
     struct serve_workload w = workload(1000, 250);
+    w.spread_starts = true; /* starts spread over a life (calibrate's reading); cohorts: below */
     struct serve_point a;
     CHECK(serve_aggregated(&pool, &g, &l, &w, 64, &a), "Llama 70B TP 8, batch 64, isl 1000 osl 250: fits");
     CHECK_REL(a.prefill_use * 8192, 256, 1e-12, "prefill tokens a step = B isl / osl = 256 (rho x C)");
@@ -241,6 +242,7 @@ static void aggregated_by_hand(void)
      * verifies 2 tokens, prefill context 1000 - 500/2 = 750; rho = 236.8 / 256 = 0.925; the prompt
      * takes ceil(500 / 256) = 2 chunks: TTFT = 2.5 T. */
     struct serve_workload v = workload(1000, 250);
+    v.spread_starts = true;
     v.mtp = 1;
     v.mtp_accept = 0.85;
     v.prefix_hit = 0.5;
@@ -289,6 +291,59 @@ static void aggregated_by_hand(void)
     CHECK_REL(b.ttft_s, c1.step_s + c2.step_s, 1e-12, "TTFT = the steps of its chunks of 256 and 244");
     CHECK_REL(b.tail.ttft_s[2], b.ttft_s, 1e-12, "and its p99 the same");
     CHECK_REL(b.tokens_per_s_per_device, 1.85 * 64 / U / 8, 1e-12, "tokens/s per device = 1.85 x 64 / T / 8");
+}
+
+/* The same instance and batch with the requests started together, as a benchmark's clients at fixed
+ * lengths are (serve.h, "Steps as they come"): the chunk budget first takes floor(8192 / 1000) = 8
+ * whole prompts a step, those 8 end their lives in one step and their successors arrive together,
+ * so the 64 run as 8 cohorts of 8. A request ends 0.256 a step, so a cohort's step is 0.256 / 8 =
+ * 3.2% of the steps, the others carry none. */
+static double r1_of(const struct roof_setup *s)
+{
+    struct roof_step one = {.sequences = 64, .tokens_per_sequence = 1, .context = 1125, .chunk_tokens = 1000,
+                            .chunk_context = 500};
+    struct roof_point r;
+    roof_step(s, &one, &r);
+    return r.step_s;
+}
+
+static void cohorts_by_hand(void)
+{
+    struct model m;
+    struct topology t;
+    struct graph_summary g;
+    struct serve_pool pool;
+    llama_h200(&m, &t, &g, &pool);
+    const struct layout l = node_tp8;
+    struct roof_setup s = setup_of(&pool, &g, &l);
+    struct serve_workload w = workload(1000, 250);
+    struct serve_point a;
+    CHECK(serve_aggregated(&pool, &g, &l, &w, 64, &a), "64 sequences of 1000 + 250, started together: fits");
+    /* a cohort's step: the 64 decode sequences beside 8 prompts of 1,000 tokens (8,000 at the
+     * prompts' mean context 500) */
+    struct roof_step none = {.sequences = 64, .tokens_per_sequence = 1, .context = 1125};
+    struct roof_step eight = {.sequences = 64, .tokens_per_sequence = 1, .context = 1125, .chunk_tokens = 8000,
+                              .chunk_context = 500};
+    struct roof_point r0, r8;
+    roof_step(&s, &none, &r0);
+    roof_step(&s, &eight, &r8);
+    double T = 0.968 * r0.step_s + 0.032 * r8.step_s;
+    CHECK_REL(a.decode.step_s, T, 1e-12, "step = 0.968 x the decode step + 0.032 x a cohort's step");
+    CHECK_REL(a.tokens_per_s_per_device, 64 / T / 8, 1e-12, "tokens/s per device = 64 / T / 8");
+    /* a request's first token ends its cohort's step; it is sent as its predecessor ends, at a
+     * step's end, and its cohort's step is the next: TTFT that step at every percentile */
+    CHECK_REL(a.ttft_s, r8.step_s, 1e-12, "TTFT = the cohort's step of 8 prompts");
+    CHECK_REL(a.tail.ttft_s[2], r8.step_s, 1e-12, "TTFT p99 = the same step");
+    CHECK(a.ttft_s > 2 * r1_of(&s), "a cohort's TTFT %.1f ms is over twice one prompt's step %.1f ms",
+          a.ttft_s * 1e3, r1_of(&s) * 1e3);
+    /* a life is its cohort's step and 249 after it, 250 steps, 8 of them cohorts' (8 x 0.032 x 250):
+     * its 249 hold the 7 other cohorts' steps, so TPOT = (242 T_0 + 7 T_8) / 249 for every request,
+     * which is serve.h's mean step less (T_8 - T_0) (1 - 0.032) / 249 */
+    double tpot = (242 * r0.step_s + 7 * r8.step_s) / 249;
+    CHECK_REL(tpot, T - (r8.step_s - r0.step_s) * (1 - 0.032) / 249, 1e-12, "(242 T_0 + 7 T_8) / 249 is that");
+    CHECK_REL(a.tpot_s, tpot, 1e-12, "TPOT = (242 T_0 + 7 T_8) / 249");
+    CHECK_REL(a.tail.tpot_s[0], tpot, 1e-12, "TPOT p50 = that");
+    CHECK_REL(a.tail.tpot_s[2], tpot, 1e-12, "TPOT p99 = that: every life holds the same steps");
 }
 
 /* ---- 3. the chunk budget ---- */
@@ -1145,6 +1200,7 @@ static void tails(void)
      * percentile is the mean, TPOT = TTFT = that step (the prompt rides in the step after its
      * request is sent, beside no other). */
     struct serve_workload w = workload(1000, 250);
+    w.spread_starts = true; /* their starts spread over a life; started together: cohorts_by_hand */
     struct serve_point a;
     CHECK(serve_aggregated(&pool, &g, &l, &w, 250, &a), "250 sequences of 1000 + 250: fits");
     struct roof_step one = {.sequences = 250, .tokens_per_sequence = 1, .context = 1125, .chunk_tokens = 1000,
@@ -1320,6 +1376,37 @@ static void tails_within(const char *label, const struct serve_point *p, const s
           label, p->tail.tpot_s[0] * 1e3, x->tpot_s.p50 * 1e3);
     CHECK(fabs(p->tail.tpot_s[2] / x->tpot_s.p99 - 1) <= within, "%sTPOT p99: analysis %.3f ms, simulation %.3f ms",
           label, p->tail.tpot_s[2] * 1e3, x->tpot_s.p99 * 1e3);
+}
+
+/* Closed-loop alike requests started together against the simulation, which starts its clients at
+ * once: the cohorts (cohorts_by_hand) are what it runs. Before them the analysis put TTFT at one
+ * prompt's step, an eighth to a quarter of the simulation's, and spread TPOT that the simulation
+ * holds alike. */
+static void cohorts_against_simulation(void)
+{
+    struct model m;
+    struct topology t;
+    struct graph_summary g;
+    struct serve_pool pool;
+    llama_h200(&m, &t, &g, &pool);
+    const struct layout tp8 = node_tp8, tp4dp2 = {.racks = 1, .devices = 8, .tp = 4, .pp = 1, .dp = 2, .ep = 1};
+    struct {
+        const char *label;
+        const struct layout *l;
+        int64_t isl, osl, batch;
+    } cases[] = {{"TP 8, 64 x 1000/250: ", &tp8, 1000, 250, 64},
+                 {"TP 8, 90 x 1000/1000: ", &tp8, 1000, 1000, 90},
+                 {"TP 4 x DP 2, 40 x 2048/512: ", &tp4dp2, 2048, 512, 40}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct serve_workload w = workload(cases[i].isl, cases[i].osl);
+        struct serve_point p;
+        struct sim_result x;
+        if (!CHECK(serve_aggregated(&pool, &g, cases[i].l, &w, cases[i].batch, &p) &&
+                       serve_simulate(&pool, NULL, &w, NULL, &p, 20000, 1, &x) == SERVE_SIM_OK,
+                   "%sthe point and its simulation", cases[i].label))
+            continue;
+        tails_within(cases[i].label, &p, &x, 0.02);
+    }
 }
 
 /* Llama 3.1 70B on an H200 node, TP 8, 1,024/1,024 at 400 sequences, requests at random at the
@@ -1970,6 +2057,7 @@ int main(int argc, char **argv)
         return 1;
     mtp();
     aggregated_by_hand();
+    cohorts_by_hand();
     chunk_budget();
     kv_transfer();
     disaggregated_by_hand();
@@ -1981,6 +2069,7 @@ int main(int argc, char **argv)
     binding_target();
     misses();
     one_row_per_point();
+    cohorts_against_simulation();
     poisson_against_simulation();
     tails();
     md1();

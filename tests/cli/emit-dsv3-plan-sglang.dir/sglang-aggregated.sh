@@ -3,7 +3,7 @@
 # model: DeepSeek-V3 (deepseek-ai/DeepSeek-V3); topology: GB200 NVL72
 # workload: 4096 prompt and 1024 output tokens a request, MTP 1 draft accepted at 0.80
 # targets: none
-# predicted (roofline bound): TTFT 129.3 ms, TPOT 71.88 ms, 7891 output tokens/s per device, 568136 in all
+# predicted (roofline bound): TTFT 274.4 ms, TPOT 63.85 ms, 7891 output tokens/s per device, 568136 in all
 # aggregated: 1 x 72 devices, TP 1 x DP 72 x PP 1, EP 72, batch 27360 (this file)
 #   a device: weights 27.85 GB, KV 138.96 GB, activations 0.30 GB of 186.00 GB HBM
 # flags checked against: SGLang main at 001067ff (python/sglang/srt/server_args.py)

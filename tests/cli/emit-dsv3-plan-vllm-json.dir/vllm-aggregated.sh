@@ -3,7 +3,7 @@
 # model: DeepSeek-V3 (deepseek-ai/DeepSeek-V3); topology: GB200 NVL72
 # workload: 4096 prompt and 1024 output tokens a request
 # targets: none
-# predicted (roofline bound): TTFT 89.3 ms, TPOT 89.63 ms, 8266 output tokens/s per device, 595150 in all
+# predicted (roofline bound): TTFT 256.8 ms, TPOT 63.87 ms, 8266 output tokens/s per device, 595150 in all
 # aggregated: 1 x 72 devices, TP 1 x DP 72 x PP 1, EP 72, batch 27936 (this file)
 #   a device: weights 27.33 GB, KV 139.60 GB, activations 0.31 GB of 186.00 GB HBM
 # flags checked against: vLLM main at 99d7eb5d (vllm/engine/arg_utils.py; vllm serve --port from entrypoints/openai/cli_args.py at 00522333)

@@ -3,17 +3,17 @@
 # model: Llama 3.1 70B (meta-llama/Llama-3.1-70B); topology: HGX H200
 # workload: 2048 prompt and 512 output tokens a request
 # targets: TPOT <= 50.0 ms
-# predicted (roofline bound): TTFT 46.4 ms, TPOT 47.77 ms, 1389 output tokens/s per device, 11115 in all
-# aggregated: 1 x 8 devices, TP 8 x DP 1 x PP 1, EP 1, batch 531 (this file)
-#   a device: weights 17.64 GB, KV 55.68 GB, activations 0.06 GB of 141.00 GB HBM
+# predicted (roofline bound): TTFT 156.3 ms, TPOT 49.97 ms, 1300 output tokens/s per device, 10403 in all
+# aggregated: 1 x 8 devices, TP 8 x DP 1 x PP 1, EP 1, batch 522 (this file)
+#   a device: weights 17.64 GB, KV 54.74 GB, activations 0.06 GB of 141.00 GB HBM
 # flags checked against: SGLang main at 001067ff (python/sglang/srt/server_args.py)
 exec python3 -m sglang.launch_server \
   --model-path 'meta-llama/Llama-3.1-70B' \
   --host '0.0.0.0' \
   --port '30000' \
   --tp-size '8' \
-  --max-running-requests '531' \
-  --cuda-graph-max-bs '531' \
+  --max-running-requests '522' \
+  --cuda-graph-max-bs '522' \
   --chunked-prefill-size '8192' \
   --kv-cache-dtype 'bf16' \
-  --mem-fraction-static '0.520'
+  --mem-fraction-static '0.514'
