@@ -438,8 +438,8 @@ static struct doc_node *trtllm_options(const struct emit_plan *p, const struct e
     if (wide_ep(p, r)) {
         /* TensorRT-LLM's DeepSeek-R1 deployment guide (1.2.0rc2.post2, "MoE Backend Support
          * Matrix"): on GB200 NVL72 with EP > 8 the only MoE backend listed is WIDEEP (NVFP4; FP8
-         * "WIDEEP without EPLB"), the default being CUTLASS. MoeConfig.backend takes WIDEEP in
-         * the llm_args.py the option list was read from; no load balancer is written. */
+         * "WIDEEP without EPLB"), the default being CUTLASS. 1.0.0's MoeConfig.backend Literal
+         * has WIDEEP (the option list quotes it); no load balancer is written. */
         put_string(doc_map_put(root, "moe_config", doc_new_map()), "backend", "WIDEEP");
     }
     if (r->kind != EMIT_PREFILL) {
@@ -457,8 +457,9 @@ static struct doc_node *trtllm_options(const struct emit_plan *p, const struct e
     }
     if (r->kind != EMIT_AGGREGATED) {
         /* P/D: a cache transceiver on both sides. Its buffer fits a prompt's tokens and a step's.
-         * backend is left unset (None: TensorRT-LLM's default backend): whether 1.0.0 spells its
-         * values "ucx" or "UCX" was not read from a 1.0.0 source (the option list says why) */
+         * backend is left unset: None is valid at 1.0.0 (Literal DEFAULT | UCX | NIXL | MPI) and
+         * selects the engine's default, UCX by 1.0.0's disaggregated-serving guide; the plan has
+         * no reason to pick another, and the Literal's spelling differs across releases */
         struct doc_node *cache = doc_map_put(root, "cache_transceiver_config", doc_new_map());
         int64_t step = batched_tokens(p, r);
         put_int(cache, "max_tokens_in_buffer", p->isl > step ? p->isl : step);

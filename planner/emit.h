@@ -49,8 +49,10 @@
  *   P/D: --kv-transfer-config {"kv_connector":"NixlConnector","kv_role":"kv_both"};
  *   multi-host DP: --data-parallel-size-local, --data-parallel-address, --data-parallel-start-rank
  * TensorRT-LLM 1.0.0, the release (LLM-API keys of tensorrt_llm/llmapi/llm_args.py: BaseLlmArgs,
- * TorchLlmArgs, KvCacheConfig, CudaGraphConfig, CacheTransceiverConfig, MTPDecodingConfig; the
- * trtllm-serve CLI and the disagg file's keys as tests/data/engine-options/trtllm-1.0.0.txt says):
+ * TorchLlmArgs, KvCacheConfig, CudaGraphConfig, CacheTransceiverConfig, MTPDecodingConfig, as
+ * 1.0.0's documentation renders it (built from ae8270b); the trtllm-serve CLI from 1.0.0's
+ * trtllm-serve page, the disagg file's keys from its disaggregated-serving guide:
+ * tests/data/engine-options/trtllm-1.0.0.txt quotes each):
  *   `trtllm-serve MODEL --backend pytorch --extra_llm_api_options FILE.yaml`, the YAML:
  *   tensor_parallel_size (tp x dp with attention DP, as SGLang), pipeline_parallel_size,
  *   moe_expert_parallel_size ep, enable_attention_dp, max_batch_size R_r, max_num_tokens as
@@ -59,12 +61,12 @@
  *   activations}, cuda_graph_config {enable_padding, max_batch_size B_r} (aggregated, decode),
  *   speculative_config {decoding_type MTP, num_nextn_predict_layers K}; P/D:
  *   cache_transceiver_config {max_tokens_in_buffer max(isl, max_num_tokens)} (its backend left to
- *   TensorRT-LLM's default: the spelling 1.0.0 takes was not verified), the context server with
- *   disable_overlap_scheduler, and `trtllm-serve disaggregated -c disagg.yaml` {hostname, port,
- *   backend, context_servers, generation_servers: num_instances, urls}. moe_config {backend
- *   WIDEEP} for a MoE role with ep > 8 on GB200 NVL72 (the DeepSeek-R1 deployment guide's MoE
- *   backend matrix, TensorRT-LLM 1.2.0rc2.post2: WIDEEP is the only backend it lists there);
- *   elsewhere moe_config is not written (CUTLASS, the default, is kept).
+ *   TensorRT-LLM's default, UCX at 1.0.0), the context server with disable_overlap_scheduler, and
+ *   `trtllm-serve disaggregated -c disagg.yaml` {hostname, port, backend, context_servers,
+ *   generation_servers: num_instances, urls}. moe_config {backend WIDEEP} for a MoE role with
+ *   ep > 8 on GB200 NVL72 (the rule is the DeepSeek-R1 deployment guide's MoE backend matrix,
+ *   TensorRT-LLM 1.2.0rc2.post2: WIDEEP is the only backend it lists there; 1.0.0's MoeConfig
+ *   takes the value); elsewhere moe_config is not written (CUTLASS, the default, is kept).
  * Dynamo (nvidia.com/v1alpha1 DynamoGraphDeployment; keys from deploy/operator/api/v1alpha1 at
  *   832a531f and 1d26d921): spec.backendFramework, Frontend (dynamo.frontend, 1 replica) and a
  *   worker per role (subComponentType prefill | decode; aggregated none), replicas = the role's
