@@ -324,7 +324,11 @@ static void sglang_args(const struct emit_plan *p, const struct emit_role *r, bo
         arg(a, "--speculative-eagle-topk", "1");
         arg(a, "--speculative-num-draft-tokens", "%lld", (long long)(p->mtp + 1));
     }
-    if (r->devices > host) {
+    /* Under Dynamo the operator adds these itself to every multinode SGLang worker
+     * (deploy/operator/internal/dynamo/backend_sglang.go at 7caca066, getMultinodeFlags: the
+     * leader's address at port 29500, multinode.nodeCount, the pod's rank), after the args
+     * written here: a second copy would only be overridden */
+    if (r->devices > host && !dynamo) {
         arg(a, "--nnodes", "%lld", (long long)ceil_div(r->devices, host));
         arg_shell(a, "--node-rank", "${NODE_RANK:?set NODE_RANK to this host's rank}");
         arg_shell(a, "--dist-init-addr", "${DIST_INIT_ADDR:?set DIST_INIT_ADDR to host 0's address:port}");
@@ -353,7 +357,13 @@ static void vllm_args(const struct emit_plan *p, const struct emit_role *r, bool
         arg(a, "--pipeline-parallel-size", "%lld", (long long)r->pp);
     if (r->dp > 1)
         arg(a, "--data-parallel-size", "%lld", (long long)r->dp);
-    if (r->devices > host && r->dp > 1) {
+    /* Under Dynamo the operator launches a DP instance wider than its container's GPUs itself
+     * (deploy/operator/internal/dynamo/backend_vllm.go at 18bda510, injectDataParallelLaunchFlags):
+     * it appends --data-parallel-hybrid-lb, --data-parallel-size-local (the container's GPUs over
+     * TP x PP), --data-parallel-start-rank (0, or local x the pod's rank), --data-parallel-address
+     * (the leader's host) and --data-parallel-rpc-port, and skips only --data-parallel-size when
+     * present; so the Dynamo worker passes --data-parallel-size alone */
+    if (r->devices > host && r->dp > 1 && !dynamo) {
         arg(a, "--data-parallel-size-local", "%lld", (long long)(host / (r->tp * r->pp)));
         arg_shell(a, "--data-parallel-address", "${DP_ADDRESS:?set DP_ADDRESS to host 0's address}");
         arg_shell(a, "--data-parallel-start-rank", "${DP_START_RANK:?set DP_START_RANK to this host's first DP rank}");
@@ -702,14 +712,10 @@ static enum emit_status build_dynamo(enum emit_engine inner, const struct emit_p
         struct doc_node *args = doc_map_put(pod, "args", doc_new_seq());
         for (int k = 0; k < a.count; k++) {
             doc_seq_push(args, doc_new_scalar(a.flag[k], true));
-            if (a.value[k][0]) {
-                /* the pod's environment sets these for each host: Kubernetes expands $(VAR) */
-                doc_seq_push(args, doc_new_scalar(a.shell[k] ? (strstr(a.value[k], "NODE_RANK")
-                                                                    ? "$(NODE_RANK)"
-                                                                    : "$(LWS_LEADER_ADDRESS):5000")
-                                                             : a.value[k],
-                                                  true));
-            }
+            /* the operator writes the multinode flags, so no value is left for a shell */
+            assert(!a.shell[k]);
+            if (a.value[k][0])
+                doc_seq_push(args, doc_new_scalar(a.value[k], true));
         }
     }
     char file[64];

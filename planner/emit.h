@@ -76,7 +76,11 @@
  *   worker --disaggregation-mode prefill | decode (backend_args.py at d195d280); TensorRT-LLM's
  *   worker --model, --extra-engine-args /config/trtllm-ROLE.yaml (the role's LLM-API YAML above,
  *   written beside the deployment and mounted from a ConfigMap) and --disaggregation-mode
- *   (backend_args.py at b6c87336). The runtime image tags are not verified (the file says so).
+ *   (backend_args.py at b6c87336). The operator launches a multinode worker itself, so none of
+ *   the multi-host flags above is written there: SGLang's --nnodes, --node-rank, --dist-init-addr
+ *   and vLLM's --data-parallel-size-local, --data-parallel-address, --data-parallel-start-rank (it
+ *   appends them, and keeps the --data-parallel-size written). The runtime image tags are not
+ *   verified (the file says so).
  *
  * Hosts: an instance wider than a host runs on ceil(devices / host) hosts; a host has the
  * domain's devices up to 8 (HGX, MI300X), and 4 in a larger NVLink domain (GB200/GB300 NVL72

@@ -137,6 +137,19 @@ check "dsv3 dynamo-vllm: the prefill worker passes --disaggregation-mode prefill
     test "$(y $v "' '.join(d['spec']['services']['VllmPrefillWorker']['extraPodSpec']['mainContainer']['args'])" | grep -o -- '--disaggregation-mode prefill')" = "--disaggregation-mode prefill"
 check "dsv3 dynamo-vllm: no worker passes the deprecated --is-prefill-worker" \
     test -z "$(grep -- '--is-prefill-worker' $v)"
+# the operator launches a multinode DP worker itself (backend_vllm.go, injectDataParallelLaunchFlags:
+# it appends --data-parallel-size-local, -start-rank, -address, -rpc-port, -hybrid-lb, and keeps a
+# --data-parallel-size already there) and a multinode SGLang worker likewise (backend_sglang.go:
+# --dist-init-addr, --nnodes, --node-rank): a worker passing its own would run with two
+for f in dsv3-dynamo-vllm/dynamo-vllm dsv3-dynamo/dynamo-sglang; do
+    check "$f: no worker passes a flag the operator injects" \
+        test "$(y $work/$f.yaml "sorted({a for s in d['spec']['services'].values() for a in s['extraPodSpec']['mainContainer'].get('args', []) if a in ('--data-parallel-size-local', '--data-parallel-start-rank', '--data-parallel-address', '--data-parallel-rpc-port', '--data-parallel-hybrid-lb', '--dist-init-addr', '--nnodes', '--node-rank')})")" = "[]"
+done
+check "dsv3 dynamo-vllm decode: --data-parallel-size = decode DP (the operator keeps it and reads the DP size from it)" \
+    test "$(y $v "(lambda a: a[a.index('--data-parallel-size') + 1])(d['spec']['services']['VllmDecodeWorker']['extraPodSpec']['mainContainer']['args'])")" = "$(json $d "d['layout']['decode']['layout']['dp']")"
+# ... while the standalone vLLM scripts, which nothing launches for them, still pass the local size
+check "dsv3 vllm decode script (no operator): --data-parallel-size-local = a host's GPUs" \
+    test "$(flag $work/dsv3-vllm/vllm-decode.sh --data-parallel-size-local)" = 4
 # the deployment is v1alpha1 (spec.services); Dynamo v1.4.0+ templates write v1beta1, and the file
 # says so rather than imply any release takes it as written
 check "dsv3 dynamo-vllm: apiVersion nvidia.com/v1alpha1, and the header names the v1beta1 releases" \
