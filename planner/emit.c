@@ -18,8 +18,9 @@ static const char *const engine_versions[EMIT_ENGINE_COUNT] = {
     "vLLM main at 99d7eb5d (vllm/engine/arg_utils.py; vllm serve --port from entrypoints/openai/cli_args.py at 00522333)",
     "TensorRT-LLM 1.0.0 (release; LLM-API keys of tensorrt_llm/llmapi/llm_args.py: TorchLlmArgs, KvCacheConfig, "
     "CudaGraphConfig, CacheTransceiverConfig, MTPDecodingConfig)",
-    "Dynamo DynamoGraphDeployment nvidia.com/v1alpha1 (deploy/operator/api/v1alpha1 at 832a531f and 1d26d921; "
-    "worker flags from components/src/dynamo/{vllm,trtllm}/backend_args.py at d195d280 and b6c87336)"};
+    "Dynamo 1.5.0, DynamoGraphDeployment nvidia.com/v1beta1 (the v1.5.0 DGD reference; keys of "
+    "deploy/operator/api/v1beta1 at 0fddc01b, 006b6e10 and bd2fc6d6); worker flags from "
+    "components/src/dynamo/{vllm,trtllm}/backend_args.py at d195d280 and b6c87336, not tied to 1.5.0"};
 /* sgl-model-gateway/bindings/python/src/sglang_router/router_args.py at 6614f984 (and its predecessor
  * sgl-router/py_src/sglang_router/router_args.py at 083d6013): --pd-disaggregation, --prefill URL
  * [BOOTSTRAP_PORT], --decode URL, --host, --port */
@@ -324,7 +325,11 @@ static void sglang_args(const struct emit_plan *p, const struct emit_role *r, bo
         arg(a, "--speculative-eagle-topk", "1");
         arg(a, "--speculative-num-draft-tokens", "%lld", (long long)(p->mtp + 1));
     }
-    if (r->devices > host) {
+    /* Under Dynamo the operator adds these itself to every multinode SGLang worker
+     * (deploy/operator/internal/dynamo/backend_sglang.go at 7caca066, getMultinodeFlags: the
+     * leader's address at port 29500, multinode.nodeCount, the pod's rank), after the args
+     * written here: a second copy would only be overridden */
+    if (r->devices > host && !dynamo) {
         arg(a, "--nnodes", "%lld", (long long)ceil_div(r->devices, host));
         arg_shell(a, "--node-rank", "${NODE_RANK:?set NODE_RANK to this host's rank}");
         arg_shell(a, "--dist-init-addr", "${DIST_INIT_ADDR:?set DIST_INIT_ADDR to host 0's address:port}");
@@ -353,7 +358,13 @@ static void vllm_args(const struct emit_plan *p, const struct emit_role *r, bool
         arg(a, "--pipeline-parallel-size", "%lld", (long long)r->pp);
     if (r->dp > 1)
         arg(a, "--data-parallel-size", "%lld", (long long)r->dp);
-    if (r->devices > host && r->dp > 1) {
+    /* Under Dynamo the operator launches a DP instance wider than its container's GPUs itself
+     * (deploy/operator/internal/dynamo/backend_vllm.go at 18bda510, injectDataParallelLaunchFlags):
+     * it appends --data-parallel-hybrid-lb, --data-parallel-size-local (the container's GPUs over
+     * TP x PP), --data-parallel-start-rank (0, or local x the pod's rank), --data-parallel-address
+     * (the leader's host) and --data-parallel-rpc-port, and skips only --data-parallel-size when
+     * present; so the Dynamo worker passes --data-parallel-size alone */
+    if (r->devices > host && r->dp > 1 && !dynamo) {
         arg(a, "--data-parallel-size-local", "%lld", (long long)(host / (r->tp * r->pp)));
         arg_shell(a, "--data-parallel-address", "${DP_ADDRESS:?set DP_ADDRESS to host 0's address}");
         arg_shell(a, "--data-parallel-start-rank", "${DP_START_RANK:?set DP_START_RANK to this host's first DP rank}");
@@ -438,8 +449,8 @@ static struct doc_node *trtllm_options(const struct emit_plan *p, const struct e
     if (wide_ep(p, r)) {
         /* TensorRT-LLM's DeepSeek-R1 deployment guide (1.2.0rc2.post2, "MoE Backend Support
          * Matrix"): on GB200 NVL72 with EP > 8 the only MoE backend listed is WIDEEP (NVFP4; FP8
-         * "WIDEEP without EPLB"), the default being CUTLASS. MoeConfig.backend takes WIDEEP in
-         * the llm_args.py the option list was read from; no load balancer is written. */
+         * "WIDEEP without EPLB"), the default being CUTLASS. 1.0.0's MoeConfig.backend Literal
+         * has WIDEEP (the option list quotes it); no load balancer is written. */
         put_string(doc_map_put(root, "moe_config", doc_new_map()), "backend", "WIDEEP");
     }
     if (r->kind != EMIT_PREFILL) {
@@ -457,8 +468,9 @@ static struct doc_node *trtllm_options(const struct emit_plan *p, const struct e
     }
     if (r->kind != EMIT_AGGREGATED) {
         /* P/D: a cache transceiver on both sides. Its buffer fits a prompt's tokens and a step's.
-         * backend is left unset (None: TensorRT-LLM's default backend): whether 1.0.0 spells its
-         * values "ucx" or "UCX" was not read from a 1.0.0 source (the option list says why) */
+         * backend is left unset: None is valid at 1.0.0 (Literal DEFAULT | UCX | NIXL | MPI) and
+         * selects the engine's default, UCX by 1.0.0's disaggregated-serving guide; the plan has
+         * no reason to pick another, and the Literal's spelling differs across releases */
         struct doc_node *cache = doc_map_put(root, "cache_transceiver_config", doc_new_map());
         int64_t step = batched_tokens(p, r);
         put_int(cache, "max_tokens_in_buffer", p->isl > step ? p->isl : step);
@@ -616,16 +628,36 @@ static enum emit_status build_engine(enum emit_engine e, const struct emit_plan 
 /* where a Dynamo TRT-LLM worker finds its engine YAML (the ConfigMap's mount) */
 #define DYNAMO_CONFIG_DIR "/config"
 
+/* Dynamo 1.5.0's runtime images, one a framework, and the engine each carries: the release
+ * artifacts page (docs.nvidia.com/dynamo/reference/release-artifacts, v1.5.0 its current release,
+ * "Everything pinned to v1.5.0"). The engines' flags were checked against other versions of them
+ * (engine_versions), which each deployment's header says. */
+static const char *const dynamo_images[3] = {"nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.5.0",
+                                             "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0",
+                                             "nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:1.5.0"};
+static const char *const dynamo_image_engines[3] = {"SGLang 0.5.18", "vLLM 0.28.0", "TensorRT-LLM 1.3.0rc25"};
+
+/* A component's main container (v1beta1: podTemplate.spec.containers[name: main]; the operator
+ * merges its defaults into the container of that name); returns the container. */
+static struct doc_node *dynamo_main_container(struct doc_node *component, const char *image,
+                                              struct doc_node **pod_spec)
+{
+    struct doc_node *spec = doc_map_put(doc_map_put(component, "podTemplate", doc_new_map()), "spec", doc_new_map());
+    struct doc_node *main = doc_seq_push(doc_map_put(spec, "containers", doc_new_seq()), doc_new_map());
+    put_string(main, "name", "main");
+    put_string(main, "image", image);
+    if (pod_spec)
+        *pod_spec = spec;
+    return main;
+}
+
 static enum emit_status build_dynamo(enum emit_engine inner, const struct emit_plan *p, struct emit_output *out)
 {
     static const char *const frameworks[3] = {"sglang", "vllm", "trtllm"};
-    static const char *const images[3] = {"nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.3.0",
-                                          "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.1",
-                                          "nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:1.1.1"};
     static const char *const workers[3] = {"Sglang", "Vllm", "Trtllm"};
     int64_t host = emit_host_devices(p->domain_devices);
     struct doc_node *root = doc_new_map();
-    put_string(root, "apiVersion", "nvidia.com/v1alpha1");
+    put_string(root, "apiVersion", "nvidia.com/v1beta1");
     put_string(root, "kind", "DynamoGraphDeployment");
     struct doc_node *meta = doc_map_put(root, "metadata", doc_new_map());
     char name[64];
@@ -635,38 +667,34 @@ static enum emit_status build_dynamo(enum emit_engine inner, const struct emit_p
     snprintf(config_map, sizeof config_map, "%s-engine-config", name);
     struct doc_node *spec = doc_map_put(root, "spec", doc_new_map());
     put_string(spec, "backendFramework", frameworks[inner]);
-    struct doc_node *services = doc_map_put(spec, "services", doc_new_map());
-    struct doc_node *frontend = doc_map_put(services, "Frontend", doc_new_map());
-    put_string(frontend, "componentType", "frontend");
+    struct doc_node *components = doc_map_put(spec, "components", doc_new_seq());
+    /* The frontend runs on the backend's runtime image, as Dynamo's v1beta1 templates of the 1.5.0
+     * era do (recipes/kubernetes-templates/dgd/tensor-rt-llm: Frontend on tensorrtllm-runtime);
+     * with no command: the operator's frontend default is `python3` `-m dynamo.frontend`
+     * (component_frontend.go), and a command written here would run beside those args. */
+    struct doc_node *frontend = doc_seq_push(components, doc_new_map());
+    put_string(frontend, "name", "Frontend");
+    put_string(frontend, "type", "frontend");
     put_int(frontend, "replicas", 1);
-    struct doc_node *fpod = doc_map_put(doc_map_put(frontend, "extraPodSpec", doc_new_map()), "mainContainer",
-                                        doc_new_map());
-    put_string(fpod, "image", images[inner]);
-    struct doc_node *fcmd = doc_map_put(fpod, "command", doc_new_seq());
-    doc_seq_push(fcmd, doc_new_scalar("python3", true));
-    doc_seq_push(fcmd, doc_new_scalar("-m", true));
-    doc_seq_push(fcmd, doc_new_scalar("dynamo.frontend", true));
+    dynamo_main_container(frontend, dynamo_images[inner], NULL);
+    bool multinode = false;
     for (int i = 0; i < p->role_count; i++) {
         const struct emit_role *r = &p->roles[i];
         char service[64];
         snprintf(service, sizeof service, "%s%sWorker", workers[inner],
                  r->kind == EMIT_PREFILL ? "Prefill" : r->kind == EMIT_DECODE ? "Decode" : "");
-        struct doc_node *w = doc_map_put(services, service, doc_new_map());
-        put_string(w, "componentType", "worker");
-        if (r->kind != EMIT_AGGREGATED)
-            put_string(w, "subComponentType", role_name(r->kind));
+        struct doc_node *w = doc_seq_push(components, doc_new_map());
+        put_string(w, "name", service);
+        /* v1beta1's component type names the role itself (prefill and decode are first-class) */
+        put_string(w, "type", r->kind == EMIT_AGGREGATED ? "worker" : role_name(r->kind));
         put_int(w, "replicas", r->instances);
-        int64_t gpus = r->devices < host ? r->devices : host;
-        char count[32];
-        snprintf(count, sizeof count, "%lld", (long long)gpus);
-        struct doc_node *limits = doc_map_put(doc_map_put(w, "resources", doc_new_map()), "limits", doc_new_map());
-        put_string(limits, "gpu", count);
-        if (r->devices > host)
+        if (r->devices > host) {
             put_int(doc_map_put(w, "multinode", doc_new_map()), "nodeCount", ceil_div(r->devices, host));
-        struct doc_node *extra = doc_map_put(w, "extraPodSpec", doc_new_map());
-        struct doc_node *pod = doc_map_put(extra, "mainContainer", doc_new_map());
-        put_string(pod, "image", images[inner]);
-        struct doc_node *cmd = doc_map_put(pod, "command", doc_new_seq());
+            multinode = true;
+        }
+        struct doc_node *pod_spec;
+        struct doc_node *main = dynamo_main_container(w, dynamo_images[inner], &pod_spec);
+        struct doc_node *cmd = doc_map_put(main, "command", doc_new_seq());
         char module[32];
         snprintf(module, sizeof module, "dynamo.%s", frameworks[inner]);
         doc_seq_push(cmd, doc_new_scalar("python3", true));
@@ -678,59 +706,78 @@ static enum emit_status build_dynamo(enum emit_engine inner, const struct emit_p
         else if (inner == EMIT_VLLM)
             vllm_args(p, r, true, &a);
         else {
-            /* Dynamo's TRT-LLM worker (backend_args.py at b6c87336): --model (--model-path is its
-             * obsolete spelling), --extra-engine-args, --disaggregation-mode prefill | decode
+            /* Dynamo's TRT-LLM worker (backend_args.py at b6c87336): --model-path (its
+             * obsolete_flag for --model; the 1.5.0-era templates pass --model-path, so that is
+             * written), --extra-engine-args, --disaggregation-mode prefill | decode
              * (prefill_and_decode, the default, for aggregated) */
-            arg(&a, "--model", "%s", p->model_path);
+            arg(&a, "--model-path", "%s", p->model_path);
             char role_file[64];
             trtllm_role_file(r, role_file, sizeof role_file);
             arg(&a, "--extra-engine-args", "%s/%s", DYNAMO_CONFIG_DIR, role_file);
             if (r->kind != EMIT_AGGREGATED)
                 arg(&a, "--disaggregation-mode", "%s", role_name(r->kind));
+        }
+        struct doc_node *args = doc_map_put(main, "args", doc_new_seq());
+        for (int k = 0; k < a.count; k++) {
+            /* the operator writes the multinode flags, so no value is left for a shell */
+            assert(!a.shell[k]);
+            doc_seq_push(args, doc_new_scalar(a.flag[k], true));
+            if (a.value[k][0])
+                doc_seq_push(args, doc_new_scalar(a.value[k], true));
+        }
+        int64_t gpus = r->devices < host ? r->devices : host;
+        char count[32];
+        snprintf(count, sizeof count, "%lld", (long long)gpus);
+        put_string(doc_map_put(doc_map_put(main, "resources", doc_new_map()), "limits", doc_new_map()),
+                   "nvidia.com/gpu", count);
+        if (inner == EMIT_TRTLLM) {
             /* the role's engine YAML, written beside the deployment, reaches the pod as a ConfigMap
-             * (ExtraPodSpec inlines a core/v1 PodSpec: volumes; the main container: volumeMounts) */
-            struct doc_node *volume = doc_new_map();
-            put_string(volume, "name", "engine-config");
-            put_string(doc_map_put(volume, "configMap", doc_new_map()), "name", config_map);
-            doc_seq_push(doc_map_put(extra, "volumes", doc_new_seq()), volume);
-            struct doc_node *mount = doc_new_map();
+             * volume mounted into the main container (core/v1 PodSpec.volumes, volumeMounts) */
+            struct doc_node *mount = doc_seq_push(doc_map_put(main, "volumeMounts", doc_new_seq()), doc_new_map());
             put_string(mount, "name", "engine-config");
             put_string(mount, "mountPath", DYNAMO_CONFIG_DIR);
-            doc_seq_push(doc_map_put(pod, "volumeMounts", doc_new_seq()), mount);
-        }
-        struct doc_node *args = doc_map_put(pod, "args", doc_new_seq());
-        for (int k = 0; k < a.count; k++) {
-            doc_seq_push(args, doc_new_scalar(a.flag[k], true));
-            if (a.value[k][0]) {
-                /* the pod's environment sets these for each host: Kubernetes expands $(VAR) */
-                doc_seq_push(args, doc_new_scalar(a.shell[k] ? (strstr(a.value[k], "NODE_RANK")
-                                                                    ? "$(NODE_RANK)"
-                                                                    : "$(LWS_LEADER_ADDRESS):5000")
-                                                             : a.value[k],
-                                                  true));
-            }
+            struct doc_node *volume = doc_seq_push(doc_map_put(pod_spec, "volumes", doc_new_seq()), doc_new_map());
+            put_string(volume, "name", "engine-config");
+            put_string(doc_map_put(volume, "configMap", doc_new_map()), "name", config_map);
         }
     }
     char file[64];
     snprintf(file, sizeof file, "dynamo-%s.yaml", frameworks[inner]);
+    static const char *const launchers[3] = {
+        "SGLang's --dist-init-addr, --nnodes and --node-rank",
+        "vLLM's --data-parallel-size-local,\n# --data-parallel-start-rank, --data-parallel-address, --data-parallel-rpc-port and\n"
+        "# --data-parallel-hybrid-lb",
+        "its mpirun across the pods"};
     char note[2048];
     int n = snprintf(note, sizeof note,
-                     "# workers run `python3 -m dynamo.%s` with the flags checked against %s\n"
-                     "# the runtime image tags were not checked against the registry: set them to the Dynamo\n"
-                     "# release whose worker takes these flags\n"
-                     "# Dynamo v1.4.0's and later releases' templates write nvidia.com/v1beta1 (spec.components), not\n"
-                     "# this v1alpha1 spec.services: for those, check that the operator still serves v1alpha1\n",
-                     frameworks[inner], engine_versions[inner]);
-    /* The v1beta1 line: https://docs.nvidia.com/dynamo/v1.4.0/recipes/kubernetes-templates/dgd/tensor-rt-llm.md
-     * (its manifests from the v1.4.0 tag) writes nvidia.com/v1beta1 with spec.components; so do
-     * v1.4.2's, v1.5.1's and v1.6.0's template pages (tests/data/engine-options/dynamo-*.txt). */
-    /* Dynamo's release artifacts pages list each tensorrtllm-runtime image's TensorRT-LLM: 1.2.0rc6 to
-     * 1.3.0rc19 pre-releases (Dynamo 0.8.1 to 1.3.0), never 1.0.0, the release these keys were
-     * checked against: the file says so rather than imply the image takes exactly these keys */
+                     "# workers run `python3 -m dynamo.%s` with the engine flags checked against %s\n"
+                     "# the image %s carries %s (Dynamo 1.5.0's release\n"
+                     "# artifacts), not the version above: check the engine flags against the image's\n",
+                     frameworks[inner], engine_versions[inner], dynamo_images[inner], dynamo_image_engines[inner]);
+    if (multinode)
+        n += snprintf(note + n, sizeof note - (size_t)n,
+                      "# a multinode worker gets %s from the operator, not from this file\n", launchers[inner]);
+    /* TensorRT-LLM 1.3.0rc25's documentation has no llm_args page in the index; its DeepSeek-R1
+     * deployment guide (NVIDIA/TensorRT-LLM 1.3.0rc25/deployment-guide/deployment-guide-for-
+     * deepseek-r1-on-trtllm.html at 7dd67b7f) writes the other keys here but MTP as
+     * speculative_config {decoding_type: MTP, max_draft_len: 1} and wide EP on GB200 NVL72 (EP > 8)
+     * as moe_config.backend CUTEDSL (NVFP4) or DEEPGEMM (FP8): the file names what it writes
+     * differently from that guide */
+    bool wide = false;
+    for (int i = 0; i < p->role_count; i++)
+        wide = wide || wide_ep(p, &p->roles[i]);
+    if (inner == EMIT_TRTLLM && (p->mtp > 0 || wide)) {
+        n += snprintf(note + n, sizeof note - (size_t)n,
+                      "# TensorRT-LLM 1.3.0rc25's DeepSeek-R1 guide differs from the role YAMLs (1.0.0's keys):\n");
+        if (p->mtp > 0)
+            n += snprintf(note + n, sizeof note - (size_t)n,
+                          "#   MTP as speculative_config.max_draft_len, not num_nextn_predict_layers\n");
+        if (wide)
+            n += snprintf(note + n, sizeof note - (size_t)n,
+                          "#   EP > 8 on GB200 NVL72 as moe_config.backend CUTEDSL (NVFP4) or DEEPGEMM (FP8), not WIDEEP\n");
+    }
     if (inner == EMIT_TRTLLM) {
         n += snprintf(note + n, sizeof note - (size_t)n,
-                      "# Dynamo's tensorrtllm-runtime images carry TensorRT-LLM pre-releases (1.2.0rc6 to 1.3.0rc19 by\n"
-                      "# Dynamo's release artifacts), not 1.0.0: check the role YAMLs' keys against the image's\n"
                       "# the workers read their engine YAMLs from the ConfigMap %s:\n"
                       "#   kubectl create configmap %s",
                       config_map, config_map);

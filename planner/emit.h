@@ -49,8 +49,10 @@
  *   P/D: --kv-transfer-config {"kv_connector":"NixlConnector","kv_role":"kv_both"};
  *   multi-host DP: --data-parallel-size-local, --data-parallel-address, --data-parallel-start-rank
  * TensorRT-LLM 1.0.0, the release (LLM-API keys of tensorrt_llm/llmapi/llm_args.py: BaseLlmArgs,
- * TorchLlmArgs, KvCacheConfig, CudaGraphConfig, CacheTransceiverConfig, MTPDecodingConfig; the
- * trtllm-serve CLI and the disagg file's keys as tests/data/engine-options/trtllm-1.0.0.txt says):
+ * TorchLlmArgs, KvCacheConfig, CudaGraphConfig, CacheTransceiverConfig, MTPDecodingConfig, as
+ * 1.0.0's documentation renders it (built from ae8270b); the trtllm-serve CLI from 1.0.0's
+ * trtllm-serve page, the disagg file's keys from its disaggregated-serving guide:
+ * tests/data/engine-options/trtllm-1.0.0.txt quotes each):
  *   `trtllm-serve MODEL --backend pytorch --extra_llm_api_options FILE.yaml`, the YAML:
  *   tensor_parallel_size (tp x dp with attention DP, as SGLang), pipeline_parallel_size,
  *   moe_expert_parallel_size ep, enable_attention_dp, max_batch_size R_r, max_num_tokens as
@@ -59,22 +61,31 @@
  *   activations}, cuda_graph_config {enable_padding, max_batch_size B_r} (aggregated, decode),
  *   speculative_config {decoding_type MTP, num_nextn_predict_layers K}; P/D:
  *   cache_transceiver_config {max_tokens_in_buffer max(isl, max_num_tokens)} (its backend left to
- *   TensorRT-LLM's default: the spelling 1.0.0 takes was not verified), the context server with
- *   disable_overlap_scheduler, and `trtllm-serve disaggregated -c disagg.yaml` {hostname, port,
- *   backend, context_servers, generation_servers: num_instances, urls}. moe_config {backend
- *   WIDEEP} for a MoE role with ep > 8 on GB200 NVL72 (the DeepSeek-R1 deployment guide's MoE
- *   backend matrix, TensorRT-LLM 1.2.0rc2.post2: WIDEEP is the only backend it lists there);
- *   elsewhere moe_config is not written (CUTLASS, the default, is kept).
- * Dynamo (nvidia.com/v1alpha1 DynamoGraphDeployment; keys from deploy/operator/api/v1alpha1 at
- *   832a531f and 1d26d921): spec.backendFramework, Frontend (dynamo.frontend, 1 replica) and a
- *   worker per role (subComponentType prefill | decode; aggregated none), replicas = the role's
- *   instances, resources.limits.gpu = GPUs a host the worker takes, multinode.nodeCount when an
- *   instance spans hosts, the container running `python3 -m dynamo.ENGINE` with the engine's
- *   flags above and the role as Dynamo names it: SGLang's own --disaggregation-mode; vLLM's
- *   worker --disaggregation-mode prefill | decode (backend_args.py at d195d280); TensorRT-LLM's
- *   worker --model, --extra-engine-args /config/trtllm-ROLE.yaml (the role's LLM-API YAML above,
- *   written beside the deployment and mounted from a ConfigMap) and --disaggregation-mode
- *   (backend_args.py at b6c87336). The runtime image tags are not verified (the file says so).
+ *   TensorRT-LLM's default, UCX at 1.0.0), the context server with disable_overlap_scheduler, and
+ *   `trtllm-serve disaggregated -c disagg.yaml` {hostname, port, backend, context_servers,
+ *   generation_servers: num_instances, urls}. moe_config {backend WIDEEP} for a MoE role with
+ *   ep > 8 on GB200 NVL72 (the rule is the DeepSeek-R1 deployment guide's MoE backend matrix,
+ *   TensorRT-LLM 1.2.0rc2.post2: WIDEEP is the only backend it lists there; 1.0.0's MoeConfig
+ *   takes the value); elsewhere moe_config is not written (CUTLASS, the default, is kept).
+ * Dynamo 1.5.0 (nvidia.com/v1beta1 DynamoGraphDeployment, the version its DGD reference serves;
+ *   keys from deploy/operator/api/v1beta1 as tests/data/engine-options/dynamo-1.5.0.txt says):
+ *   spec.backendFramework, spec.components: Frontend (type frontend, 1 replica, the operator's
+ *   default command) and a worker per role (type prefill | decode; aggregated: worker), replicas =
+ *   the role's instances, multinode.nodeCount when an instance spans hosts, the pod's main
+ *   container (podTemplate.spec.containers[name: main]) on the release's runtime image
+ *   (nvcr.io/nvidia/ai-dynamo/{sglang,vllm,tensorrtllm}-runtime:1.5.0, the frontend's too) with
+ *   resources.limits."nvidia.com/gpu" = GPUs a host the worker takes, running
+ *   `python3 -m dynamo.ENGINE` with the engine's flags above and the role as Dynamo names it:
+ *   SGLang's own --disaggregation-mode; vLLM's worker --disaggregation-mode prefill | decode
+ *   (backend_args.py at d195d280); TensorRT-LLM's worker --model-path (the 1.5.0-era templates'
+ *   spelling), --extra-engine-args /config/trtllm-ROLE.yaml (the role's LLM-API YAML above, written
+ *   beside the deployment and mounted from a ConfigMap) and --disaggregation-mode (backend_args.py
+ *   at b6c87336). The operator launches a multinode worker itself, so none of the multi-host flags
+ *   above is written there: SGLang's --nnodes, --node-rank, --dist-init-addr and vLLM's
+ *   --data-parallel-size-local, --data-parallel-address, --data-parallel-start-rank (it appends
+ *   them, and keeps the --data-parallel-size written). The images carry SGLang 0.5.18, vLLM 0.28.0
+ *   and TensorRT-LLM 1.3.0rc25, not the versions the engine flags were checked against: the file
+ *   says so.
  *
  * Hosts: an instance wider than a host runs on ceil(devices / host) hosts; a host has the
  * domain's devices up to 8 (HGX, MI300X), and 4 in a larger NVLink domain (GB200/GB300 NVL72

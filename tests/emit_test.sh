@@ -9,8 +9,9 @@ opts=tests/data/engine-options
 
 # flags_in FILE LIST...: every --flag (and -c) on the file's command lines, every key of its YAML,
 # is in the lists. A Dynamo deployment (a YAML with `spec`) is checked in two parts: its keys
-# against Dynamo's list (dynamo-*.txt) alone, except the service names (spec.services is a map of
-# name to component); its workers' args against the engine's list and Dynamo's worker flags.
+# against Dynamo's list (dynamo-*.txt) alone (v1beta1: spec.components is a list, each component's
+# containers a list, so every key is a field name); its workers' args against the engine's list and
+# Dynamo's worker flags.
 flags_in() {
     python3 - "$@" <<'PY'
 import os, re, sys, yaml
@@ -39,13 +40,12 @@ else:
             for v in node: keys(v, into)
     if "spec" in doc:
         crd = set()
-        services = doc["spec"].pop("services")
-        keys(doc, crd); crd.add("services")
-        for s in services.values():
-            for a in s["extraPodSpec"]["mainContainer"].get("args", []):
-                if a.startswith("--"):
-                    args.add(a)
-            keys(s, crd)
+        keys(doc, crd)
+        for c in doc["spec"]["components"]:
+            for container in c["podTemplate"]["spec"]["containers"]:
+                for a in container.get("args", []):
+                    if a.startswith("--"):
+                        args.add(a)
         missing = sorted((crd - dynamo) | (args - known - dynamo))
         if missing:
             print("# not in the lists:", " ".join(missing)); sys.exit(1)
@@ -62,6 +62,20 @@ flag() { grep -A0 -- "  $2 " "$1" | head -n 1 | sed "s/.*$2 '\\{0,1\\}\\([^']*\\
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 # y FILE EXPR: EXPR over the YAML file as d
 y() { python3 -c "import yaml,sys; d=yaml.load(open(sys.argv[1]), Loader=yaml.CLoader); print(eval(sys.argv[2]))" "$@"; }
+# dyn FILE TYPE EXPR: EXPR over a Dynamo deployment's one component of v1beta1 type TYPE (frontend,
+# worker, prefill, decode) as c, its main container as m; fails unless exactly one has that type
+dyn() {
+    python3 - "$@" <<'PY'
+import sys, yaml
+d = yaml.load(open(sys.argv[1]), Loader=yaml.CLoader)
+cs = [c for c in d["spec"]["components"] if c["type"] == sys.argv[2]]
+if len(cs) != 1:
+    sys.exit(1)
+c = cs[0]
+m = [x for x in c["podTemplate"]["spec"]["containers"] if x["name"] == "main"][0]
+print(eval(sys.argv[3]))
+PY
+}
 
 dsv3="serve models/deepseek-v3.yaml topologies/gb200-nvl72.xml --isl 4096 --osl 1024 --mtp 1 --mtp-accept 0.8 --mode disaggregated --ttft-ms 2000 --tpot-ms 20"
 llama="serve models/llama-3.1-70b.yaml topologies/hgx-h200.xml --isl 2048 --osl 512 --mode aggregated --tpot-ms 50"
@@ -127,20 +141,52 @@ check "dsv3 trtllm disagg.yaml: context servers = prefill instances" \
     test "$(python3 -c "import yaml; print(yaml.load(open('$work/dsv3-trtllm/trtllm-disagg.yaml'), Loader=yaml.CLoader)['context_servers']['num_instances'])")" = \
     "$(json $d "d['layout']['prefill']['instances']")"
 check "dsv3 dynamo: decode replicas = decode instances" \
-    test "$(python3 -c "import yaml; print(yaml.load(open('$work/dsv3-dynamo/dynamo-sglang.yaml'), Loader=yaml.CLoader)['spec']['services']['SglangDecodeWorker']['replicas'])")" = \
-    "$(json $d "d['layout']['decode']['instances']")"
+    test "$(dyn $work/dsv3-dynamo/dynamo-sglang.yaml decode "c['replicas']")" = "$(json $d "d['layout']['decode']['instances']")"
+# a pod takes a host's GPUs (4 on GB200 NVL72), and a role wider than a host is multinode with the
+# hosts it spans: nodeCount x the main container's nvidia.com/gpu = the instance's devices
+for role in prefill decode; do
+    check "dsv3 dynamo $role: multinode.nodeCount x nvidia.com/gpu = $role devices" \
+        test "$(dyn $work/dsv3-dynamo/dynamo-sglang.yaml $role "c['multinode']['nodeCount'] * int(m['resources']['limits']['nvidia.com/gpu'])")" = \
+        "$(json $d "d['layout']['$role']['instance_devices']")"
+done
 # Dynamo's workers name their role with --disaggregation-mode (Dynamo's vLLM backend_args.py at
 # d195d280 deprecates --is-prefill-worker); SGLang's router gets each prefill's bootstrap port
 # (SGLang's default 8998, server_args.py)
 v=$work/dsv3-dynamo-vllm/dynamo-vllm.yaml
 check "dsv3 dynamo-vllm: the prefill worker passes --disaggregation-mode prefill" \
-    test "$(y $v "' '.join(d['spec']['services']['VllmPrefillWorker']['extraPodSpec']['mainContainer']['args'])" | grep -o -- '--disaggregation-mode prefill')" = "--disaggregation-mode prefill"
+    test "$(dyn $v prefill "' '.join(m['args'])" | grep -o -- '--disaggregation-mode prefill')" = "--disaggregation-mode prefill"
 check "dsv3 dynamo-vllm: no worker passes the deprecated --is-prefill-worker" \
     test -z "$(grep -- '--is-prefill-worker' $v)"
-# the deployment is v1alpha1 (spec.services); Dynamo v1.4.0+ templates write v1beta1, and the file
-# says so rather than imply any release takes it as written
-check "dsv3 dynamo-vllm: apiVersion nvidia.com/v1alpha1, and the header names the v1beta1 releases" \
-    test "$(y $v "d['apiVersion']")" = nvidia.com/v1alpha1 -a -n "$(grep '^# Dynamo v1.4.0.*nvidia.com/v1beta1' $v)"
+# Dynamo 1.5.0 (dynamo-1.5.0.txt): nvidia.com/v1beta1, each component's type its role, every
+# image the release's runtime for the framework (the frontend's too), and the header naming the
+# engine the image carries beside the version its flags were checked against
+check "dsv3 dynamo-vllm: apiVersion nvidia.com/v1beta1; component types frontend, prefill, decode" \
+    test "$(y $v "(d['apiVersion'], sorted(c['type'] for c in d['spec']['components']))")" = \
+    "('nvidia.com/v1beta1', ['decode', 'frontend', 'prefill'])"
+check "llama dynamo (aggregated): one worker of type worker, one frontend" \
+    test "$(y $work/llama-dynamo/dynamo-sglang.yaml "sorted(c['type'] for c in d['spec']['components'])")" = "['frontend', 'worker']"
+for f in dsv3-dynamo/dynamo-sglang dsv3-dynamo-vllm/dynamo-vllm dsv3-dynamo-trtllm/dynamo-trtllm; do
+    fw=${f##*-}; img=$([ $fw = trtllm ] && echo tensorrtllm || echo $fw)
+    check "$f: every container runs nvcr.io/nvidia/ai-dynamo/$img-runtime:1.5.0" \
+        test "$(y $work/$f.yaml "sorted({x['image'] for c in d['spec']['components'] for x in c['podTemplate']['spec']['containers']})")" = \
+        "['nvcr.io/nvidia/ai-dynamo/$img-runtime:1.5.0']"
+done
+check "dsv3 dynamo-vllm: the header names the image's vLLM (0.28.0) and the commit the flags were checked at" \
+    grep -q "^# the image nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0 carries vLLM 0.28.0" $v
+check "... and the flags' vLLM commit" grep -q "^# workers run .python3 -m dynamo.vllm. with the engine flags checked against vLLM main at 99d7eb5d" $v
+# the operator launches a multinode DP worker itself (backend_vllm.go, injectDataParallelLaunchFlags:
+# it appends --data-parallel-size-local, -start-rank, -address, -rpc-port, -hybrid-lb, and keeps a
+# --data-parallel-size already there) and a multinode SGLang worker likewise (backend_sglang.go:
+# --dist-init-addr, --nnodes, --node-rank): a worker passing its own would run with two
+for f in dsv3-dynamo-vllm/dynamo-vllm dsv3-dynamo/dynamo-sglang; do
+    check "$f: no worker passes a flag the operator injects" \
+        test "$(y $work/$f.yaml "sorted({a for c in d['spec']['components'] for x in c['podTemplate']['spec']['containers'] for a in x.get('args', []) if a in ('--data-parallel-size-local', '--data-parallel-start-rank', '--data-parallel-address', '--data-parallel-rpc-port', '--data-parallel-hybrid-lb', '--dist-init-addr', '--nnodes', '--node-rank')})")" = "[]"
+done
+check "dsv3 dynamo-vllm decode: --data-parallel-size = decode DP (the operator keeps it and reads the DP size from it)" \
+    test "$(dyn $v decode "m['args'][m['args'].index('--data-parallel-size') + 1]")" = "$(json $d "d['layout']['decode']['layout']['dp']")"
+# ... while the standalone vLLM scripts, which nothing launches for them, still pass the local size
+check "dsv3 vllm decode script (no operator): --data-parallel-size-local = a host's GPUs" \
+    test "$(flag $work/dsv3-vllm/vllm-decode.sh --data-parallel-size-local)" = 4
 check "dsv3 sglang router: every --prefill carries bootstrap port 8998" \
     test "$(grep -c -- "  --prefill .* '8998'" $s/sglang-router.sh)" = "$(json $d "d['layout']['prefill']['instances']")"
 # Dynamo over TensorRT-LLM: the role YAMLs the workers read are written beside the deployment, each
@@ -148,13 +194,24 @@ check "dsv3 sglang router: every --prefill carries bootstrap port 8998" \
 t=$work/dsv3-dynamo-trtllm
 check "dsv3 dynamo-trtllm: trtllm-prefill.yaml and trtllm-decode.yaml written beside the deployment" \
     test -f $t/trtllm-prefill.yaml -a -f $t/trtllm-decode.yaml
-for role in Prefill Decode; do
-    a=$(y $t/dynamo-trtllm.yaml "d['spec']['services']['Trtllm${role}Worker']['extraPodSpec']['mainContainer']['args']")
-    f=$(python3 -c "import sys,ast; a=ast.literal_eval(sys.argv[1]); print(a[a.index('--extra-engine-args')+1])" "$a")
-    m=$(y $t/dynamo-trtllm.yaml "d['spec']['services']['Trtllm${role}Worker']['extraPodSpec']['mainContainer']['volumeMounts'][0]['mountPath']")
+for role in prefill decode; do
+    f=$(dyn $t/dynamo-trtllm.yaml $role "m['args'][m['args'].index('--extra-engine-args') + 1]")
+    m=$(dyn $t/dynamo-trtllm.yaml $role "m['volumeMounts'][0]['mountPath']")
     check "dsv3 dynamo-trtllm $role: --extra-engine-args $f is a file written, under the mount $m" \
-        test -f "$t/$(basename "$f")" -a "$(dirname "$f")" = "$m"
+        test -n "$f" -a -f "$t/$(basename "$f")" -a "$(dirname "$f")" = "$m"
+    check "dsv3 dynamo-trtllm $role: the mount's volume is the ConfigMap the header names" \
+        test "$(dyn $t/dynamo-trtllm.yaml $role "[v['configMap']['name'] for v in c['podTemplate']['spec']['volumes'] if v['name'] == m['volumeMounts'][0]['name']]")" = \
+        "['$(sed -n 's/^#   kubectl create configmap \([^ ]*\) .*/\1/p' $t/dynamo-trtllm.yaml)']"
+    check "dsv3 dynamo-trtllm $role: --model-path, as Dynamo 1.5.0-era templates pass it" \
+        test "$(dyn $t/dynamo-trtllm.yaml $role "m['args'][:2]")" = "['--model-path', 'deepseek-ai/DeepSeek-V3']"
 done
+# the image's TensorRT-LLM (1.3.0rc25) guide spells MTP and wide EP otherwise than 1.0.0's keys
+# written: the header names both when the YAMLs write them (MTP planned; decode EP 16 on GB200)
+check "dsv3 dynamo-trtllm: the header names 1.3.0rc25's max_draft_len and CUTEDSL beside num_nextn_predict_layers and WIDEEP" \
+    test "$(grep -c -e '^#   MTP as speculative_config.max_draft_len, not num_nextn_predict_layers$' \
+        -e '^#   EP > 8 on GB200 NVL72 as moe_config.backend CUTEDSL (NVFP4) or DEEPGEMM (FP8), not WIDEEP$' $t/dynamo-trtllm.yaml)" = 2
+check "llama dynamo-trtllm (no MTP, dense): no such note" \
+    test -z "$(grep '1.3.0rc25.s DeepSeek-R1 guide' $work/llama-dynamo-trtllm/dynamo-trtllm.yaml)"
 check "dsv3 dynamo-trtllm decode YAML: max_batch_size = ceil(decode batch / DP)" \
     test "$(y $t/trtllm-decode.yaml "d['max_batch_size']")" = "$(json $d "-(-d['layout']['decode']['batch'] // d['layout']['decode']['layout']['dp'])")"
 
