@@ -884,6 +884,15 @@ void format_gb(double bytes, char *buffer, size_t size)
     snprintf(buffer, size, "%.3f", bytes / 1e9);
 }
 
+void format_ttft_ms(double ttft_s, char *buffer, size_t size)
+{
+    double ms = ttft_s * 1e3;
+    if (ms < 1e7)
+        snprintf(buffer, size, "%.1f", ms);
+    else
+        snprintf(buffer, size, "%.2e", ms);
+}
+
 void format_count(double value, char *buffer, size_t size)
 {
     char digits[64];

@@ -172,6 +172,9 @@ int cli_usage_error(const struct command *command, const char *fmt, ...)
 void format_gb(double bytes, char *buffer, size_t size);
 /* An integer with thousands separators ("1,234,567"). */
 void format_count(double value, char *buffer, size_t size);
+/* A time to first token in ms, "152.6"; past 10^7 ms (a queue that does not drain, where it runs
+ * to 10^16 and more) "9.51e+16". */
+void format_ttft_ms(double ttft_s, char *buffer, size_t size);
 
 
 struct model;

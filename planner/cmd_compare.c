@@ -434,7 +434,9 @@ static void serving_row_cells(const struct report *r, int64_t rank, struct servi
                  (long long)p->decode.layout.tp, (long long)p->decode.layout.dp, (long long)p->decode.layout.pp);
     format_count((double)p->devices, c->devices, sizeof c->devices);
     format_count((double)p->decode.batch, c->batch, sizeof c->batch);
-    snprintf(c->ttft, sizeof c->ttft, "%.1f%s", p->ttft_s * 1e3, serve_ttft_on_slot_waits(r->serving, p) ? "!" : "");
+    format_ttft_ms(p->ttft_s, c->ttft, sizeof c->ttft);
+    if (serve_ttft_on_slot_waits(r->serving, p))
+        strncat(c->ttft, "!", sizeof c->ttft - strlen(c->ttft) - 1);
     snprintf(c->tpot, sizeof c->tpot, "%.2f", p->tpot_s * 1e3);
     snprintf(c->user, sizeof c->user, "%.1f", p->tokens_per_s_per_user);
     format_count(p->tokens_per_s_per_device, c->per_device, sizeof c->per_device);

@@ -868,8 +868,10 @@ static void write_text(FILE *out, const struct answer *a)
         else
             snprintf(cost, sizeof cost, "-");
         const char *misses = serve_point_misses(w, p);
-        fprintf(out, "  %-13s %-32.32s %9s %10.1f %10.2f %12.1f %12s %9s%s%s%s\n", serve_mode_name(p->mode), instance,
-                batch, p->ttft_s * 1e3, p->tpot_s * 1e3, p->tokens_per_s_per_user, per_device, cost,
+        char ttft[32];
+        format_ttft_ms(p->ttft_s, ttft, sizeof ttft);
+        fprintf(out, "  %-13s %-32.32s %9s %10s %10.2f %12.1f %12s %9s%s%s%s\n", serve_mode_name(p->mode), instance,
+                batch, ttft, p->tpot_s * 1e3, p->tokens_per_s_per_user, per_device, cost,
                 misses ? "  (" : "", misses ? misses : "", misses ? ")" : "");
     }
     fprintf(out, "\n%s\n", a->bound ? "Estimates use the topology's efficiency fitted to published measurements "
@@ -983,7 +985,7 @@ static bool write_report(const char *path, const struct answer *a, struct sink_b
         char devices[32], batch[32], ttft[32], tpot[32], user[32], device[32], cost[32];
         snprintf(devices, sizeof devices, "%lld", (long long)p->decode.layout.devices);
         snprintf(batch, sizeof batch, "%lld", (long long)p->decode.batch);
-        snprintf(ttft, sizeof ttft, "%.1f", p->ttft_s * 1e3);
+        format_ttft_ms(p->ttft_s, ttft, sizeof ttft);
         snprintf(tpot, sizeof tpot, "%.2f", p->tpot_s * 1e3);
         snprintf(user, sizeof user, "%.1f", p->tokens_per_s_per_user);
         snprintf(device, sizeof device, "%.1f", p->tokens_per_s_per_device);

@@ -459,7 +459,9 @@ struct serve_point {
     double ttft_margin_s;            /* TTFT at the workload's percentile with SERVE_SLOT_WAIT_MARGIN
                                       * times as many waiting for a KV slot (0: none waits) */
     bool meets;                      /* within both targets (TTFT with the slot's margin too), and
-                                      * settled (SERVE_MOST_RATE_ELASTICITY) */
+                                      * settled (SERVE_MOST_RATE_ELASTICITY); with no TTFT target,
+                                      * TTFT's percentile not on waits for KV slots
+                                      * (serve_ttft_on_slot_waits) */
     bool unsettled;                  /* its batch past SERVE_MOST_RATE_ELASTICITY: it does not meet */
     double prefill_arrivals_per_s;   /* disaggregated: the requests/s into the prefill pool */
     bool ttft_deferred;              /* within a search only: TTFT not yet worked out (the pool

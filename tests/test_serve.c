@@ -1409,6 +1409,36 @@ static void cohorts_against_simulation(void)
     }
 }
 
+/* With no TTFT target a point whose TTFT percentile rests on waits for KV slots is not taken: Llama
+ * 3.1 70B 1k/1k on an H200 node, TP 4 x DP 2 at 1,059 sequences, Poisson, TPOT 60 ms at p99: within
+ * the TPOT target, but 0.25% or more of its requests wait for a slot and its p99 TTFT is minutes;
+ * a TTFT target that long takes it. */
+static void slot_queue_without_ttft_target(void)
+{
+    struct model m;
+    struct topology t;
+    struct graph_summary g;
+    struct serve_pool pool;
+    llama_h200(&m, &t, &g, &pool);
+    const struct layout tp4dp2 = {.racks = 1, .devices = 8, .tp = 4, .pp = 1, .dp = 2, .ep = 1};
+    struct serve_workload w = workload(1024, 1024);
+    w.arrivals = SERVE_POISSON;
+    w.percentile = 99;
+    w.tpot_s = 0.06;
+    struct serve_point p;
+    if (!CHECK(serve_aggregated(&pool, &g, &tp4dp2, &w, 1059, &p), "TP 4 x DP 2 at 1,059, Poisson: a point"))
+        return;
+    CHECK(p.tpot_s <= w.tpot_s && serve_ttft_on_slot_waits(&w, &p) && p.ttft_s > 60,
+          "within TPOT (%.2f ms), its p99 TTFT %.0f s on waits for KV slots (%.2f%% wait)", p.tpot_s * 1e3, p.ttft_s,
+          p.tail.slot_wait_probability * 100);
+    const char *misses = serve_point_misses(&w, &p);
+    CHECK(!p.meets && misses && strcmp(misses, "its TTFT on waits for KV slots") == 0,
+          "no TTFT target: it does not meet (%s)", misses ? misses : "meets");
+    w.ttft_s = 2 * fmax(p.ttft_s, p.ttft_margin_s);
+    CHECK(serve_aggregated(&pool, &g, &tp4dp2, &w, 1059, &p) && p.meets,
+          "a TTFT target above its TTFT (with the slot's margin) takes it");
+}
+
 /* Llama 3.1 70B on an H200 node, TP 8, 1,024/1,024 at 400 sequences, requests at random at the
  * rate that batch serves: the analysis' p50 and p99 TTFT and TPOT within 10% of a simulation of
  * 100,000 requests (issue 26's tolerance; README, "Tail latency": the analysis of this case is
@@ -2070,6 +2100,7 @@ int main(int argc, char **argv)
     misses();
     one_row_per_point();
     cohorts_against_simulation();
+    slot_queue_without_ttft_target();
     poisson_against_simulation();
     tails();
     md1();
