@@ -143,7 +143,7 @@ static void aggregated_by_hand(void)
      * start, so P = y B isl / osl = 64 x 1000 / 250 = 256 prefill tokens a step (0.256 prompts
      * of 1000 tokens). Decode context S = 1000 + 250/2 = 1125; prefill context 1000 - 1000/2 = 500. */
     struct serve_workload w = workload(1000, 250);
-    w.spread_starts = true; /* starts spread over a life (calibrate's reading); cohorts: below */
+    w.spread_starts = true; /* starts spread over a life (calibrate's reading); cohorts: tails() */
     struct serve_point a;
     CHECK(serve_aggregated(&pool, &g, &l, &w, 64, &a), "Llama 70B TP 8, batch 64, isl 1000 osl 250: fits");
     CHECK_REL(a.prefill_use * 8192, 256, 1e-12, "prefill tokens a step = B isl / osl = 256 (rho x C)");
@@ -291,59 +291,6 @@ static void aggregated_by_hand(void)
     CHECK_REL(b.ttft_s, c1.step_s + c2.step_s, 1e-12, "TTFT = the steps of its chunks of 256 and 244");
     CHECK_REL(b.tail.ttft_s[2], b.ttft_s, 1e-12, "and its p99 the same");
     CHECK_REL(b.tokens_per_s_per_device, 1.85 * 64 / U / 8, 1e-12, "tokens/s per device = 1.85 x 64 / T / 8");
-}
-
-/* The same instance and batch with the requests started together, as a benchmark's clients at fixed
- * lengths are (serve.h, "Steps as they come"): the chunk budget first takes floor(8192 / 1000) = 8
- * whole prompts a step, those 8 end their lives in one step and their successors arrive together,
- * so the 64 run as 8 cohorts of 8. A request ends 0.256 a step, so a cohort's step is 0.256 / 8 =
- * 3.2% of the steps, the others carry none. */
-static double r1_of(const struct roof_setup *s)
-{
-    struct roof_step one = {.sequences = 64, .tokens_per_sequence = 1, .context = 1125, .chunk_tokens = 1000,
-                            .chunk_context = 500};
-    struct roof_point r;
-    roof_step(s, &one, &r);
-    return r.step_s;
-}
-
-static void cohorts_by_hand(void)
-{
-    struct model m;
-    struct topology t;
-    struct graph_summary g;
-    struct serve_pool pool;
-    llama_h200(&m, &t, &g, &pool);
-    const struct layout l = node_tp8;
-    struct roof_setup s = setup_of(&pool, &g, &l);
-    struct serve_workload w = workload(1000, 250);
-    struct serve_point a;
-    CHECK(serve_aggregated(&pool, &g, &l, &w, 64, &a), "64 sequences of 1000 + 250, started together: fits");
-    /* a cohort's step: the 64 decode sequences beside 8 prompts of 1,000 tokens (8,000 at the
-     * prompts' mean context 500) */
-    struct roof_step none = {.sequences = 64, .tokens_per_sequence = 1, .context = 1125};
-    struct roof_step eight = {.sequences = 64, .tokens_per_sequence = 1, .context = 1125, .chunk_tokens = 8000,
-                              .chunk_context = 500};
-    struct roof_point r0, r8;
-    roof_step(&s, &none, &r0);
-    roof_step(&s, &eight, &r8);
-    double T = 0.968 * r0.step_s + 0.032 * r8.step_s;
-    CHECK_REL(a.decode.step_s, T, 1e-12, "step = 0.968 x the decode step + 0.032 x a cohort's step");
-    CHECK_REL(a.tokens_per_s_per_device, 64 / T / 8, 1e-12, "tokens/s per device = 64 / T / 8");
-    /* a request's first token ends its cohort's step; it is sent as its predecessor ends, at a
-     * step's end, and its cohort's step is the next: TTFT that step at every percentile */
-    CHECK_REL(a.ttft_s, r8.step_s, 1e-12, "TTFT = the cohort's step of 8 prompts");
-    CHECK_REL(a.tail.ttft_s[2], r8.step_s, 1e-12, "TTFT p99 = the same step");
-    CHECK(a.ttft_s > 2 * r1_of(&s), "a cohort's TTFT %.1f ms is over twice one prompt's step %.1f ms",
-          a.ttft_s * 1e3, r1_of(&s) * 1e3);
-    /* a life is its cohort's step and 249 after it, 250 steps, 8 of them cohorts' (8 x 0.032 x 250):
-     * its 249 hold the 7 other cohorts' steps, so TPOT = (242 T_0 + 7 T_8) / 249 for every request,
-     * which is serve.h's mean step less (T_8 - T_0) (1 - 0.032) / 249 */
-    double tpot = (242 * r0.step_s + 7 * r8.step_s) / 249;
-    CHECK_REL(tpot, T - (r8.step_s - r0.step_s) * (1 - 0.032) / 249, 1e-12, "(242 T_0 + 7 T_8) / 249 is that");
-    CHECK_REL(a.tpot_s, tpot, 1e-12, "TPOT = (242 T_0 + 7 T_8) / 249");
-    CHECK_REL(a.tail.tpot_s[0], tpot, 1e-12, "TPOT p50 = that");
-    CHECK_REL(a.tail.tpot_s[2], tpot, 1e-12, "TPOT p99 = that: every life holds the same steps");
 }
 
 /* ---- 3. the chunk budget ---- */
@@ -1200,7 +1147,7 @@ static void tails(void)
      * percentile is the mean, TPOT = TTFT = that step (the prompt rides in the step after its
      * request is sent, beside no other). */
     struct serve_workload w = workload(1000, 250);
-    w.spread_starts = true; /* their starts spread over a life; started together: cohorts_by_hand */
+    w.spread_starts = true; /* their starts spread over a life; started together: below */
     struct serve_point a;
     CHECK(serve_aggregated(&pool, &g, &l, &w, 250, &a), "250 sequences of 1000 + 250: fits");
     struct roof_step one = {.sequences = 250, .tokens_per_sequence = 1, .context = 1125, .chunk_tokens = 1000,
@@ -1214,6 +1161,45 @@ static void tails(void)
     CHECK_REL(a.tail.ttft_s[0], r.step_s, 1e-12, "TTFT = that step");
     CHECK(a.tail.ttft_s[0] == a.tail.ttft_s[2] && a.tail.ttft_s[2] == a.tail.ttft_mean_s,
           "TTFT p50 = p99 = mean");
+
+    /* The requests started together, as a benchmark's clients at fixed lengths are (serve.h,
+     * "Steps as they come"), 64 of 1000/250: the chunk budget first takes floor(8192 / 1000) = 8
+     * whole prompts a step, those 8 end their lives in one step and their successors arrive
+     * together, so the 64 run as 8 cohorts of 8. A request ends 0.256 a step, so a cohort's step
+     * is 0.256 / 8 = 3.2% of the steps, the others carry none. */
+    {
+        struct serve_workload together = workload(1000, 250);
+        struct serve_point c;
+        CHECK(serve_aggregated(&pool, &g, &l, &together, 64, &c), "64 sequences of 1000 + 250 started together");
+        /* a cohort's step: the 64 decode sequences beside 8 prompts of 1,000 tokens (8,000 at the
+         * prompts' mean context 500) */
+        struct roof_step none = {.sequences = 64, .tokens_per_sequence = 1, .context = 1125};
+        struct roof_step eight = none, single = none;
+        eight.chunk_tokens = 8000;
+        eight.chunk_context = single.chunk_context = 500;
+        single.chunk_tokens = 1000;
+        struct roof_point r0, r1, r8;
+        roof_step(&s, &none, &r0);
+        roof_step(&s, &single, &r1);
+        roof_step(&s, &eight, &r8);
+        double T = 0.968 * r0.step_s + 0.032 * r8.step_s;
+        CHECK_REL(c.decode.step_s, T, 1e-12, "step = 0.968 x the decode step + 0.032 x a cohort's step");
+        CHECK_REL(c.tokens_per_s_per_device, 64 / T / 8, 1e-12, "tokens/s per device = 64 / T / 8");
+        /* a request's first token ends its cohort's step; it is sent as its predecessor ends, at a
+         * step's end, and its cohort's step is the next: TTFT that step at every percentile */
+        CHECK_REL(c.ttft_s, r8.step_s, 1e-12, "TTFT = the cohort's step of 8 prompts");
+        CHECK_REL(c.tail.ttft_s[2], r8.step_s, 1e-12, "TTFT p99 = the same step");
+        CHECK(c.ttft_s > 2 * r1.step_s, "a cohort's TTFT %.1f ms is over twice one prompt's step %.1f ms",
+              c.ttft_s * 1e3, r1.step_s * 1e3);
+        /* a life is its cohort's step and 249 after it, 250 steps, 8 of them cohorts' (8 x 0.032 x
+         * 250): its 249 hold the 7 other cohorts' steps, so TPOT = (242 T_0 + 7 T_8) / 249 for
+         * every request, which is serve.h's mean step less (T_8 - T_0) (1 - 0.032) / 249 */
+        double tpot = (242 * r0.step_s + 7 * r8.step_s) / 249;
+        CHECK_REL(tpot, T - (r8.step_s - r0.step_s) * (1 - 0.032) / 249, 1e-12, "(242 T_0 + 7 T_8) / 249 is that");
+        CHECK_REL(c.tpot_s, tpot, 1e-12, "TPOT = (242 T_0 + 7 T_8) / 249");
+        CHECK_REL(c.tail.tpot_s[0], tpot, 1e-12, "TPOT p50 = that");
+        CHECK_REL(c.tail.tpot_s[2], tpot, 1e-12, "TPOT p99 = that: every life holds the same steps");
+    }
 
     /* The same under Poisson arrivals at the same rate: the batch now fluctuates and prompts come
      * in bunches, so p99 is above p50 and p50 at most the mean step's growth away; a target at
@@ -1379,7 +1365,7 @@ static void tails_within(const char *label, const struct serve_point *p, const s
 }
 
 /* Closed-loop alike requests started together against the simulation, which starts its clients at
- * once: the cohorts (cohorts_by_hand) are what it runs. Before them the analysis put TTFT at one
+ * once: the cohorts (tails) are what it runs. Before them the analysis put TTFT at one
  * prompt's step, an eighth to a quarter of the simulation's, and spread TPOT that the simulation
  * holds alike. */
 static void cohorts_against_simulation(void)
@@ -2087,7 +2073,6 @@ int main(int argc, char **argv)
         return 1;
     mtp();
     aggregated_by_hand();
-    cohorts_by_hand();
     chunk_budget();
     kv_transfer();
     disaggregated_by_hand();
