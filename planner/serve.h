@@ -363,9 +363,9 @@ struct serve_occupancy {
     double prompt_delay_s;                      /* what one prompt more adds to a step */
     double composition_units, composition_clump; /* units of prompts a step carries on average, and
                                                   * the clumps they come in (0: not at random) */
-    double cohort_excess_s; /* closed-loop cohorts: the step of a request's own cohort less its
-                             * share of the mean, (T(K) - T(0)) (1 - m / K), which its TPOT does not
-                             * hold (its first token ends it); 0: none */
+    double cohort_excess_s; /* closed-loop cohorts: the steps of a request's own prompt (c / u
+                             * units) less their share of the mean, (c / u) (T(K) - T(0)) (1 - m / K),
+                             * which its TPOT does not hold (its first token ends them); 0: none */
     double step_quantile_s[SERVE_PERCENTILES + 1]; /* the occupancy's at p50, p90, p99, the workload's */
     double wait_probability, mean_wait_s; /* a request's wait for a slot at the KV cap */
     int slot_caps; /* the caps that wait is a mixture over (the wait for a slot): 1 for alike requests */
