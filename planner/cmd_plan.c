@@ -413,8 +413,10 @@ static void write_text(FILE *out, const struct plan_output *o)
     format_count(p->step.tokens_per_s_per_device, b, sizeof b);
     if (r->serving)
         fprintf(out, "  serving %lld prompt and %lld output tokens a request: each step carries the decode batch and "
-                     "the prefill of the prompts that replace finished requests; tokens/s are output tokens\n",
-                (long long)r->serving->isl, (long long)r->serving->osl);
+                     "the prefill of the prompts that replace finished requests%s; tokens/s are output tokens\n",
+                (long long)r->serving->isl, (long long)r->serving->osl,
+                serve_workload_in_cohorts(r->serving) ? " (alike and started together: in cohorts that fill the chunk budget)"
+                                                      : "");
     fprintf(out, "  step %.4g ms, %s tokens/s, %s per device; %s binds; %s GB free per device\n",
             p->step.step_s * 1e3, a, b, roof_term_name(p->step.bound), gb);
     if (r->serving && p->served)
