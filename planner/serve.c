@@ -2247,7 +2247,6 @@ static bool within_tpot(const struct serve_workload *w, double tpot_s)
     return w->tpot_s <= 0 || tpot_s <= w->tpot_s;
 }
 
-/* serve_point.meets, budget aside: TTFT with the slot's margin too, TPOT, and settled. */
 /* With no TTFT target a deployment still may not have its TTFT's percentile set by requests queued
  * for KV slots (serve_ttft_on_slot_waits): that queue sits on a cliff, which a little more traffic
  * turns into hours (Llama 3.1 70B 1k/1k on H200 at TPOT 30 ms, p99, no budget: a 2,034-GPU
@@ -2257,6 +2256,8 @@ static bool queues_for_slots(const struct serve_workload *w, const struct serve_
     return w->ttft_s <= 0 && serve_ttft_on_slot_waits(w, p);
 }
 
+/* serve_point.meets, budget aside: TTFT with the slot's margin too, TPOT, settled, and without a
+ * TTFT target no queue for KV slots. */
 static bool point_meets(const struct serve_workload *w, const struct serve_point *p)
 {
     return within_ttft(w, fmax(p->ttft_s, p->ttft_margin_s)) && within_tpot(w, p->tpot_s) && !p->unsettled &&
