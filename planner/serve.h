@@ -32,9 +32,10 @@
  * comes at the end of its cohort's step, and every life holds the other cohorts' steps once, so
  * TPOT is the same for all (its quantiles its mean, which leaves out the steps of its own
  * prompt's c / u units: the mean step less (c / u) (T(K) - T(0)) (1 - m / K) / n over its n
- * steps); a prompt longer than C keeps TTFT's own chunks as below (23% below to 24% above the
- * simulation's runs of chunks), and on ranks that step together its chunks are not taken in
- * cohorts (their queues run apart: the two counts about m). A step of k units: each unit on
+ * steps); a prompt longer than C, on a rank of its own (dp 1, a batch of more than one), goes
+ * through a run of full steps, its TTFT ceil(c / C) of them (the steps of a unit on it), and
+ * elsewhere keeps its own chunks as below; on ranks that step together its chunks are not taken
+ * in cohorts (their queues run apart: the two counts about m). A step of k units: each unit on
  * one data-parallel rank in turn, the busiest rank pacing the step when the ranks meet at every
  * MoE layer (so past each multiple of dp the busiest holds a unit more: T is priced at both
  * counts about each such jump, linear between); a dense model's ranks step on their own, each

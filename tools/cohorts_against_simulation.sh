@@ -1,8 +1,9 @@
 #!/bin/bash
-# The closed-loop cases README "Cohorts" cites: each serve's chosen point, its analysis against a
-# simulation of it (400,000 requests, enough for the largest case's 18,880 clients to start many
-# lives), as percent differences of TTFT and TPOT at p50 and p99. Usage:
-# tools/cohorts_against_simulation.sh [RACKPLAN], from the repository's root; about 7 s.
+# The closed-loop cases README "Cohorts" cites, seventeen and then six of prompts longer than the
+# chunk: each serve's chosen point, its analysis against a simulation of it (400,000 requests,
+# enough for the largest case's 18,880 clients to start many lives), as percent differences of
+# TTFT and TPOT at p50 and p99. Usage:
+# tools/cohorts_against_simulation.sh [RACKPLAN], from the repository's root; about 10 s.
 B=${1:-./build/rackplan}
 H200=topologies/hgx-h200.xml
 cases=(
@@ -23,6 +24,13 @@ cases=(
 "models/llama-3.1-70b.yaml topologies/mi300x.xml --isl 500 --osl 2000 --mode aggregated --tpot-ms 20"
 "models/gpt-oss-120b.yaml topologies/hgx-b200.xml --isl 1024 --osl 1024 --weights fp4 --mode aggregated --tpot-ms 10"
 "models/qwen3-30b-a3b.yaml $H200 --isl 1024 --osl 1024 --mode aggregated --tpot-ms 15 --prefix-hit 0.5"
+# prompts longer than the chunk (8,192): a run of ceil(c / C) full steps on one rank
+"models/llama-3.1-70b.yaml $H200 --isl 20000 --osl 500 --tp 8 --mode aggregated --tpot-ms 40"
+"models/llama-3.1-70b.yaml $H200 --isl 12000 --osl 500 --tp 8 --mode aggregated --tpot-ms 40"
+"models/llama-3.1-70b.yaml $H200 --isl 40000 --osl 1000 --tp 8 --mode aggregated --tpot-ms 40"
+"models/llama-3.1-70b.yaml topologies/hgx-b200.xml --isl 9000 --osl 300 --tp 8 --mode aggregated --tpot-ms 30"
+"models/qwen3-30b-a3b.yaml $H200 --isl 16000 --osl 400 --tp 8 --mode aggregated --tpot-ms 20"
+"models/deepseek-v3.yaml $H200 --isl 30000 --osl 1000 --tp 8 --mode aggregated --weights fp8 --tpot-ms 40"
 )
 echo "analysis against simulation: TTFT p50 p99, TPOT p50 p99 (percent) | the point"
 for c in "${cases[@]}"; do
