@@ -2183,22 +2183,22 @@ static bool aggregated_tails(const struct serve_pool *pool, const struct graph_s
         double biased = (m * m + v) / m, biased2 = (m * m * m + 3 * m * v + 2 * v * v / m) / m;
         double biased_variance = fmax(biased2 - biased * biased, 0);
         bool open = w->arrivals != SERVE_CLOSED;
-        double cohort = serve_workload_in_cohorts(w) && c <= chunk ? cohort_units(at_batch->setup, w, batch) : 0;
-        double joining = cohort > 0 ? cohort
-                                    : units_of(at_batch->setup, w,
-                                               open ? arrivals * biased : step_prefill_tokens(w, batch) / fmax(c, 1));
+        double cohort = serve_workload_in_cohorts(w) ? cohort_units(at_batch->setup, w, batch) : 0;
+        double joining = cohort > 0 && c <= chunk
+                             ? cohort
+                             : units_of(at_batch->setup, w,
+                                        open ? arrivals * biased : step_prefill_tokens(w, batch) / fmax(c, 1));
         /* in cohorts a prompt longer than the chunk goes through a run of full steps on one rank,
          * its chunks sharing the first and the last with the prompts before and after it:
          * ceil(c / C) of them (Llama 3.1 70B on an H200 node at TP 8, 12,000 to 40,000 tokens:
          * +2.2% to +2.4% of the simulation, where its own chunks alone were -23% to +0.5%); where
          * ranks take the requests in turn, a client's next prompt lands on another rank and the
          * runs break up, and a lone sequence has no prompts beside it: its own chunks there */
-        double run = serve_workload_in_cohorts(w) && c > chunk && l->dp == 1 && batch > 1
-                         ? cohort_units(at_batch->setup, w, batch)
-                         : 0;
+        bool run = cohort > 0 && c > chunk && l->dp == 1 && batch > 1;
         for (int64_t i = 0; i < bins; i++) {
-            if (run > 0) {
-                ttft_mix_add(&mix, weight[i], ceil(c / chunk) * composition_at(at_batch, run) * slower + w->prefix_load_s);
+            if (run) {
+                double full_steps = ceil(c / chunk) * composition_at(at_batch, cohort);
+                ttft_mix_add(&mix, weight[i], full_steps * slower + w->prefix_load_s);
                 continue;
             }
             double own = aggregated_ttft(pool, g, l, w, batch, isl[i]) * slower + w->prefix_load_s;
