@@ -647,19 +647,21 @@ bool serve_workload_in_cohorts(const struct serve_workload *w)
     return w->arrivals == SERVE_CLOSED && !prompts_poisson(w) && !w->spread_starts;
 }
 
-/* The units a cohort brings a step, on each rank where the ranks step on their own: whole prompts
- * that fill a rank's budget, floor(C / c) of them, or a chunk of a longer prompt, on every rank
- * that steps with the others, no more than the batch's prompts make; 0 (no cohorts) for a longer
- * prompt's chunks on ranks that step together, whose queues of chunks run apart (DeepSeek-V3 at
- * 20,000/1,000 on 8 H200 ranks, 20 sequences: the simulation's TPOT 99.8 ms, where a cohort of a
- * chunk on every rank would make it 59.6). */
+/* The units a cohort brings a step: whole prompts that fill a rank's budget, floor(C / c) of them,
+ * or a chunk of a longer prompt, on every rank that steps with the others, no more than the
+ * batch's prompts make. 0 (no cohorts): a longer prompt's chunks on ranks that step together,
+ * whose queues of chunks run apart (DeepSeek-V3 at 20,000/1,000 on 8 H200 ranks, 20 sequences:
+ * the simulation's TPOT 99.8 ms, where a cohort of a chunk on every rank would make it 59.6); a
+ * dense model's ranks that step on their own, which take the requests in turn, so that a
+ * cohort's successors are dealt to every rank and the ranks' steps drift apart (Llama 3.1 70B,
+ * 2,048/512 at 43 sequences on TP 4 x DP 2: the simulation's TTFT a quarter of a cohort's). */
 static double cohort_units(const struct roof_setup *s, const struct serve_workload *w, int64_t batch)
 {
     double c = prefilled_tokens(w), budget = (double)w->chunk_tokens, u = unit_tokens(w);
-    if (!(c > 0) || !(u > 0) || (c > budget && s->layout.dp > 1 && !ranks_independent(s)))
+    if (!(c > 0) || !(u > 0) || ranks_independent(s) || (c > budget && s->layout.dp > 1))
         return 0;
-    double rank = c <= budget ? floor(budget / c) : 1, all = (double)batch * c / u, dp = (double)s->layout.dp;
-    return ranks_independent(s) ? fmin(all / dp, rank) : fmin(all, dp * rank);
+    double rank = c <= budget ? floor(budget / c) : 1;
+    return fmin((double)batch * c / u, (double)s->layout.dp * rank);
 }
 
 /* How much more the units a step carries vary than a Poisson count of them: E[c^2] / E[c]^2 of
@@ -1412,7 +1414,15 @@ static bool instance_occupancy(const struct serve_pool *pool, const struct roof_
         double mean, variance;
         double units = prefilling ? units_of(s, w, y * (double)batch / (double)w->osl) : 0;
         composed(at_batch, w, units, &mean, &variance);
-        double cohort = prefilling && serve_workload_in_cohorts(w) ? cohort_units(s, w, batch) : 0, excess = 0;
+        /* alike requests not at random come in cohorts or one by one, a cohort of one unit (each
+         * life then holds every other client's prompt once: Llama 3.1 70B, 2,048/512 at 40
+         * sequences on TP 4 x DP 2, the simulation's TPOT the same for all, where the two counts'
+         * spread had put its p99 14% above); spread starts read lengths that vary about their means
+         * (calibrate), whose lives are not alike */
+        bool alike = prefilling && !prompts_poisson(w) && !w->spread_starts;
+        double cohort = alike && serve_workload_in_cohorts(w) ? cohort_units(s, w, batch) : 0, excess = 0;
+        if (alike && cohort <= 0)
+            cohort = 1;
         if (units > 0 && units < cohort) {
             /* every life holds the other cohorts' steps once, not those of its own prompt's units
              * (c / u of them): the same TPOT for all */
@@ -3400,6 +3410,15 @@ static void search_aggregated(struct search *s, const struct serve_pool *pool, c
         /* best only: the layout's most tokens/s within the targets, no grid */
         int64_t batches[SERVE_BATCH_POINTS + 2];
         int64_t count = batches_to_try(c->max_sequences, within, c->layout.dp * c->layout.pp, !s->best_only, batches);
+        if (s->best_only && within > 1) {
+            /* where compute binds, the rate holds over a run of batches up to that one: the run's
+             * first serves as much a device and the most per user, which better() prefers and the
+             * whole search's grid may land on */
+            double rate = serve_aggregated_rate(&on, &c->shape->graph, &c->layout, w, within);
+            int64_t first = fewest_reaching(&on, &c->shape->graph, &c->layout, w, within, rate * (1 - 1e-6));
+            if (first >= 1 && first < within)
+                batches[count++] = first;
+        }
         for (int64_t b = 0; b < count; b++) {
             struct serve_point p;
             if (!serve_aggregated(&on, &c->shape->graph, &c->layout, w, batches[b], &p))
@@ -4068,13 +4087,17 @@ enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const
     c.prefix_hit = w->prefix_hit;
     c.tokens_per_step = serve_tokens_per_step(w);
     /* ranks that step on their own are replicas, each with its own scheduler (SGLang's
-     * data-parallel controller sends a dense model's requests to them in turn): under Poisson
-     * arrivals each is simulated as an instance of its own with a dp-th of the KV, its requests
-     * the stream thinned, as the analysis takes them; closed or evenly spaced, the ranks share
+     * data-parallel controller sends a dense model's requests to them in turn): each is simulated
+     * as an instance of its own with a dp-th of the KV; under Poisson arrivals its requests the
+     * stream thinned, as the analysis takes them; closed-loop the replica's clients dealt to its
+     * ranks in turn (a dispatch group), where one queue sharing the ranks' budgets had let a
+     * prompt longer than the chunk take two ranks' chunks a step; evenly spaced, the ranks share
      * one queue (serve.h) */
-    bool alone = ranks_independent(&prices.decode) && w->arrivals == SERVE_POISSON;
+    bool alone = ranks_independent(&prices.decode) && (w->arrivals == SERVE_POISSON || w->arrivals == SERVE_CLOSED);
     if (alone)
         prices.rank_instances = l->dp;
+    if (alone && w->arrivals == SERVE_CLOSED)
+        c.dispatch_group = l->dp;
     c.decode_instances = p->decode_instances * prices.rank_instances;
     /* the engine admits what its KV holds: the most sequences of the mean reservation */
     c.kv_capacity_tokens = most_held(&decode_on, &decode_shape.topology, l, serve_held_context(w)) /

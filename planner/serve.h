@@ -28,14 +28,18 @@
  * together, so a step carries a cohort of K units or none (a share m / K of the steps carry one,
  * where m < K): K fills each rank's budget with whole prompts, floor(C / c) of them, or a chunk
  * of a longer prompt, on every rank that steps with the others, within the batch (min(B c / u,
- * dp floor(C / c)) units; a rank of independent ones its own B / dp); a request's first token
- * comes at the end of its cohort's step, and every life holds the other cohorts' steps once, so
- * TPOT is the same for all (its quantiles its mean, which leaves out the steps of its own
- * prompt's c / u units: the mean step less (c / u) (T(K) - T(0)) (1 - m / K) / n over its n
- * steps); a prompt longer than C, on a rank of its own (dp 1, a batch of more than one), goes
- * through a run of full steps, its TTFT ceil(c / C) of them (the steps of a unit on it), and
- * elsewhere keeps its own chunks as below; on ranks that step together its chunks are not taken
- * in cohorts (their queues run apart: the two counts about m). A step of k units: each unit on
+ * dp floor(C / c)) units); a request's first token comes at the end of its cohort's step, and
+ * every life holds the other cohorts' steps once, so TPOT is the same for all (its quantiles its
+ * mean, which leaves out the steps of its own prompt's c / u units: the mean step less (c / u)
+ * (T(K) - T(0)) (1 - m / K) / n over its n steps); a prompt longer than C, on a rank of its own
+ * (dp 1, a batch of more than one), goes through a run of full steps, its TTFT ceil(c / C) of
+ * them (the steps of a unit on it), and elsewhere keeps its own chunks as below. No cohorts where
+ * the requests do not stay in step: on ranks that step together a longer prompt's chunks (their
+ * queues run apart), and on a dense model's ranks that step on their own any prompt (the ranks
+ * take the requests in turn, so a cohort's successors are dealt to every rank, whose steps drift
+ * apart); alike requests there, and evenly spaced ones, come one by one (the two counts about m;
+ * where m < 1 every life still holds each other client's prompt once: TPOT the same for all, as
+ * for a cohort of K = 1 unit). A step of k units: each unit on
  * one data-parallel rank in turn, the busiest rank pacing the step when the ranks meet at every
  * MoE layer (so past each multiple of dp the busiest holds a unit more: T is priced at both
  * counts about each such jump, linear between); a dense model's ranks step on their own, each
@@ -364,9 +368,10 @@ struct serve_occupancy {
     double prompt_delay_s;                      /* what one prompt more adds to a step */
     double composition_units, composition_clump; /* units of prompts a step carries on average, and
                                                   * the clumps they come in (0: not at random) */
-    double cohort_excess_s; /* closed-loop cohorts: the steps of a request's own prompt (c / u
-                             * units) less their share of the mean, (c / u) (T(K) - T(0)) (1 - m / K),
-                             * which its TPOT does not hold (its first token ends them); 0: none */
+    double cohort_excess_s; /* alike requests in cohorts (or one by one, K = 1, m < 1): the steps of
+                             * a request's own prompt (c / u units) less their share of the mean,
+                             * (c / u) (T(K) - T(0)) (1 - m / K), which its TPOT does not hold (its
+                             * first token ends them); 0: none */
     double step_quantile_s[SERVE_PERCENTILES + 1]; /* the occupancy's at p50, p90, p99, the workload's */
     double wait_probability, mean_wait_s; /* a request's wait for a slot at the KV cap */
     int slot_caps; /* the caps that wait is a mixture over (the wait for a slot): 1 for alike requests */
@@ -601,8 +606,10 @@ bool serve_search(const struct serve_pool *decode_pool, const struct serve_pool 
                   const struct serve_workload *w, struct serve_result *out);
 
 /* The same for its best, near_best and sized points only: an aggregated layout is tried at its
- * largest batch within the targets alone (tokens/s per device, and so a replica's rate, rise with
- * the batch), not along its log grid; and without a rate, once a point meets the targets, nothing
+ * largest batch within the targets (tokens/s per device, and so a replica's rate, rise with the
+ * batch) and at the fewest sequences that make as much within a part in a million (where compute
+ * binds the rate is flat: those serve as much with more per user), not along its log grid; and
+ * without a rate, once a point meets the targets, nothing
  * that cannot reach SERVE_NEAR_BEST of the best so far is worked out: not an aggregated layout
  * whose fewest sequences that reach it miss the targets (no larger batch meets them), nor a
  * disaggregated batch whose step makes too few tokens even with the fewest prefill devices that

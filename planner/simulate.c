@@ -166,6 +166,7 @@ struct sim {
     int64_t max_decoding, steps, batches;
     int64_t slot_waits;       /* measured requests that waited for a slot (their slot_s set) */
     int64_t *rank_tokens; /* aggregated: a step's prompt tokens on each rank (0 between steps) */
+    int64_t *group_turn;  /* closed, dispatch groups: the requests each group has sent */
     /* open loop: the window, and its steps' time, sequence-time and squared sequence-time */
     double window_start_s, window_end_s, window_steps_s, window_n_s, window_n2_s;
 };
@@ -192,6 +193,10 @@ static void issue(struct sim *s, int64_t instance, double at_s)
         return;
     struct request *r = &s->req[s->issued];
     r->arrival_s = r->ready_s = at_s;
+    if (s->group_turn) { /* the group's instances in turn (SGLang's round-robin data-parallel controller) */
+        int64_t g = s->c->dispatch_group, group = instance / g;
+        instance = group * g + s->group_turn[group]++ % g;
+    }
     r->instance = (int32_t)instance;
     if (s->c->mode == SIM_AGGREGATED) {
         struct inst *in = &s->inst[instance];
@@ -418,27 +423,32 @@ static enum sim_status run_closed(struct sim *s)
     const struct sim_config *c = s->c;
     const bool prefill = c->mode == SIM_AGGREGATED;
     const int64_t d = c->decode_instances; /* concurrency x d <= 10^8 x 2^20: no overflow */
-    const int64_t clients = c->concurrency * d < s->total ? c->concurrency * d : s->total;
-    const int64_t active = d < clients ? d : clients;
+    const int64_t g = prefill && c->dispatch_group > 1 ? c->dispatch_group : 1, groups = d / g;
+    const int64_t clients = c->concurrency * groups < s->total ? c->concurrency * groups : s->total;
+    const int64_t active = g > 1 ? d : d < clients ? d : clients;
     size_t servers = prefill ? 0 : (size_t)c->prefill_instances;
     s->inst = calloc((size_t)active, sizeof *s->inst);
-    int64_t *queues = malloc((size_t)clients * sizeof *queues);
-    struct heap_entry *decode = malloc((size_t)clients * sizeof *decode);
+    const int64_t slots = g > 1 ? d * ((clients + groups - 1) / groups) : clients; /* the rings' entries */
+    int64_t *queues = malloc((size_t)slots * sizeof *queues);
+    struct heap_entry *decode = malloc((size_t)slots * sizeof *decode);
     struct heap joins = {malloc((size_t)clients * sizeof *joins.e), 0};
     s->events = (struct heap){malloc((size_t)active * sizeof *s->events.e), 0};
+    if (g > 1)
+        s->group_turn = calloc((size_t)groups, sizeof *s->group_turn);
     if (servers) {
         s->pool.e = malloc(servers * sizeof *s->pool.e);
         s->server_next = malloc(servers * sizeof *s->server_next);
         s->server_free_s = calloc(servers, sizeof *s->server_free_s);
     }
     enum sim_status status = SIM_NO_MEMORY;
-    if (!s->inst || !queues || !decode || !joins.e || !s->events.e ||
+    if (!s->inst || !queues || !decode || !joins.e || !s->events.e || (g > 1 && !s->group_turn) ||
         (servers && (!s->pool.e || !s->server_next || !s->server_free_s)))
         goto done;
     status = SIM_OK;
-    /* instance j's clients: those of the first `clients` requests with i mod d = j */
+    /* instance j's clients: those of the first `clients` requests with i mod d = j; in a dispatch
+     * group any of the group's clients may be queued at any of its instances */
     for (int64_t j = 0, offset = 0; j < active; j++) {
-        int64_t n = (clients - j + d - 1) / d;
+        int64_t n = g > 1 ? (clients - j / g + groups - 1) / groups : (clients - j + d - 1) / d;
         s->inst[j] = (struct inst){
             .queue = queues + offset, .cap = n, .heap = {decode + offset, 0}};
         offset += n;
@@ -446,7 +456,7 @@ static enum sim_status run_closed(struct sim *s)
     for (size_t i = 0; i < servers; i++)
         s->server_next[i] = (int64_t)i;
     for (int64_t i = 0; i < clients; i++)
-        issue(s, i % d, 0);
+        issue(s, g > 1 ? i % groups * g : i % d, 0);
     const int64_t x = (int64_t)servers;
     for (;;) {
         double join_s = joins.n > 0 ? joins.e[0].key : INFINITY;
@@ -502,6 +512,7 @@ static enum sim_status run_closed(struct sim *s)
     assert(s->issued == s->total);
 done:
     free(s->inst);
+    free(s->group_turn);
     free(queues);
     free(decode);
     free(joins.e);
@@ -601,6 +612,8 @@ const char *sim_config_problem(const struct sim_config *c)
         return "max_sequences, kv_capacity_tokens, kv_block_tokens and chunk_tokens must be >= 0";
     if (c->mode == SIM_AGGREGATED && (c->ranks < 1 || c->ranks > SIM_MAX_INSTANCES))
         return "ranks must be in [1, SIM_MAX_INSTANCES]";
+    if (c->dispatch_group < 0 || (c->dispatch_group > 1 && c->decode_instances % c->dispatch_group != 0))
+        return "dispatch_group must be >= 0 and divide decode_instances";
     if (c->kv_capacity_tokens > 0)
         for (int64_t i = 0; i < c->classes; i++)
             if (reservation(c, i) > c->kv_capacity_tokens)

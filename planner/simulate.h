@@ -24,7 +24,11 @@
  *     i from a client of instance i mod decode_instances; thereafter each completion sends, at
  *     that same moment, the next request from the same client to the same instance, until
  *     requests + warmup have been sent. Requests sent at one time are numbered in the order the
- *     event loop meets them (Determinism).
+ *     event loop meets them (Determinism). With dispatch_group g > 1 (aggregated), instances
+ *     come in groups of g consecutive ones sharing `concurrency` clients a group: request i of
+ *     the first min(concurrency x decode_instances / g, requests + warmup) goes to group i mod
+ *     (decode_instances / g), and every request, first or next, to the group's instances in
+ *     turn (the j-th the group sends to its instance j mod g).
  * Of a prompt, p = max(1, round(isl (1 - prefix_hit))) tokens are computed; the other isl - p are
  * cached.
  *
@@ -96,7 +100,8 @@
  * O(log decode_instances) a step, O(log N) a request and O(log prefill_instances) a prefill
  * batch (the instances' next events, the joins and the servers whose next request has been sent
  * in heaps). Memory is O(N): about 100 bytes a request; closed adds about 160 bytes an instance
- * with a client, 40 bytes a client and 32 bytes a prefill server.
+ * with a client, 40 bytes a client (g times that in dispatch groups of g: each instance's queue
+ * holds room for all its group's clients) and 32 bytes a prefill server.
  */
 #ifndef RACKPLAN_SIMULATE_H
 #define RACKPLAN_SIMULATE_H
@@ -160,6 +165,11 @@ struct sim_config {
     int64_t kv_block_tokens;  /* paged KV block; 0 is 1 */
     int64_t ranks;            /* aggregated: an instance's data-parallel ranks, in [1,
                                * SIM_MAX_INSTANCES]; disaggregated: not read */
+    int64_t dispatch_group;   /* SIM_CLOSED, aggregated: instances in consecutive groups of this
+                               * many (a replica's data-parallel ranks that step on their own,
+                               * each simulated as an instance) share their clients: concurrency
+                               * is a group's, and each request goes to the group's instances in
+                               * turn; must divide decode_instances. 0 or 1: every instance alone */
     int64_t chunk_tokens;     /* aggregated: prefill tokens a step may carry on each rank; 0: no
                                * limit */
     int64_t prefill_instances;    /* disaggregated: prefill servers, in [1, SIM_MAX_INSTANCES] */

@@ -1367,7 +1367,10 @@ static void tails_within(const char *label, const struct serve_point *p, const s
 /* Closed-loop alike requests started together against the simulation, which starts its clients at
  * once: the cohorts (tails) are what it runs. Before them the analysis put TTFT at one
  * prompt's step, an eighth to a quarter of the simulation's, and spread TPOT that the simulation
- * holds alike. */
+ * holds alike. A dense model's data-parallel ranks take the requests in turn (the simulation's
+ * dispatch group), which deals a cohort's successors to both ranks: no cohorts there, the prompts
+ * one by one and every TPOT alike (at 40 sequences the simulation's TTFT is one prompt's step, a
+ * quarter of a cohort's, and the two counts' spread had put TPOT p99 14% above it). */
 static void cohorts_against_simulation(void)
 {
     struct model m;
@@ -1386,7 +1389,12 @@ static void cohorts_against_simulation(void)
     } cases[] = {{"TP 8, 64 x 1000/250: ", &tp8, 1000, 250, 64, 0.02},
                  {"TP 8, 90 x 1000/1000: ", &tp8, 1000, 1000, 90, 0.02},
                  {"TP 4 x DP 2, 40 x 2048/512: ", &tp4dp2, 2048, 512, 40, 0.02},
-                 {"TP 8, 7 x 20000/500: ", &tp8, 20000, 500, 7, 0.03}};
+                 {"TP 8, 7 x 20000/500: ", &tp8, 20000, 500, 7, 0.03},
+                 /* the ranks take the requests in turn: the analysis one by one (issue 26's 10%);
+                  * TTFT p99 -8% (now and then two prompts meet on a rank), TPOT -4% and -6% (the
+                  * ranks hold 4 and 3 sequences, the analysis 3.5) */
+                 {"TP 4 x DP 2, 41 x 2048/512: ", &tp4dp2, 2048, 512, 41, 0.10},
+                 {"TP 4 x DP 2, 7 x 20000/500: ", &tp4dp2, 20000, 500, 7, 0.10}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         struct serve_workload w = workload(cases[i].isl, cases[i].osl);
         struct serve_point p;

@@ -554,6 +554,39 @@ static void closed_loop(void)
     CHECK(simulate(&c, &timing, &r, NULL) == SIM_OK && r.ttft_s.p99 == 2 * T_S && r.steps == 34 + 33,
           "3 requests for 8 clients: TTFT 2 T at most, 34 + 33 steps");
 
+    /* a dispatch group of the 2 replicas sharing 8 clients: they are dealt 0, 1, 0, 1, ... at
+     * time 0 as above, and each replica's completions at (j + 33) T come first on replica 0, whose
+     * request goes to 0 (the 9th sent), then on 1, to 1: the same run as 2 x 4 pinned clients */
+    struct sim_result pinned;
+    c.requests = 802;
+    c.warmup = 8;
+    CHECK(simulate(&c, &timing, &pinned, NULL) == SIM_OK, "2 x 4 pinned clients: simulated");
+    c.dispatch_group = 2;
+    c.concurrency = 8;
+    CHECK(simulate(&c, &timing, &r, NULL) == SIM_OK && memcmp(&r, &pinned, sizeof r) == 0,
+          "a group of 2 replicas and 8 clients dealt in turn: the same as 2 x 4 pinned (symmetric)");
+    /* 3 clients for the group, osl 3, 5 requests: r0 -> 0, r1 -> 1, r2 -> 0. Replica 0 prefills r0
+     * in [0, T] and r2 in [T, 2T] (TTFT 2 T); r0 decodes to 3 T, r1 on replica 1 too. At 3 T replica
+     * 0's completion sends r3, the group's 4th, to replica 1 (3 mod 2), and replica 1's sends r4 to
+     * replica 0, which has started its step: r3 prefills in [3T, 4T] (TTFT T), r4 in [4T, 5T] (TTFT
+     * 2 T), decoding to 7 T. TTFTs T, T, 2T, T, 2T; every TPOT T; 7 steps on replica 0, 6 on 1 */
+    static const int64_t osl3[] = {3};
+    c = config_of(isl, osl3, weight, 1, 5, 0);
+    c.arrivals = SIM_CLOSED;
+    c.concurrency = 3;
+    c.decode_instances = 2;
+    c.dispatch_group = 2;
+    c.chunk_tokens = 1000;
+    t = (struct timing){.constant_s = T_S};
+    CHECK(simulate(&c, &timing, &r, NULL) == SIM_OK, "a group of 2 replicas, 3 clients, 5 requests: simulated");
+    CHECK(r.ttft_s.p50 == T_S && r.ttft_s.p99 == 2 * T_S, "TTFT p50 T (3 of 5), p99 2 T");
+    CHECK_REL(r.ttft_s.mean, 7 * T_S / 5, 1e-15, "TTFT mean (T + T + 2T + T + 2T) / 5");
+    CHECK(r.tpot_s.p50 == T_S && r.tpot_s.p99 == T_S, "every TPOT T");
+    CHECK(r.steps == 13 && r.simulated_s == 7 * T_S, "7 + 6 steps, the last completion at 7 T");
+    c.dispatch_group = 3;
+    CHECK_STR(sim_config_problem(&c), "dispatch_group must be >= 0 and divide decode_instances",
+              "a group of 3 does not divide 2 replicas");
+
     /* step = a + b x sequences, a = 2^-7 s, b = 2^-14 s; one replica of C = 16 clients, isl 512 =
      * the chunk, osl 129: as above a cycle of 129 steps, 16 of them carrying one prompt and 15
      * decoding (a + 15 b = 143 / 2^14 s), 113 with 16 decoding (144 / 2^14 s): 18,560 / 2^14 s.
