@@ -205,6 +205,18 @@ static void aggregated_by_hand(void)
      * variance 0.256 x 0.744 x (T_1 - T_0)^2 / 249, its p99 2.3263 standard deviations above */
     double spread = sqrt(0.256 * 0.744 * (r1.step_s - r0.step_s) * (r1.step_s - r0.step_s) / 249);
     CHECK_REL(a.tail.tpot_s[2], T + 2.3263478740408408 * spread, 1e-9, "TPOT p99 = T + z_0.99 x that spread");
+    /* alike requests one by one (evenly spaced here): the 64 lives are alike, so in the 249 steps
+     * of one each of the 63 others' prompts comes exactly once, and its own rode the step before
+     * its first token: 63 of its steps carry a prompt, 186 none, for every request (the mean step
+     * less its own prompt's share, T - 0.744 (T_1 - T_0) / 249: a cohort of one unit) */
+    struct serve_workload even = workload(1000, 250);
+    even.arrivals = SERVE_CONSTANT;
+    struct serve_point e;
+    CHECK(serve_aggregated(&pool, &g, &l, &even, 64, &e), "evenly spaced, batch 64: a point");
+    double one_by_one = (186 * r0.step_s + 63 * r1.step_s) / 249;
+    CHECK_REL(e.tail.tpot_s[0], one_by_one, 1e-12, "one by one: TPOT p50 = (186 T_0 + 63 T_1) / 249");
+    CHECK_REL(e.tail.tpot_s[2], one_by_one, 1e-12, "and its p99 the same: every life alike");
+    CHECK_REL(e.decode.step_s, T, 1e-12, "the mean step T as when the starts spread");
     /* TTFT closed-loop: the request is sent as one ends, at a step's end, and its prompt rides
      * whole (1000 <= C) in the next step beside the 64 decode sequences: compute = matmuls of
      * 64 + 1000 tokens and attention (64 at 1125, 1000 at 500), / TP 8 / 989 TF */
