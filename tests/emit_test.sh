@@ -6,6 +6,9 @@
 set -u
 . "$(dirname "$0")/tap.sh" "$@"
 opts=tests/data/engine-options
+# two TensorRT-LLM lists: trtllm-serve's (--emit trtllm) and the one Dynamo's TRT-LLM workers read
+trtllm_list=$opts/trtllm-1.0.0.txt
+dynamo_trtllm_list=$opts/trtllm-1.0.0.txt
 
 # flags_in FILE LIST...: every --flag (and -c) on the file's command lines, every key of its YAML,
 # is in the lists. A Dynamo deployment (a YAML with `spec`) is checked in two parts: its keys
@@ -89,9 +92,12 @@ for case in dsv3 llama; do
         for f in "$dir"/*; do
             # the list a file is checked against: its program's (the router's for the SGLang
             # router; for a Dynamo deployment Dynamo's and the engine its workers run)
-            case $(basename "$f") in
-                sglang-router.sh) list=$(ls $opts/router-sglang-*.txt) ;;
-                dynamo-*.yaml) base=$(basename "$f" .yaml); list="$(ls $opts/dynamo-*.txt) $(ls $opts/${base#dynamo-}-*.txt)" ;;
+            case $engine-$(basename "$f") in
+                *-sglang-router.sh) list=$(ls $opts/router-sglang-*.txt) ;;
+                dynamo-trtllm-dynamo-trtllm.yaml) list="$(ls $opts/dynamo-*.txt) $dynamo_trtllm_list" ;;
+                *-dynamo-*.yaml) base=$(basename "$f" .yaml); list="$(ls $opts/dynamo-*.txt) $(ls $opts/${base#dynamo-}-*.txt)" ;;
+                dynamo-trtllm-trtllm-*) list=$dynamo_trtllm_list ;;
+                *-trtllm-*) list=$trtllm_list ;;
                 *) list=$(ls $opts/$(basename "$f" | cut -d- -f1)-*.txt) ;;
             esac
             check "$case $engine $(basename "$f"): every flag and key is in $(echo $list | xargs -n1 basename | tr '\n' ' ')" flags_in "$f" $list
@@ -135,8 +141,8 @@ check "dsv3 dynamo-trtllm decode YAML: moe_config.backend WIDEEP as well" \
     test "$(y $work/dsv3-dynamo-trtllm/trtllm-decode.yaml "d.get('moe_config')")" = "{'backend': 'WIDEEP'}"
 check "llama trtllm (dense, H200): no moe_config" \
     test "$(y $work/llama-trtllm/trtllm-aggregated.yaml "'moe_config' in d")" = False
-check "dsv3 trtllm: the files name the version of the list they are checked against ($(basename $opts/trtllm-*.txt .txt))" \
-    grep -q "flags checked against: TensorRT-LLM $(basename $opts/trtllm-*.txt .txt | sed 's/^trtllm-//') " "$work/dsv3-trtllm/trtllm-decode.yaml"
+check "dsv3 trtllm: the files name the version of the list they are checked against ($(basename $trtllm_list .txt))" \
+    grep -q "flags checked against: TensorRT-LLM $(basename $trtllm_list .txt | sed 's/^trtllm-//') " "$work/dsv3-trtllm/trtllm-decode.yaml"
 check "dsv3 trtllm disagg.yaml: context servers = prefill instances" \
     test "$(python3 -c "import yaml; print(yaml.load(open('$work/dsv3-trtllm/trtllm-disagg.yaml'), Loader=yaml.CLoader)['context_servers']['num_instances'])")" = \
     "$(json $d "d['layout']['prefill']['instances']")"
