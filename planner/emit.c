@@ -21,6 +21,14 @@ static const char *const engine_versions[EMIT_ENGINE_COUNT] = {
     "Dynamo 1.5.0, DynamoGraphDeployment nvidia.com/v1beta1 (the v1.5.0 DGD reference; keys of "
     "deploy/operator/api/v1beta1 at 0fddc01b, 006b6e10 and bd2fc6d6); worker flags from "
     "components/src/dynamo/{vllm,trtllm}/backend_args.py at d195d280 and b6c87336, not tied to 1.5.0"};
+/* The engine YAMLs of a Dynamo TRT-LLM deployment target the TensorRT-LLM its image carries
+ * (dynamo_image_engines), not 1.0.0: each key as 1.3.0rc25's own documentation writes it
+ * (tests/data/engine-options/trtllm-1.3.0rc25.txt quotes the pages) */
+static const char trtllm_dynamo_version[] =
+    "TensorRT-LLM 1.3.0rc25, the engine of Dynamo 1.5.0's tensorrtllm-runtime image (its documentation, built from "
+    "785c948: deployment-guide/deployment-guide-for-deepseek-r1-on-trtllm.html, commands/trtllm-serve/"
+    "trtllm-serve.html, examples/llm_inference_distributed.html, torch/features/overlap_scheduler; "
+    "cache_transceiver_config.backend from Dynamo's 1.5.0-era TRT-LLM templates)";
 /* sgl-model-gateway/bindings/python/src/sglang_router/router_args.py at 6614f984 (and its predecessor
  * sgl-router/py_src/sglang_router/router_args.py at 083d6013): --pd-disaggregation, --prefill URL
  * [BOOTSTRAP_PORT], --decode URL, --host, --port */
@@ -145,8 +153,9 @@ static void trtllm_role_file(const struct emit_role *r, char *out, size_t size)
     snprintf(out, size, "trtllm-%s.yaml", role_name(r->kind));
 }
 
+/* `checked`: the version the file's flags target; NULL: the engine's (engine_versions) */
 static void comment_header(struct text *t, enum emit_engine engine, const struct emit_plan *p,
-                           const struct emit_role *r)
+                           const struct emit_role *r, const char *checked)
 {
     text_add(t, "# Written by rackplan %s --emit %s: what it planned, and the flags that carry it.\n", p->command,
              engine_names[engine]);
@@ -178,7 +187,7 @@ static void comment_header(struct text *t, enum emit_engine engine, const struct
         text_add(t, "#   a device: weights %.2f GB, KV %.2f GB, activations %.2f GB of %.2f GB HBM\n",
                  x->weights_bytes / 1e9, x->kv_bytes / 1e9, x->activation_bytes / 1e9, x->hbm_bytes / 1e9);
     }
-    text_add(t, "# flags checked against: %s\n", engine_versions[engine]);
+    text_add(t, "# flags checked against: %s\n", checked ? checked : engine_versions[engine]);
 }
 
 static void shell_command(struct text *t, const struct args *a)
@@ -221,7 +230,31 @@ static bool refuse(char *why, size_t size, const char *fmt, ...)
     return true;
 }
 
-static bool refused(enum emit_engine e, const struct emit_plan *p, char *why, size_t size)
+/* The MoE role runs expert parallelism wider than 8 on GB200 NVL72: the case TensorRT-LLM's
+ * DeepSeek-R1 guides give a MoE backend of its own ("GB200 NVL72 EP>8" in their MoE backend
+ * support matrix), the default CUTLASS not among them (see trtllm_options). */
+static bool wide_ep(const struct emit_plan *p, const struct emit_role *r)
+{
+    const char *topology = r->topology_name ? r->topology_name : p->topology_name;
+    return p->moe && r->ep > 8 && topology && strcmp(topology, "GB200 NVL72") == 0;
+}
+
+/* The moe_config.backend of a wide-EP role (wide_ep) in TensorRT-LLM 1.3.0rc25, by the routed
+ * experts' weights: its DeepSeek-R1 deployment guide's "MoE Backend Support Matrix" lists for
+ * "GB200 NVL72 EP>8" CUTEDSL with an NVFP4 checkpoint and DEEPGEMM with FP8, and no other row
+ * there. rackplan's fp4 is taken as NVFP4, the guide's (the gpt-oss guide lists TRTLLM, the
+ * Blackwell default, for MXFP4, a format the plan does not tell apart). NULL: the guide lists
+ * none for the precision, or the plan did not say it (expert_weights_known). */
+static const char *trtllm_dynamo_wide_ep_backend(const struct emit_plan *p)
+{
+    if (!p->expert_weights_known)
+        return NULL;
+    return p->expert_weights == PREC_FP4 ? "CUTEDSL" : p->expert_weights == PREC_FP8 ? "DEEPGEMM" : NULL;
+}
+
+/* `dynamo`: the engine runs inside a Dynamo deployment, on the TensorRT-LLM of Dynamo's image
+ * (1.3.0rc25) rather than 1.0.0 */
+static bool refused(enum emit_engine e, bool dynamo, const struct emit_plan *p, char *why, size_t size)
 {
     const char *name = e == EMIT_SGLANG ? "SGLang" : e == EMIT_VLLM ? "vLLM" : "TensorRT-LLM";
     if (family_is(p, "TPU") || family_is(p, "Trainium"))
@@ -239,9 +272,14 @@ static bool refused(enum emit_engine e, const struct emit_plan *p, char *why, si
     if (p->kv == PREC_FP4 && e == EMIT_VLLM)
         return refuse(why, size, "vllm: vLLM's --kv-cache-dtype has no FP4 (auto, bfloat16, fp8 and its variants); "
                       "plan with --kv fp8");
-    if (p->kv == PREC_FP4 && e == EMIT_TRTLLM)
+    if (p->kv == PREC_FP4 && e == EMIT_TRTLLM && !dynamo)
         return refuse(why, size, "trtllm: TensorRT-LLM 1.0.0's kv_cache_config.dtype maps only auto and fp8 to a KV "
                       "quantisation (any other value is warned about, not applied); plan with --kv fp8");
+    /* 1.3.0rc25: trtllm-serve's --kv_cache_dtype flag lists nvfp4, but no page writes it as a
+     * kv_cache_config.dtype value (trtllm-1.3.0rc25.txt) */
+    if (p->kv == PREC_FP4 && e == EMIT_TRTLLM)
+        return refuse(why, size, "trtllm: TensorRT-LLM 1.3.0rc25's documentation writes kv_cache_config.dtype auto and "
+                      "fp8 only (its nvfp4 is a trtllm-serve flag's value, not shown in the YAML); plan with --kv fp8");
     if (p->kv == PREC_FP4 && !blackwell_or_later(p))
         return refuse(why, size, "%s: an FP4 KV cache needs Blackwell or later in %s, not %s", engine_names[e], name,
                       p->family);
@@ -262,6 +300,24 @@ static bool refused(enum emit_engine e, const struct emit_plan *p, char *why, si
                               engine_names[e], role_name(r->kind), (long long)r->tp, (long long)r->pp,
                               (long long)ceil_div(r->tp * r->pp, host), (long long)host, name);
         }
+    }
+    /* a wide-EP role needs the backend 1.3.0rc25's matrix names: without one (CUTLASS, the
+     * default, is not listed there) the file would not run for a reason known here */
+    for (int i = 0; e == EMIT_TRTLLM && dynamo && i < p->role_count; i++) {
+        const struct emit_role *r = &p->roles[i];
+        if (!wide_ep(p, r) || trtllm_dynamo_wide_ep_backend(p))
+            continue;
+        if (!p->expert_weights_known)
+            return refuse(why, size,
+                          "trtllm: the %s role's EP %lld on GB200 NVL72 needs a moe_config.backend chosen by the "
+                          "routed experts' precision (TensorRT-LLM 1.3.0rc25's DeepSeek-R1 guide: CUTEDSL for "
+                          "NVFP4, DEEPGEMM for FP8), which rackplan %s does not pass to --emit",
+                          role_name(r->kind), (long long)r->ep, p->command);
+        return refuse(why, size,
+                      "trtllm: the %s role's EP %lld on GB200 NVL72 needs a moe_config.backend, and TensorRT-LLM "
+                      "1.3.0rc25's DeepSeek-R1 guide lists one there for NVFP4 (CUTEDSL) and FP8 (DEEPGEMM) "
+                      "experts only, not %s; plan with --weights fp8 or fp4",
+                      role_name(r->kind), (long long)r->ep, precision_name(p->expert_weights));
     }
     return false;
 }
@@ -417,65 +473,78 @@ static void put_bool(struct doc_node *map, const char *key, bool v)
     doc_map_put(map, key, doc_new_scalar(v ? "true" : "false", false));
 }
 
-/* The MoE role runs expert parallelism wider than 8 on GB200 NVL72, where TensorRT-LLM's
- * DeepSeek-R1 guide lists WIDEEP as the only MoE backend (see trtllm_options). */
-static bool wide_ep(const struct emit_plan *p, const struct emit_role *r)
-{
-    const char *topology = r->topology_name ? r->topology_name : p->topology_name;
-    return p->moe && r->ep > 8 && topology && strcmp(topology, "GB200 NVL72") == 0;
-}
-
-/* The role's extra_llm_api_options YAML, keys of TensorRT-LLM 1.0.0 (tests/data/engine-options/
- * trtllm-1.0.0.txt). Every nested config is a StrictBaseModel (extra "forbid"): a key 1.0.0 lacks
- * fails the server at start-up, so only listed keys are written. */
-static struct doc_node *trtllm_options(const struct emit_plan *p, const struct emit_role *r)
+/* The role's LLM-API YAML. Standalone (trtllm-serve's --extra_llm_api_options): keys of
+ * TensorRT-LLM 1.0.0 (tests/data/engine-options/trtllm-1.0.0.txt); every nested config is a
+ * StrictBaseModel there (extra "forbid"), so a key 1.0.0 lacks fails the server at start-up and only
+ * listed keys are written. `dynamo` (Dynamo's worker, --extra-engine-args): the TensorRT-LLM 1.3.0rc25
+ * its image carries, each key as that version's pages write it (trtllm-1.3.0rc25.txt); where they
+ * differ from 1.0.0 the comments below say so. refused() has turned away what neither can carry. */
+static struct doc_node *trtllm_options(const struct emit_plan *p, const struct emit_role *r, bool dynamo)
 {
     bool attention_dp = p->moe && r->dp > 1;
     int64_t rank_batch = ceil_div(r->batch, r->dp);
     struct doc_node *root = doc_new_map();
     /* no `backend` key: deprecated in 1.0.0's BaseLlmArgs, trtllm-serve's --backend sets it */
     put_int(root, "tensor_parallel_size", attention_dp ? r->tp * r->dp : r->tp);
-    put_int(root, "pipeline_parallel_size", r->pp);
+    /* 1.3.0rc25's YAMLs never write pipeline_parallel_size (its pages name it only as an LLM()
+     * argument and trtllm-serve's --pipeline_parallel_size), so it is written only when PP needs it */
+    if (!dynamo || r->pp > 1)
+        put_int(root, "pipeline_parallel_size", r->pp);
     if (p->moe)
         put_int(root, "moe_expert_parallel_size", r->ep);
     put_bool(root, "enable_attention_dp", attention_dp);
     put_int(root, "max_batch_size", ceil_div(r->running_cap, r->dp));
     put_int(root, "max_num_tokens", batched_tokens(p, r));
-    /* 1.0.0: the KV dtype is KvCacheConfig.dtype (the PyTorch backend's; auto = the model's) */
+    /* the KV dtype is KvCacheConfig.dtype (1.0.0: the PyTorch backend's; auto = the model's; the
+     * 1.3.0rc25 DeepSeek-R1 guide writes "dtype: fp8", its default "auto") */
     struct doc_node *kv = doc_map_put(root, "kv_cache_config", doc_new_map());
     put_string(kv, "dtype", p->kv == PREC_FP8 ? "fp8" : "auto");
     double left = r->hbm_bytes - r->weights_bytes - r->activation_bytes;
     put_number(kv, "free_gpu_memory_fraction", fraction_up(left > 0 ? r->kv_bytes / left : 1));
     if (wide_ep(p, r)) {
-        /* TensorRT-LLM's DeepSeek-R1 deployment guide (1.2.0rc2.post2, "MoE Backend Support
-         * Matrix"): on GB200 NVL72 with EP > 8 the only MoE backend listed is WIDEEP (NVFP4; FP8
-         * "WIDEEP without EPLB"), the default being CUTLASS. 1.0.0's MoeConfig.backend Literal
-         * has WIDEEP (the option list quotes it); no load balancer is written. */
-        put_string(doc_map_put(root, "moe_config", doc_new_map()), "backend", "WIDEEP");
+        /* Standalone: TensorRT-LLM's DeepSeek-R1 deployment guide (1.2.0rc2.post2, "MoE Backend
+         * Support Matrix"): on GB200 NVL72 with EP > 8 the only MoE backend listed is WIDEEP (NVFP4;
+         * FP8 "WIDEEP without EPLB"), the default being CUTLASS. 1.0.0's MoeConfig.backend Literal
+         * has WIDEEP (the option list quotes it); no load balancer is written. Dynamo: 1.3.0rc25's
+         * guide lists no WIDEEP but CUTEDSL (NVFP4) or DEEPGEMM (FP8) there; refused() turned away
+         * any other precision. */
+        put_string(doc_map_put(root, "moe_config", doc_new_map()), "backend",
+                   dynamo ? trtllm_dynamo_wide_ep_backend(p) : "WIDEEP");
     }
     if (r->kind != EMIT_PREFILL) {
-        /* 1.0.0: CUDA graphs through cuda_graph_config (the flat use_cuda_graph / cuda_graph_* keys
-         * are gone); padding rounds a batch up to a captured size, so every batch up to B_r runs
-         * a graph. A prefill server's batches are not decode-only, which graphs need. */
+        /* CUDA graphs through cuda_graph_config (1.0.0: the flat use_cuda_graph / cuda_graph_*
+         * keys are gone; 1.3.0rc25's guides write enable_padding and max_batch_size there);
+         * padding rounds a batch up to a captured size, so every batch up to B_r runs a graph.
+         * A prefill server's batches are not decode-only, which graphs need. */
         struct doc_node *graphs = doc_map_put(root, "cuda_graph_config", doc_new_map());
         put_bool(graphs, "enable_padding", true);
         put_int(graphs, "max_batch_size", rank_batch);
     }
     if (p->mtp > 0) {
+        /* the draft length: 1.0.0's MTPDecodingConfig.num_nextn_predict_layers; 1.3.0rc25's
+         * DeepSeek-R1 guide writes "decoding_type: MTP / max_draft_len: 1" */
         struct doc_node *spec = doc_map_put(root, "speculative_config", doc_new_map());
         put_string(spec, "decoding_type", "MTP");
-        put_int(spec, "num_nextn_predict_layers", p->mtp);
+        put_int(spec, dynamo ? "max_draft_len" : "num_nextn_predict_layers", p->mtp);
     }
     if (r->kind != EMIT_AGGREGATED) {
-        /* P/D: a cache transceiver on both sides. Its buffer fits a prompt's tokens and a step's.
-         * backend is left unset: None is valid at 1.0.0 (Literal DEFAULT | UCX | NIXL | MPI) and
-         * selects the engine's default, UCX by 1.0.0's disaggregated-serving guide; the plan has
-         * no reason to pick another, and the Literal's spelling differs across releases */
+        /* P/D: a cache transceiver on both sides. Standalone: its buffer fits a prompt's tokens and
+         * a step's; backend is left unset: None is valid at 1.0.0 (Literal DEFAULT | UCX | NIXL |
+         * MPI) and selects the engine's default, UCX by 1.0.0's disaggregated-serving guide; the plan
+         * has no reason to pick another, and the Literal's spelling differs across releases.
+         * Dynamo: no 1.3.0rc25 page writes max_tokens_in_buffer or the backend key, so the buffer
+         * is the engine's default and the backend what Dynamo's 1.5.0-era TRT-LLM templates write
+         * for these workers, DEFAULT (prefill.yaml and decode.yaml of disagg-multinode.yaml) */
         struct doc_node *cache = doc_map_put(root, "cache_transceiver_config", doc_new_map());
         int64_t step = batched_tokens(p, r);
-        put_int(cache, "max_tokens_in_buffer", p->isl > step ? p->isl : step);
+        if (dynamo)
+            put_string(cache, "backend", "DEFAULT");
+        else
+            put_int(cache, "max_tokens_in_buffer", p->isl > step ? p->isl : step);
         /* the context server runs without the overlap scheduler, as TensorRT-LLM's disaggregated
-         * examples configure it (not supported there in disaggregated context servers) */
+         * examples configure it (not supported there in disaggregated context servers; Dynamo's
+         * template: "Overlap scheduler not currently supported in prefill only workers"; the key
+         * 1.3.0rc25's overlap-scheduler page names, "set disable_overlap_scheduler=True") */
         if (r->kind == EMIT_PREFILL)
             put_bool(root, "disable_overlap_scheduler", true);
     }
@@ -499,7 +568,7 @@ static void add_script(struct emit_output *out, enum emit_engine e, const struct
 {
     struct text t = {0};
     text_add(&t, "#!/bin/sh\n");
-    comment_header(&t, e, p, r);
+    comment_header(&t, e, p, r, NULL);
     if (r && r->instances > 1)
         text_add(&t, "# run %lld instances of this, each on its own %lld devices\n", (long long)r->instances,
                  (long long)r->devices);
@@ -507,13 +576,15 @@ static void add_script(struct emit_output *out, enum emit_engine e, const struct
     add_file(out, name, e, r ? role_name(r->kind) : "router", t.data);
 }
 
-/* `root` written as YAML under the file's comment header (and `note`, a comment line, when not
- * NULL), as the file `name`; `root` is freed. */
+/* `root` written as YAML under the file's comment header (its flags checked against `checked`,
+ * NULL: the engine's version; and `note`, a comment line, when not NULL), as the file `name`;
+ * `root` is freed. */
 static bool add_yaml(struct emit_output *out, enum emit_engine e, const struct emit_plan *p,
-                     const struct emit_role *r, const char *note, const char *name, struct doc_node *root)
+                     const struct emit_role *r, const char *checked, const char *note, const char *name,
+                     struct doc_node *root)
 {
     struct text t = {0};
-    comment_header(&t, e, p, r);
+    comment_header(&t, e, p, r, checked);
     if (note)
         text_add(&t, "%s", note);
     char *yaml = doc_emit_yaml(root, t.data);
@@ -542,7 +613,7 @@ static void router_script(struct emit_output *out, enum emit_engine e, const str
     arg(&a, "--port", "8000");
     struct text t = {0};
     text_add(&t, "#!/bin/sh\n");
-    comment_header(&t, e, p, NULL);
+    comment_header(&t, e, p, NULL, NULL);
     text_add(&t, "# router flags checked against: %s\n", router_version);
     text_add(&t, "# one --prefill (with its bootstrap port, SGLang's default %d) and one --decode URL an instance:\n"
                  "# set each to its instance's head host\n",
@@ -575,7 +646,7 @@ static enum emit_status build_engine(enum emit_engine e, const struct emit_plan 
         case EMIT_TRTLLM: {
             char options[64];
             trtllm_role_file(r, options, sizeof options);
-            if (!add_yaml(out, e, p, r, NULL, options, trtllm_options(p, r)))
+            if (!add_yaml(out, e, p, r, NULL, NULL, options, trtllm_options(p, r, false)))
                 return EMIT_FAILED;
             snprintf(program, sizeof program, "trtllm-serve '%s'", p->model_path);
             a.program = program;
@@ -611,13 +682,13 @@ static enum emit_status build_engine(enum emit_engine e, const struct emit_plan 
                 doc_seq_push(urls, doc_new_scalar(url, true));
             }
         }
-        if (!add_yaml(out, e, p, NULL, NULL, "trtllm-disagg.yaml", root))
+        if (!add_yaml(out, e, p, NULL, NULL, NULL, "trtllm-disagg.yaml", root))
             return EMIT_FAILED;
         struct args a = {.program = "trtllm-serve disaggregated"};
         arg_shell(&a, "-c", "$(dirname \"$0\")/trtllm-disagg.yaml");
         struct text t = {0};
         text_add(&t, "#!/bin/sh\n");
-        comment_header(&t, e, p, NULL);
+        comment_header(&t, e, p, NULL, NULL);
         text_add(&t, "# trtllm-disagg.yaml names each server as ROLE-N:PORT: set them to the instances' hosts\n");
         shell_command(&t, &a);
         add_file(out, "trtllm-router.sh", e, "router", t.data);
@@ -630,8 +701,9 @@ static enum emit_status build_engine(enum emit_engine e, const struct emit_plan 
 
 /* Dynamo 1.5.0's runtime images, one a framework, and the engine each carries: the release
  * artifacts page (docs.nvidia.com/dynamo/reference/release-artifacts, v1.5.0 its current release,
- * "Everything pinned to v1.5.0"). The engines' flags were checked against other versions of them
- * (engine_versions), which each deployment's header says. */
+ * "Everything pinned to v1.5.0"). SGLang's and vLLM's flags were checked against other versions of
+ * them (engine_versions), which each deployment's header says; TensorRT-LLM's role YAMLs are written
+ * for the image's own (trtllm_dynamo_version). */
 static const char *const dynamo_images[3] = {"nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.5.0",
                                              "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0",
                                              "nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:1.5.0"};
@@ -749,33 +821,24 @@ static enum emit_status build_dynamo(enum emit_engine inner, const struct emit_p
         "# --data-parallel-hybrid-lb",
         "its mpirun across the pods"};
     char note[2048];
-    int n = snprintf(note, sizeof note,
-                     "# workers run `python3 -m dynamo.%s` with the engine flags checked against %s\n"
-                     "# the image %s carries %s (Dynamo 1.5.0's release\n"
-                     "# artifacts), not the version above: check the engine flags against the image's\n",
-                     frameworks[inner], engine_versions[inner], dynamo_images[inner], dynamo_image_engines[inner]);
+    /* SGLang's and vLLM's flags were checked against other versions than the images carry, which
+     * the file says; TRT-LLM's role YAMLs are written for the image's own 1.3.0rc25 */
+    int n = inner == EMIT_TRTLLM
+                ? snprintf(note, sizeof note,
+                           "# workers run `python3 -m dynamo.%s` on the image %s,\n"
+                           "# which carries %s (Dynamo 1.5.0's release artifacts); their engine YAMLs\n"
+                           "# are written for that version, each key as its documentation writes it (their headers\n"
+                           "# name the pages)\n",
+                           frameworks[inner], dynamo_images[inner], dynamo_image_engines[inner])
+                : snprintf(note, sizeof note,
+                           "# workers run `python3 -m dynamo.%s` with the engine flags checked against %s\n"
+                           "# the image %s carries %s (Dynamo 1.5.0's release\n"
+                           "# artifacts), not the version above: check the engine flags against the image's\n",
+                           frameworks[inner], engine_versions[inner], dynamo_images[inner],
+                           dynamo_image_engines[inner]);
     if (multinode)
         n += snprintf(note + n, sizeof note - (size_t)n,
                       "# a multinode worker gets %s from the operator, not from this file\n", launchers[inner]);
-    /* TensorRT-LLM 1.3.0rc25's documentation has no llm_args page in the index; its DeepSeek-R1
-     * deployment guide (NVIDIA/TensorRT-LLM 1.3.0rc25/deployment-guide/deployment-guide-for-
-     * deepseek-r1-on-trtllm.html at 7dd67b7f) writes the other keys here but MTP as
-     * speculative_config {decoding_type: MTP, max_draft_len: 1} and wide EP on GB200 NVL72 (EP > 8)
-     * as moe_config.backend CUTEDSL (NVFP4) or DEEPGEMM (FP8): the file names what it writes
-     * differently from that guide */
-    bool wide = false;
-    for (int i = 0; i < p->role_count; i++)
-        wide = wide || wide_ep(p, &p->roles[i]);
-    if (inner == EMIT_TRTLLM && (p->mtp > 0 || wide)) {
-        n += snprintf(note + n, sizeof note - (size_t)n,
-                      "# TensorRT-LLM 1.3.0rc25's DeepSeek-R1 guide differs from the role YAMLs (1.0.0's keys):\n");
-        if (p->mtp > 0)
-            n += snprintf(note + n, sizeof note - (size_t)n,
-                          "#   MTP as speculative_config.max_draft_len, not num_nextn_predict_layers\n");
-        if (wide)
-            n += snprintf(note + n, sizeof note - (size_t)n,
-                          "#   EP > 8 on GB200 NVL72 as moe_config.backend CUTEDSL (NVFP4) or DEEPGEMM (FP8), not WIDEEP\n");
-    }
     if (inner == EMIT_TRTLLM) {
         n += snprintf(note + n, sizeof note - (size_t)n,
                       "# the workers read their engine YAMLs from the ConfigMap %s:\n"
@@ -789,14 +852,15 @@ static enum emit_status build_dynamo(enum emit_engine inner, const struct emit_p
         if (n < (int)sizeof note)
             snprintf(note + n, sizeof note - (size_t)n, "\n");
     }
-    if (!add_yaml(out, EMIT_DYNAMO, p, NULL, note, file, root))
+    if (!add_yaml(out, EMIT_DYNAMO, p, NULL, NULL, note, file, root))
         return EMIT_FAILED;
     for (int i = 0; inner == EMIT_TRTLLM && i < p->role_count; i++) {
         const struct emit_role *r = &p->roles[i];
         char options[64];
         trtllm_role_file(r, options, sizeof options);
-        if (!add_yaml(out, EMIT_TRTLLM, p, r, "# Dynamo's TRT-LLM worker reads this as --extra-engine-args\n", options,
-                      trtllm_options(p, r)))
+        if (!add_yaml(out, EMIT_TRTLLM, p, r, trtllm_dynamo_version,
+                      "# Dynamo's TRT-LLM worker reads this as --extra-engine-args\n", options,
+                      trtllm_options(p, r, true)))
             return EMIT_FAILED;
     }
     return EMIT_OK;
@@ -807,7 +871,7 @@ enum emit_status emit_build(enum emit_engine engine, enum emit_engine inner, con
 {
     memset(out, 0, sizeof *out);
     enum emit_engine runs = engine == EMIT_DYNAMO ? inner : engine;
-    if (refused(runs, p, why, why_size)) {
+    if (refused(runs, engine == EMIT_DYNAMO, p, why, why_size)) {
         if (engine == EMIT_DYNAMO) {
             char inner_why[512];
             snprintf(inner_why, sizeof inner_why, "%s", why);
@@ -850,7 +914,8 @@ void emit_plan_of_serve(const struct model *m, const struct topology *topology, 
                               .topology_name = topology->name, .family = topology->family,
                               .domain_devices = topology->domain_devices, .moe = model_is_moe(m),
                               .experts = model_is_moe(m) ? m->moe.experts : 0, .mtp_layers = m->mtp_layers,
-                              .kv = precisions->kv, .isl = w->isl, .osl = w->osl, .mtp = w->mtp,
+                              .kv = precisions->kv, .expert_weights = precisions->expert_weights,
+                              .expert_weights_known = true, .isl = w->isl, .osl = w->osl, .mtp = w->mtp,
                               .mtp_accept = w->mtp_accept, .ttft_target_s = w->ttft_s, .tpot_target_s = w->tpot_s,
                               .ttft_s = p->ttft_s, .tpot_s = p->tpot_s,
                               .tokens_per_s_per_device = p->tokens_per_s_per_device,

@@ -67,6 +67,14 @@
  *   ep > 8 on GB200 NVL72 (the rule is the DeepSeek-R1 deployment guide's MoE backend matrix,
  *   TensorRT-LLM 1.2.0rc2.post2: WIDEEP is the only backend it lists there; 1.0.0's MoeConfig
  *   takes the value); elsewhere moe_config is not written (CUTLASS, the default, is kept).
+ * TensorRT-LLM 1.3.0rc25 for the role YAMLs of a Dynamo deployment (the engine its image carries;
+ * each key as 1.3.0rc25's own documentation writes it, tests/data/engine-options/trtllm-1.3.0rc25.txt
+ * quotes the pages): the keys above but pipeline_parallel_size only when pp > 1, MTP as
+ * speculative_config {decoding_type MTP, max_draft_len K} (its DeepSeek-R1 guide), moe_config
+ * {backend CUTEDSL} (fp4 experts, taken as NVFP4) or {backend DEEPGEMM} (fp8) for a MoE role with
+ * ep > 8 on GB200 NVL72 (that guide's MoE backend support matrix; no WIDEEP), and P/D
+ * cache_transceiver_config {backend DEFAULT} as Dynamo's 1.5.0-era TRT-LLM templates write it (no
+ * 1.3.0rc25 page writes max_tokens_in_buffer, so the engine's default buffer is kept).
  * Dynamo 1.5.0 (nvidia.com/v1beta1 DynamoGraphDeployment, the version its DGD reference serves;
  *   keys from deploy/operator/api/v1beta1 as tests/data/engine-options/dynamo-1.5.0.txt says):
  *   spec.backendFramework, spec.components: Frontend (type frontend, 1 replica, the operator's
@@ -78,14 +86,14 @@
  *   `python3 -m dynamo.ENGINE` with the engine's flags above and the role as Dynamo names it:
  *   SGLang's own --disaggregation-mode; vLLM's worker --disaggregation-mode prefill | decode
  *   (backend_args.py at d195d280); TensorRT-LLM's worker --model-path (the 1.5.0-era templates'
- *   spelling), --extra-engine-args /config/trtllm-ROLE.yaml (the role's LLM-API YAML above, written
- *   beside the deployment and mounted from a ConfigMap) and --disaggregation-mode (backend_args.py
- *   at b6c87336). The operator launches a multinode worker itself, so none of the multi-host flags
- *   above is written there: SGLang's --nnodes, --node-rank, --dist-init-addr and vLLM's
+ *   spelling), --extra-engine-args /config/trtllm-ROLE.yaml (the role's LLM-API YAML, 1.3.0rc25's
+ *   above, written beside the deployment and mounted from a ConfigMap) and --disaggregation-mode
+ *   (backend_args.py at b6c87336). The operator launches a multinode worker itself, so none of the
+ *   multi-host flags above is written there: SGLang's --nnodes, --node-rank, --dist-init-addr and vLLM's
  *   --data-parallel-size-local, --data-parallel-address, --data-parallel-start-rank (it appends
- *   them, and keeps the --data-parallel-size written). The images carry SGLang 0.5.18, vLLM 0.28.0
- *   and TensorRT-LLM 1.3.0rc25, not the versions the engine flags were checked against: the file
- *   says so.
+ *   them, and keeps the --data-parallel-size written). The images carry SGLang 0.5.18 and vLLM
+ *   0.28.0, not the versions the engine flags were checked against: the file says so; and
+ *   TensorRT-LLM 1.3.0rc25, the version its role YAMLs are written for.
  *
  * Hosts: an instance wider than a host runs on ceil(devices / host) hosts; a host has the
  * domain's devices up to 8 (HGX, MI300X), and 4 in a larger NVLink domain (GB200/GB300 NVL72
@@ -95,7 +103,9 @@
  * run (TPU and Trainium for all three: SGLang's and TensorRT-LLM's flags here are CUDA's, vLLM
  * runs them through plugins whose options were not checked; AMD for TensorRT-LLM); a KV precision
  * the engine lacks there or whose value was not verified (fp16/fp32 everywhere, FP4 in vLLM
- * and in TensorRT-LLM 1.0.0, FP4 before Blackwell); MTP on a model
+ * and in TensorRT-LLM 1.0.0 and 1.3.0rc25, FP4 before Blackwell); under Dynamo, a TensorRT-LLM role
+ * with ep > 8 on GB200 NVL72 whose routed experts are neither fp4 nor fp8, or whose precision the
+ * caller did not pass (expert_weights_known): 1.3.0rc25's matrix names no backend for it; MTP on a model
  * with no MTP layers (EAGLE would need a draft model rackplan did not plan); vLLM and
  * TensorRT-LLM with an instance's TP x PP wider than a host (they span hosts through Ray or MPI
  * launchers these files do not write). Never a file that fails at start-up for a reason known here.
@@ -139,6 +149,8 @@ struct emit_plan {
     int64_t experts;           /* routed experts; 0: dense */
     int64_t mtp_layers;        /* the model's MTP modules */
     enum precision kv;
+    enum precision expert_weights; /* the routed experts' weights (a MoE model's) ... */
+    bool expert_weights_known;     /* ... when set: false where the caller does not pass them */
     int64_t isl, osl, mtp;
     double mtp_accept;
     double ttft_target_s, tpot_target_s; /* 0: none */

@@ -6,6 +6,10 @@
 set -u
 . "$(dirname "$0")/tap.sh" "$@"
 opts=tests/data/engine-options
+# two TensorRT-LLM lists: trtllm-serve's (--emit trtllm, the 1.0.0 release) and the one Dynamo's
+# TRT-LLM workers read (the 1.3.0rc25 that Dynamo 1.5.0's tensorrtllm-runtime image carries)
+trtllm_list=$opts/trtllm-1.0.0.txt
+dynamo_trtllm_list=$opts/trtllm-1.3.0rc25.txt
 
 # flags_in FILE LIST...: every --flag (and -c) on the file's command lines, every key of its YAML,
 # is in the lists. A Dynamo deployment (a YAML with `spec`) is checked in two parts: its keys
@@ -89,9 +93,12 @@ for case in dsv3 llama; do
         for f in "$dir"/*; do
             # the list a file is checked against: its program's (the router's for the SGLang
             # router; for a Dynamo deployment Dynamo's and the engine its workers run)
-            case $(basename "$f") in
-                sglang-router.sh) list=$(ls $opts/router-sglang-*.txt) ;;
-                dynamo-*.yaml) base=$(basename "$f" .yaml); list="$(ls $opts/dynamo-*.txt) $(ls $opts/${base#dynamo-}-*.txt)" ;;
+            case $engine-$(basename "$f") in
+                *-sglang-router.sh) list=$(ls $opts/router-sglang-*.txt) ;;
+                dynamo-trtllm-dynamo-trtllm.yaml) list="$(ls $opts/dynamo-*.txt) $dynamo_trtllm_list" ;;
+                *-dynamo-*.yaml) base=$(basename "$f" .yaml); list="$(ls $opts/dynamo-*.txt) $(ls $opts/${base#dynamo-}-*.txt)" ;;
+                dynamo-trtllm-trtllm-*) list=$dynamo_trtllm_list ;;
+                *-trtllm-*) list=$trtllm_list ;;
                 *) list=$(ls $opts/$(basename "$f" | cut -d- -f1)-*.txt) ;;
             esac
             check "$case $engine $(basename "$f"): every flag and key is in $(echo $list | xargs -n1 basename | tr '\n' ' ')" flags_in "$f" $list
@@ -114,7 +121,7 @@ check "dsv3 sglang router: one --prefill an instance" \
 check "dsv3 trtllm generation: max_batch_size = ceil(batch / DP)" \
     test "$(python3 -c "import yaml; print(yaml.load(open('$work/dsv3-trtllm/trtllm-decode.yaml'), Loader=yaml.CLoader)['max_batch_size'])")" = \
     "$(json $d "-(-d['layout']['decode']['batch'] // d['layout']['decode']['layout']['dp'])")"
-# TensorRT-LLM 1.0.0 (trtllm-*.txt): CUDA graphs through cuda_graph_config (the flat
+# TensorRT-LLM 1.0.0 (trtllm-1.0.0.txt): CUDA graphs through cuda_graph_config (the flat
 # use_cuda_graph / cuda_graph_max_batch_size keys of older mains fail 1.0.0's extra "forbid"), the
 # KV dtype inside kv_cache_config, the transfer buffer as cache_transceiver_config.max_tokens_in_buffer
 check "dsv3 trtllm decode: cuda_graph_config.max_batch_size = ceil(batch / DP)" \
@@ -131,12 +138,22 @@ check "dsv3 trtllm decode (GB200 NVL72, EP $(json $d "d['layout']['decode']['lay
     "(True, {'backend': 'WIDEEP'})"
 check "dsv3 trtllm prefill (EP $(json $d "d['layout']['prefill']['layout']['ep']") <= 8): no moe_config" \
     test "$(y $work/dsv3-trtllm/trtllm-prefill.yaml "(d['moe_expert_parallel_size'] <= 8, 'moe_config' in d)")" = "(True, False)"
-check "dsv3 dynamo-trtllm decode YAML: moe_config.backend WIDEEP as well" \
-    test "$(y $work/dsv3-dynamo-trtllm/trtllm-decode.yaml "d.get('moe_config')")" = "{'backend': 'WIDEEP'}"
+# ... and Dynamo's workers run TensorRT-LLM 1.3.0rc25, whose DeepSeek-R1 deployment guide ("MoE
+# Backend Support Matrix", trtllm-1.3.0rc25.txt) lists no WIDEEP: "GB200 NVL72 EP>8 | FP8 | DEEPGEMM"
+# for DeepSeek-V3's own FP8 experts (models/deepseek-v3.yaml: weights fp8), "| NVFP4 | CUTEDSL" for
+# fp4 ones; EP <= 8 keeps the default there too
+check "dsv3 dynamo-trtllm decode YAML (FP8 experts, EP > 8): moe_config.backend DEEPGEMM" \
+    test "$(y $work/dsv3-dynamo-trtllm/trtllm-decode.yaml "d.get('moe_config')")" = "{'backend': 'DEEPGEMM'}"
+check "dsv3 dynamo-trtllm prefill YAML (EP <= 8): no moe_config" \
+    test "$(y $work/dsv3-dynamo-trtllm/trtllm-prefill.yaml "'moe_config' in d")" = False
+$rackplan $dsv3 --weights fp4 --format json -o "$work/dsv3-fp4.json" --emit dynamo-trtllm "$work/dsv3-fp4-dynamo-trtllm" >/dev/null 2>&1
+check "dsv3 --weights fp4 dynamo-trtllm decode YAML (EP $(json $work/dsv3-fp4.json "d['layout']['decode']['layout']['ep']") > 8): moe_config.backend CUTEDSL" \
+    test "$(y $work/dsv3-fp4-dynamo-trtllm/trtllm-decode.yaml "d.get('moe_config')")" = "{'backend': 'CUTEDSL'}"
+check "... every key in $(basename $dynamo_trtllm_list)" flags_in "$work/dsv3-fp4-dynamo-trtllm/trtllm-decode.yaml" $dynamo_trtllm_list
 check "llama trtllm (dense, H200): no moe_config" \
     test "$(y $work/llama-trtllm/trtllm-aggregated.yaml "'moe_config' in d")" = False
-check "dsv3 trtllm: the files name the version of the list they are checked against ($(basename $opts/trtllm-*.txt .txt))" \
-    grep -q "flags checked against: TensorRT-LLM $(basename $opts/trtllm-*.txt .txt | sed 's/^trtllm-//') " "$work/dsv3-trtllm/trtllm-decode.yaml"
+check "dsv3 trtllm: the files name the version of the list they are checked against ($(basename $trtllm_list .txt))" \
+    grep -q "flags checked against: TensorRT-LLM $(basename $trtllm_list .txt | sed 's/^trtllm-//') " "$work/dsv3-trtllm/trtllm-decode.yaml"
 check "dsv3 trtllm disagg.yaml: context servers = prefill instances" \
     test "$(python3 -c "import yaml; print(yaml.load(open('$work/dsv3-trtllm/trtllm-disagg.yaml'), Loader=yaml.CLoader)['context_servers']['num_instances'])")" = \
     "$(json $d "d['layout']['prefill']['instances']")"
@@ -205,13 +222,48 @@ for role in prefill decode; do
     check "dsv3 dynamo-trtllm $role: --model-path, as Dynamo 1.5.0-era templates pass it" \
         test "$(dyn $t/dynamo-trtllm.yaml $role "m['args'][:2]")" = "['--model-path', 'deepseek-ai/DeepSeek-V3']"
 done
-# the image's TensorRT-LLM (1.3.0rc25) guide spells MTP and wide EP otherwise than 1.0.0's keys
-# written: the header names both when the YAMLs write them (MTP planned; decode EP 16 on GB200)
-check "dsv3 dynamo-trtllm: the header names 1.3.0rc25's max_draft_len and CUTEDSL beside num_nextn_predict_layers and WIDEEP" \
-    test "$(grep -c -e '^#   MTP as speculative_config.max_draft_len, not num_nextn_predict_layers$' \
-        -e '^#   EP > 8 on GB200 NVL72 as moe_config.backend CUTEDSL (NVFP4) or DEEPGEMM (FP8), not WIDEEP$' $t/dynamo-trtllm.yaml)" = 2
-check "llama dynamo-trtllm (no MTP, dense): no such note" \
-    test -z "$(grep '1.3.0rc25.s DeepSeek-R1 guide' $work/llama-dynamo-trtllm/dynamo-trtllm.yaml)"
+# the role YAMLs are written for the image's TensorRT-LLM (1.3.0rc25), and the files say so: the
+# deployment's header names the engine the image carries as the one its YAMLs target (no note that
+# they differ from it), each YAML's header the version and pages its keys were read in
+check "dsv3 dynamo-trtllm: the header says the YAMLs are written for the image's TensorRT-LLM 1.3.0rc25" \
+    test "$(grep -c -e '^# which carries TensorRT-LLM 1.3.0rc25 (Dynamo 1.5.0.s release artifacts); their engine YAMLs$' \
+        -e '^# are written for that version, each key as its documentation writes it' $t/dynamo-trtllm.yaml)" = 2
+for f in dsv3-dynamo-trtllm/dynamo-trtllm llama-dynamo-trtllm/dynamo-trtllm; do
+    check "$f: no note that the YAMLs differ from the image's TensorRT-LLM, nor 1.0.0 named" \
+        test -z "$(grep -e 'differs' -e '1\.0\.0' $work/$f.yaml)"
+done
+for f in $t/trtllm-prefill.yaml $t/trtllm-decode.yaml $work/llama-dynamo-trtllm/trtllm-aggregated.yaml; do
+    check "$(basename $f) of dynamo-trtllm: flags checked against TensorRT-LLM $(basename $dynamo_trtllm_list .txt | sed 's/^trtllm-//'), its DeepSeek-R1 guide named" \
+        grep -q "^# flags checked against: TensorRT-LLM 1.3.0rc25, .*deployment-guide-for-deepseek-r1-on-trtllm.html" $f
+done
+# MTP's draft length: speculative_config {decoding_type: MTP, max_draft_len: K} as 1.3.0rc25's
+# DeepSeek-R1 guide writes it ("decoding_type: MTP / max_draft_len: 1"), K = --mtp 1; standalone
+# trtllm-serve keeps 1.0.0's MTPDecodingConfig.num_nextn_predict_layers (trtllm-1.0.0.txt)
+for role in prefill decode; do
+    check "dsv3 dynamo-trtllm $role YAML: speculative_config MTP with max_draft_len = --mtp" \
+        test "$(y $t/trtllm-$role.yaml "d['speculative_config']")" = "{'decoding_type': 'MTP', 'max_draft_len': 1}"
+done
+check "dsv3 trtllm (standalone) decode YAML: speculative_config MTP with num_nextn_predict_layers, 1.0.0's" \
+    test "$(y $work/dsv3-trtllm/trtllm-decode.yaml "d['speculative_config']")" = "{'decoding_type': 'MTP', 'num_nextn_predict_layers': 1}"
+# P/D: no 1.3.0rc25 page writes max_tokens_in_buffer or the transceiver's backend key; the backend
+# is what Dynamo's 1.5.0-era TRT-LLM templates write for these workers (disagg-multinode.yaml's
+# prefill.yaml and decode.yaml: "cache_transceiver_config: backend: DEFAULT"), the prefill worker
+# without the overlap scheduler as there (and 1.3.0rc25's overlap_scheduler page's key); PP 1 is
+# the default and not written (1.3.0rc25's YAMLs never write pipeline_parallel_size)
+for role in prefill decode; do
+    check "dsv3 dynamo-trtllm $role YAML: cache_transceiver_config {backend: DEFAULT}, no pipeline_parallel_size" \
+        test "$(y $t/trtllm-$role.yaml "(d['cache_transceiver_config'], 'pipeline_parallel_size' in d)")" = "({'backend': 'DEFAULT'}, False)"
+done
+check "dsv3 dynamo-trtllm prefill YAML: disable_overlap_scheduler true" \
+    test "$(y $t/trtllm-prefill.yaml "d['disable_overlap_scheduler']")" = True
+# ... and PP > 1 is written: 1.3.0rc25's examples/llm_inference_distributed.html passes
+# "pipeline_parallel_size=2" to LLM(), whose arguments are LlmArgs fields (api-change.html), which the
+# YAML configures (trtllm-serve.html) (trtllm-1.3.0rc25.txt)
+$rackplan plan models/llama-3.1-70b.yaml topologies/hgx-h200.xml --isl 2048 --osl 512 --pp 2 \
+    --emit dynamo-trtllm "$work/pp2-dynamo-trtllm" >/dev/null 2>&1
+check "plan --pp 2 dynamo-trtllm: pipeline_parallel_size 2, every key in $(basename $dynamo_trtllm_list)" \
+    test "$(y $work/pp2-dynamo-trtllm/trtllm-aggregated.yaml "d['pipeline_parallel_size']")" = 2 -a \
+    -n "$(flags_in $work/pp2-dynamo-trtllm/trtllm-aggregated.yaml $dynamo_trtllm_list && echo in)"
 check "dsv3 dynamo-trtllm decode YAML: max_batch_size = ceil(decode batch / DP)" \
     test "$(y $t/trtllm-decode.yaml "d['max_batch_size']")" = "$(json $d "-(-d['layout']['decode']['batch'] // d['layout']['decode']['layout']['dp'])")"
 
@@ -308,4 +360,24 @@ $rackplan serve models/deepseek-v3.yaml topologies/gb200-nvl72.xml --isl 4096 --
 check "an FP4 KV cache is refused for TensorRT-LLM (exit 2)" test $? -eq 2
 check "... citing the version checked against" grep -q "TensorRT-LLM 1.0.0's kv_cache_config.dtype" "$work/err"
 check "... and nothing written" test ! -e "$work/refused"
+$rackplan serve models/deepseek-v3.yaml topologies/gb200-nvl72.xml --isl 4096 --osl 1024 --kv fp4 \
+    --emit dynamo-trtllm "$work/refused" >/dev/null 2>"$work/err"
+check "an FP4 KV cache is refused for Dynamo's TensorRT-LLM too (exit 2)" test $? -eq 2
+check "... citing 1.3.0rc25 (its pages write kv_cache_config.dtype auto and fp8 only)" \
+    grep -q "dynamo over trtllm: TensorRT-LLM 1.3.0rc25's documentation writes kv_cache_config.dtype auto and fp8 only" "$work/err"
+check "... and nothing written" test ! -e "$work/refused"
+# a wide-EP role (EP > 8 on GB200 NVL72) of bf16 experts: 1.3.0rc25's DeepSeek-R1 guide lists a MoE
+# backend there for NVFP4 (CUTEDSL) and FP8 (DEEPGEMM) checkpoints only, and CUTLASS, the default,
+# is not among them, so Dynamo's TensorRT-LLM is refused; standalone trtllm-serve (1.0.0, WIDEEP
+# from the 1.2.0rc2.post2 guide) still writes its files
+$rackplan $dsv3 --weights bf16 --format json -o "$work/dsv3-bf16.json" 2>/dev/null
+$rackplan $dsv3 --weights bf16 --emit dynamo-trtllm "$work/refused" >/dev/null 2>"$work/err"
+rc=$?
+check "dsv3 --weights bf16 (decode EP $(json $work/dsv3-bf16.json "d['layout']['decode']['layout']['ep']") on GB200 NVL72): --emit dynamo-trtllm refused (exit 2)" \
+    test $rc -eq 2
+check "... with the reason" grep -q "needs a moe_config.backend, and TensorRT-LLM 1.3.0rc25's DeepSeek-R1 guide lists one there for NVFP4 (CUTEDSL) and FP8 (DEEPGEMM) experts only, not bf16" "$work/err"
+check "... and nothing written" test ! -e "$work/refused"
+$rackplan $dsv3 --weights bf16 --emit trtllm "$work/bf16-trtllm" >/dev/null 2>&1
+check "... while --emit trtllm (1.0.0) writes WIDEEP for it" \
+    test "$(y $work/bf16-trtllm/trtllm-decode.yaml "d.get('moe_config')")" = "{'backend': 'WIDEEP'}"
 tap_finish
