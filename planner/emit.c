@@ -153,12 +153,13 @@ static void trtllm_role_file(const struct emit_role *r, char *out, size_t size)
     snprintf(out, size, "trtllm-%s.yaml", role_name(r->kind));
 }
 
-/* `checked`: the version the file's flags target; NULL: the engine's (engine_versions) */
+/* `dynamo`: a TensorRT-LLM role's file inside a Dynamo deployment, written by --emit dynamo-trtllm for
+ * the image's TensorRT-LLM (trtllm_dynamo_version); else the engine's own (engine_versions) */
 static void comment_header(struct text *t, enum emit_engine engine, const struct emit_plan *p,
-                           const struct emit_role *r, const char *checked)
+                           const struct emit_role *r, bool dynamo)
 {
-    text_add(t, "# Written by rackplan %s --emit %s: what it planned, and the flags that carry it.\n", p->command,
-             engine_names[engine]);
+    text_add(t, "# Written by rackplan %s --emit %s%s: what it planned, and the flags that carry it.\n", p->command,
+             dynamo ? "dynamo-" : "", engine_names[engine]);
     text_add(t, "# model: %s (%s); topology: %s\n", p->model_name, p->model_path, p->topology_name);
     text_add(t, "# workload: %lld prompt and %lld output tokens a request", (long long)p->isl, (long long)p->osl);
     if (p->mtp > 0)
@@ -187,7 +188,7 @@ static void comment_header(struct text *t, enum emit_engine engine, const struct
         text_add(t, "#   a device: weights %.2f GB, KV %.2f GB, activations %.2f GB of %.2f GB HBM\n",
                  x->weights_bytes / 1e9, x->kv_bytes / 1e9, x->activation_bytes / 1e9, x->hbm_bytes / 1e9);
     }
-    text_add(t, "# flags checked against: %s\n", checked ? checked : engine_versions[engine]);
+    text_add(t, "# flags checked against: %s\n", dynamo ? trtllm_dynamo_version : engine_versions[engine]);
 }
 
 static void shell_command(struct text *t, const struct args *a)
@@ -244,11 +245,9 @@ static bool wide_ep(const struct emit_plan *p, const struct emit_role *r)
  * "GB200 NVL72 EP>8" CUTEDSL with an NVFP4 checkpoint and DEEPGEMM with FP8, and no other row
  * there. rackplan's fp4 is taken as NVFP4, the guide's (the gpt-oss guide lists TRTLLM, the
  * Blackwell default, for MXFP4, a format the plan does not tell apart). NULL: the guide lists
- * none for the precision, or the plan did not say it (expert_weights_known). */
+ * none for the precision. */
 static const char *trtllm_dynamo_wide_ep_backend(const struct emit_plan *p)
 {
-    if (!p->expert_weights_known)
-        return NULL;
     return p->expert_weights == PREC_FP4 ? "CUTEDSL" : p->expert_weights == PREC_FP8 ? "DEEPGEMM" : NULL;
 }
 
@@ -307,12 +306,6 @@ static bool refused(enum emit_engine e, bool dynamo, const struct emit_plan *p, 
         const struct emit_role *r = &p->roles[i];
         if (!wide_ep(p, r) || trtllm_dynamo_wide_ep_backend(p))
             continue;
-        if (!p->expert_weights_known)
-            return refuse(why, size,
-                          "trtllm: the %s role's EP %lld on GB200 NVL72 needs a moe_config.backend chosen by the "
-                          "routed experts' precision (TensorRT-LLM 1.3.0rc25's DeepSeek-R1 guide: CUTEDSL for "
-                          "NVFP4, DEEPGEMM for FP8), which rackplan %s does not pass to --emit",
-                          role_name(r->kind), (long long)r->ep, p->command);
         return refuse(why, size,
                       "trtllm: the %s role's EP %lld on GB200 NVL72 needs a moe_config.backend, and TensorRT-LLM "
                       "1.3.0rc25's DeepSeek-R1 guide lists one there for NVFP4 (CUTEDSL) and FP8 (DEEPGEMM) "
@@ -568,7 +561,7 @@ static void add_script(struct emit_output *out, enum emit_engine e, const struct
 {
     struct text t = {0};
     text_add(&t, "#!/bin/sh\n");
-    comment_header(&t, e, p, r, NULL);
+    comment_header(&t, e, p, r, false);
     if (r && r->instances > 1)
         text_add(&t, "# run %lld instances of this, each on its own %lld devices\n", (long long)r->instances,
                  (long long)r->devices);
@@ -576,15 +569,15 @@ static void add_script(struct emit_output *out, enum emit_engine e, const struct
     add_file(out, name, e, r ? role_name(r->kind) : "router", t.data);
 }
 
-/* `root` written as YAML under the file's comment header (its flags checked against `checked`,
- * NULL: the engine's version; and `note`, a comment line, when not NULL), as the file `name`;
- * `root` is freed. */
+/* `root` written as YAML under the file's comment header (`dynamo`: a role's file inside a
+ * Dynamo deployment, comment_header; and `note`, a comment line, when not NULL), as the file
+ * `name`; `root` is freed. */
 static bool add_yaml(struct emit_output *out, enum emit_engine e, const struct emit_plan *p,
-                     const struct emit_role *r, const char *checked, const char *note, const char *name,
+                     const struct emit_role *r, bool dynamo, const char *note, const char *name,
                      struct doc_node *root)
 {
     struct text t = {0};
-    comment_header(&t, e, p, r, checked);
+    comment_header(&t, e, p, r, dynamo);
     if (note)
         text_add(&t, "%s", note);
     char *yaml = doc_emit_yaml(root, t.data);
@@ -613,7 +606,7 @@ static void router_script(struct emit_output *out, enum emit_engine e, const str
     arg(&a, "--port", "8000");
     struct text t = {0};
     text_add(&t, "#!/bin/sh\n");
-    comment_header(&t, e, p, NULL, NULL);
+    comment_header(&t, e, p, NULL, false);
     text_add(&t, "# router flags checked against: %s\n", router_version);
     text_add(&t, "# one --prefill (with its bootstrap port, SGLang's default %d) and one --decode URL an instance:\n"
                  "# set each to its instance's head host\n",
@@ -646,7 +639,7 @@ static enum emit_status build_engine(enum emit_engine e, const struct emit_plan 
         case EMIT_TRTLLM: {
             char options[64];
             trtllm_role_file(r, options, sizeof options);
-            if (!add_yaml(out, e, p, r, NULL, NULL, options, trtllm_options(p, r, false)))
+            if (!add_yaml(out, e, p, r, false, NULL, options, trtllm_options(p, r, false)))
                 return EMIT_FAILED;
             snprintf(program, sizeof program, "trtllm-serve '%s'", p->model_path);
             a.program = program;
@@ -682,13 +675,13 @@ static enum emit_status build_engine(enum emit_engine e, const struct emit_plan 
                 doc_seq_push(urls, doc_new_scalar(url, true));
             }
         }
-        if (!add_yaml(out, e, p, NULL, NULL, NULL, "trtllm-disagg.yaml", root))
+        if (!add_yaml(out, e, p, NULL, false, NULL, "trtllm-disagg.yaml", root))
             return EMIT_FAILED;
         struct args a = {.program = "trtllm-serve disaggregated"};
         arg_shell(&a, "-c", "$(dirname \"$0\")/trtllm-disagg.yaml");
         struct text t = {0};
         text_add(&t, "#!/bin/sh\n");
-        comment_header(&t, e, p, NULL, NULL);
+        comment_header(&t, e, p, NULL, false);
         text_add(&t, "# trtllm-disagg.yaml names each server as ROLE-N:PORT: set them to the instances' hosts\n");
         shell_command(&t, &a);
         add_file(out, "trtllm-router.sh", e, "router", t.data);
@@ -852,13 +845,13 @@ static enum emit_status build_dynamo(enum emit_engine inner, const struct emit_p
         if (n < (int)sizeof note)
             snprintf(note + n, sizeof note - (size_t)n, "\n");
     }
-    if (!add_yaml(out, EMIT_DYNAMO, p, NULL, NULL, note, file, root))
+    if (!add_yaml(out, EMIT_DYNAMO, p, NULL, false, note, file, root))
         return EMIT_FAILED;
     for (int i = 0; inner == EMIT_TRTLLM && i < p->role_count; i++) {
         const struct emit_role *r = &p->roles[i];
         char options[64];
         trtllm_role_file(r, options, sizeof options);
-        if (!add_yaml(out, EMIT_TRTLLM, p, r, trtllm_dynamo_version,
+        if (!add_yaml(out, EMIT_TRTLLM, p, r, true,
                       "# Dynamo's TRT-LLM worker reads this as --extra-engine-args\n", options,
                       trtllm_options(p, r, true)))
             return EMIT_FAILED;
@@ -915,7 +908,7 @@ void emit_plan_of_serve(const struct model *m, const struct topology *topology, 
                               .domain_devices = topology->domain_devices, .moe = model_is_moe(m),
                               .experts = model_is_moe(m) ? m->moe.experts : 0, .mtp_layers = m->mtp_layers,
                               .kv = precisions->kv, .expert_weights = precisions->expert_weights,
-                              .expert_weights_known = true, .isl = w->isl, .osl = w->osl, .mtp = w->mtp,
+                              .isl = w->isl, .osl = w->osl, .mtp = w->mtp,
                               .mtp_accept = w->mtp_accept, .ttft_target_s = w->ttft_s, .tpot_target_s = w->tpot_s,
                               .ttft_s = p->ttft_s, .tpot_s = p->tpot_s,
                               .tokens_per_s_per_device = p->tokens_per_s_per_device,

@@ -104,8 +104,8 @@
  * runs them through plugins whose options were not checked; AMD for TensorRT-LLM); a KV precision
  * the engine lacks there or whose value was not verified (fp16/fp32 everywhere, FP4 in vLLM
  * and in TensorRT-LLM 1.0.0 and 1.3.0rc25, FP4 before Blackwell); under Dynamo, a TensorRT-LLM role
- * with ep > 8 on GB200 NVL72 whose routed experts are neither fp4 nor fp8, or whose precision the
- * caller did not pass (expert_weights_known): 1.3.0rc25's matrix names no backend for it; MTP on a model
+ * with ep > 8 on GB200 NVL72 whose routed experts are neither fp4 nor fp8: 1.3.0rc25's matrix names
+ * no backend for it; MTP on a model
  * with no MTP layers (EAGLE would need a draft model rackplan did not plan); vLLM and
  * TensorRT-LLM with an instance's TP x PP wider than a host (they span hosts through Ray or MPI
  * launchers these files do not write). Never a file that fails at start-up for a reason known here.
@@ -149,8 +149,7 @@ struct emit_plan {
     int64_t experts;           /* routed experts; 0: dense */
     int64_t mtp_layers;        /* the model's MTP modules */
     enum precision kv;
-    enum precision expert_weights; /* the routed experts' weights (a MoE model's) ... */
-    bool expert_weights_known;     /* ... when set: false where the caller does not pass them */
+    enum precision expert_weights; /* the routed experts' weights (a MoE model's) */
     int64_t isl, osl, mtp;
     double mtp_accept;
     double ttft_target_s, tpot_target_s; /* 0: none */

@@ -359,7 +359,8 @@ void planning_emit_plan(const struct planning_request *r, const struct planning_
     *out = (struct emit_plan){
         .command = "plan", .model_name = m->name, .model_path = model_path, .topology_name = t->name,
         .family = t->family, .domain_devices = t->domain_devices, .moe = p->moe,
-        .experts = p->moe ? m->moe.experts : 0, .mtp_layers = m->mtp_layers, .kv = p->workload.kv, .isl = s->isl,
+        .experts = p->moe ? m->moe.experts : 0, .mtp_layers = m->mtp_layers, .kv = p->workload.kv,
+        .expert_weights = p->workload.expert_weights, .isl = s->isl,
         .osl = s->osl, .mtp = s->mtp, .mtp_accept = s->mtp_accept, .ttft_target_s = s->ttft_s,
         .tpot_target_s = s->tpot_s, .ttft_s = p->ttft_s, .tpot_s = p->tpot_s,
         .tokens_per_s_per_device = p->step.tokens_per_s_per_device, .tokens_per_s = p->step.tokens_per_s,

@@ -264,6 +264,12 @@ $rackplan plan models/llama-3.1-70b.yaml topologies/hgx-h200.xml --isl 2048 --os
 check "plan --pp 2 dynamo-trtllm: pipeline_parallel_size 2, every key in $(basename $dynamo_trtllm_list)" \
     test "$(y $work/pp2-dynamo-trtllm/trtllm-aggregated.yaml "d['pipeline_parallel_size']")" = 2 -a \
     -n "$(flags_in $work/pp2-dynamo-trtllm/trtllm-aggregated.yaml $dynamo_trtllm_list && echo in)"
+# plan passes the routed experts' precision too: DeepSeek-V3 (FP8 experts) at EP 72 on GB200 NVL72
+# takes DEEPGEMM, 1.3.0rc25's DeepSeek-R1 guide's "GB200 NVL72 EP>8 | FP8" row
+$rackplan plan models/deepseek-v3.yaml topologies/gb200-nvl72.xml --isl 1024 --osl 1024 \
+    --emit dynamo-trtllm "$work/plan-wide-dynamo-trtllm" >/dev/null 2>&1
+check "plan dsv3 on GB200 NVL72 dynamo-trtllm: EP > 8 with moe_config.backend DEEPGEMM" \
+    test "$(y $work/plan-wide-dynamo-trtllm/trtllm-aggregated.yaml "d['moe_expert_parallel_size'] > 8 and d['moe_config']['backend']")" = DEEPGEMM
 check "dsv3 dynamo-trtllm decode YAML: max_batch_size = ceil(decode batch / DP)" \
     test "$(y $t/trtllm-decode.yaml "d['max_batch_size']")" = "$(json $d "-(-d['layout']['decode']['batch'] // d['layout']['decode']['layout']['dp'])")"
 
