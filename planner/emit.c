@@ -251,6 +251,17 @@ static const char *trtllm_dynamo_wide_ep_backend(const struct emit_plan *p)
     return p->expert_weights == PREC_FP4 ? "CUTEDSL" : p->expert_weights == PREC_FP8 ? "DEEPGEMM" : NULL;
 }
 
+/* A role on B200 or GB200 whose routed experts are FP8 at EP <= 8: TensorRT-LLM 1.3.0rc25's
+ * DeepSeek-R1 guide's matrix row "B200/GB200 EP<=8 | FP8 | DEEPGEMM", CUTLASS, the default, not
+ * among them ("for the combination which is not supported by CUTLASS, one must set the
+ * moe_config.backend explicitly to run the model"). */
+static bool blackwell_fp8_experts(const struct emit_plan *p, const struct emit_role *r)
+{
+    const char *topology = r->topology_name ? r->topology_name : p->topology_name;
+    return p->moe && p->expert_weights == PREC_FP8 && !wide_ep(p, r) && topology &&
+           (strcmp(topology, "HGX B200") == 0 || strcmp(topology, "GB200 NVL72") == 0);
+}
+
 /* `dynamo`: the engine runs inside a Dynamo deployment, on the TensorRT-LLM of Dynamo's image
  * (1.3.0rc25) rather than 1.0.0 */
 static bool refused(enum emit_engine e, bool dynamo, const struct emit_plan *p, char *why, size_t size)
@@ -503,6 +514,8 @@ static struct doc_node *trtllm_options(const struct emit_plan *p, const struct e
          * any other precision. */
         put_string(doc_map_put(root, "moe_config", doc_new_map()), "backend",
                    dynamo ? trtllm_dynamo_wide_ep_backend(p) : "WIDEEP");
+    } else if (dynamo && blackwell_fp8_experts(p, r)) {
+        put_string(doc_map_put(root, "moe_config", doc_new_map()), "backend", "DEEPGEMM");
     }
     if (r->kind != EMIT_PREFILL) {
         /* CUDA graphs through cuda_graph_config (1.0.0: the flat use_cuda_graph / cuda_graph_*
