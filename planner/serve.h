@@ -32,7 +32,8 @@
  * every life holds the other cohorts' steps once, so TPOT is the same for all (its quantiles its
  * mean, which leaves out the steps of its own prompt's c / u units: the mean step less (c / u)
  * (T(K) - T(0)) (1 - m / K) / n over its n steps); a prompt longer than C, on a rank of its own
- * (dp 1, a batch of more than one), goes through a run of full steps, its TTFT ceil(c / C) of
+ * (dp 1, a batch of more than one, or a dense model's independent ranks holding B / dp > 1
+ * clients each, B a multiple of dp), goes through a run of full steps, its TTFT ceil(c / C) of
  * them (the steps of a unit on it), and elsewhere keeps its own chunks as below. No cohorts where
  * the requests do not stay in step: on ranks that step together a longer prompt's chunks (their
  * queues run apart), and on a dense model's ranks that step on their own any prompt (the ranks
