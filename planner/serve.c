@@ -3944,8 +3944,7 @@ static double sim_step_price(void *context, const struct sim_step *step)
                            (int64_t)llround(step->prefill_context_tokens));
     } else {
         double unit = unit_tokens(p->w), units = unit > 0 ? (double)step->prefill_tokens / unit : 0;
-        bool shared = ranks_independent(&p->decode) && p->rank_instances == 1; /* one queue, dp ranks' steps */
-        t = composition_at(c, shared ? units / (double)p->decode.layout.dp : units);
+        t = composition_at(c, units);
     }
     if (b > 0)
         t += p->context_slope_s[b] * (step->context_tokens - (double)serve_decode_context(p->w));
@@ -4094,11 +4093,12 @@ enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const
     /* ranks that step on their own are replicas, each with its own scheduler (SGLang's
      * data-parallel controller sends a dense model's requests to them in turn): each is simulated
      * as an instance of its own with a dp-th of the KV; under Poisson arrivals its requests the
-     * stream thinned, as the analysis takes them; closed-loop the replica's clients dealt to its
-     * ranks in turn (a dispatch group), where one queue sharing the ranks' budgets had let a
-     * prompt longer than the chunk take two ranks' chunks a step; evenly spaced, the ranks share
-     * one queue (serve.h) */
-    bool alone = ranks_independent(&prices.decode) && (w->arrivals == SERVE_POISSON || w->arrivals == SERVE_CLOSED);
+     * stream thinned, as the analysis takes them; evenly spaced, every dp-th (every instance's in
+     * turn); closed-loop the replica's clients dealt to its ranks in turn (a dispatch group).
+     * One queue sharing the ranks' budgets, as before, had let a prompt longer than the chunk
+     * take two ranks' chunks a step. A disaggregated decode instance's ranks stay one instance
+     * but under Poisson arrivals (its clients are the instance's, whose joins the ranks share) */
+    bool alone = ranks_independent(&prices.decode) && (p->mode == SERVE_AGGREGATED || w->arrivals == SERVE_POISSON);
     if (alone)
         prices.rank_instances = l->dp;
     if (alone && w->arrivals == SERVE_CLOSED)
@@ -4113,11 +4113,11 @@ enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const
         longest = isl[i] + osl[i] > longest ? isl[i] + osl[i] : longest;
     if (c.kv_capacity_tokens < longest + SERVE_KV_BLOCK_TOKENS)
         c.kv_capacity_tokens = longest + SERVE_KV_BLOCK_TOKENS; /* the longest request is admitted alone */
-    /* ranks that step together are the simulation's ranks; ranks that step on their own share
-     * the instance's budgets (priced as the composition spreads them) */
+    /* ranks that step together are the simulation's ranks; ranks that step on their own its
+     * instances (above) */
     bool together = !ranks_independent(&prices.decode);
     c.ranks = together ? l->dp : 1;
-    c.chunk_tokens = p->mode == SERVE_AGGREGATED ? (together || alone ? 1 : l->dp) * w->chunk_tokens : 0;
+    c.chunk_tokens = p->mode == SERVE_AGGREGATED ? w->chunk_tokens : 0;
     if (c.mode == SIM_AGGREGATED && together)
         prices.kept = calloc(SIM_PRICES_KEPT, sizeof *prices.kept); /* none kept: each priced anew */
     if (p->mode == SERVE_DISAGGREGATED) {

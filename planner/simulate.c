@@ -657,6 +657,8 @@ static void draw(struct sim *s, const double *cumulative)
         if (c->arrivals != SIM_CLOSED) {
             instance = (int64_t)(rng_uniform(&rng) * (double)c->decode_instances);
             instance = instance < c->decode_instances ? instance : c->decode_instances - 1;
+            if (c->arrivals == SIM_CONSTANT) /* in turn: each instance's arrivals evenly spaced too */
+                instance = i % c->decode_instances;
         }
         *r = (struct request){.arrival_s = at_s, .ready_s = at_s, .slot_s = INFINITY, .cls = (int32_t)lo,
                               .instance = (int32_t)instance};

@@ -14,9 +14,12 @@
  *     i + 1 gaps -ln(1 - u) / arrivals_per_s and goes to instance floor(u decode_instances);
  *     drawing the instance at arrival thins one Poisson stream into decode_instances
  *     independent ones.
- *   SIM_CONSTANT (open loop): the same three draws, the gap's u unused: request i arrives at
- *     exactly (i + 1) / arrivals_per_s, and a seed gives the classes and instances it gives
- *     SIM_POISSON. One class at one instance is thus the same for every seed.
+ *   SIM_CONSTANT (open loop): the same three draws, the gap's and the instance's u unused:
+ *     request i arrives at exactly (i + 1) / arrivals_per_s and goes to instance i mod
+ *     decode_instances (a router's turn, so that each instance's arrivals are evenly spaced too,
+ *     where a random instance would space them as a thinned stream's, squared coefficient of
+ *     variation 1 - 1 / decode_instances), and a seed gives the classes it gives SIM_POISSON.
+ *     One class is thus the same for every seed.
  *   SIM_CLOSED: the class alone; arrivals_per_s is not read. Each decode instance has
  *     `concurrency` clients of its own (aggregated: each replica; disaggregated: each decode
  *     instance, the prefill pool serving every client), each with one request at a time. At time

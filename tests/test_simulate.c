@@ -450,6 +450,17 @@ static void constant_arrivals(void)
     made = simulate(&capped, &timing, &again, NULL) == SIM_OK;
     CHECK(made && again.slot_wait_share == 1, "4 slots: every measured request waits for one (%g)",
           again.slot_wait_share);
+    /* two instances at 16 a second: request i goes to instance i mod 2, so each gets every other
+     * one, 8 a second evenly spaced (instance 0 from 4 T, instance 1 from 8 T, gaps of 8 T), and
+     * runs as the one instance above: every TTFT and TPOT T, 4 decoding at most an instance (a
+     * random instance would send some two in a row, and their TTFTs would differ) */
+    struct sim_config two = c;
+    two.decode_instances = 2;
+    two.arrivals_per_s = 16;
+    made = simulate(&two, &timing, &again, NULL) == SIM_OK;
+    CHECK(made && again.ttft_s.p50 == T_S && again.ttft_s.p99 == T_S && again.tpot_s.p50 == T_S &&
+              again.tpot_s.p99 == T_S && again.max_decoding_sequences == 4,
+          "2 instances at 16 a second, in turn: each evenly spaced, every TTFT and TPOT T, 4 decoding at most");
     /* one class at one instance: the draws decide nothing, so any seed gives the same */
     c.seed = 12345;
     CHECK(simulate(&c, &timing, &again, NULL) == SIM_OK && memcmp(&r, &again, sizeof r) == 0,
