@@ -240,14 +240,25 @@ static bool wide_ep(const struct emit_plan *p, const struct emit_role *r)
     return p->moe && r->ep > 8 && topology && strcmp(topology, "GB200 NVL72") == 0;
 }
 
+/* The moe_config.backend of MXFP4 experts in TensorRT-LLM 1.3.0rc25: its gpt-oss deployment
+ * guide's "MoE Backend Support Matrix" lists "B200/GB200/B300/GB300 | MXFP8 | MXFP4 | TRTLLM" and
+ * "H200 | BF16 | MXFP4 | TRITON" ("For Blackwell, the default MoE backend is TRTLLM. For Hopper,
+ * the default MoE backend is TRITON"), and its curated YAMLs write the backend out. NULL: another
+ * family, which it does not list. */
+static const char *trtllm_dynamo_mxfp4_backend(const struct emit_plan *p)
+{
+    return family_is(p, "Blackwell") ? "TRTLLM" : family_is(p, "Hopper") ? "TRITON" : NULL;
+}
+
 /* The moe_config.backend of a wide-EP role (wide_ep) in TensorRT-LLM 1.3.0rc25, by the routed
  * experts' weights: its DeepSeek-R1 deployment guide's "MoE Backend Support Matrix" lists for
  * "GB200 NVL72 EP>8" CUTEDSL with an NVFP4 checkpoint and DEEPGEMM with FP8, and no other row
- * there. rackplan's fp4 is taken as NVFP4, the guide's (the gpt-oss guide lists TRTLLM, the
- * Blackwell default, for MXFP4, a format the plan does not tell apart). NULL: the guide lists
- * none for the precision. */
+ * there; MXFP4 experts take the gpt-oss guide's (trtllm_dynamo_mxfp4_backend), which no EP bounds.
+ * NULL: the guides list none for the precision. */
 static const char *trtllm_dynamo_wide_ep_backend(const struct emit_plan *p)
 {
+    if (p->mxfp4_experts)
+        return trtllm_dynamo_mxfp4_backend(p);
     return p->expert_weights == PREC_FP4 ? "CUTEDSL" : p->expert_weights == PREC_FP8 ? "DEEPGEMM" : NULL;
 }
 
@@ -510,12 +521,14 @@ static struct doc_node *trtllm_options(const struct emit_plan *p, const struct e
          * Support Matrix"): on GB200 NVL72 with EP > 8 the only MoE backend listed is WIDEEP (NVFP4;
          * FP8 "WIDEEP without EPLB"), the default being CUTLASS. 1.0.0's MoeConfig.backend Literal
          * has WIDEEP (the option list quotes it); no load balancer is written. Dynamo: 1.3.0rc25's
-         * guide lists no WIDEEP but CUTEDSL (NVFP4) or DEEPGEMM (FP8) there; refused() turned away
-         * any other precision. */
+         * guide lists no WIDEEP but CUTEDSL (NVFP4) or DEEPGEMM (FP8) there, its gpt-oss guide
+         * TRTLLM for MXFP4; refused() turned away any other precision. */
         put_string(doc_map_put(root, "moe_config", doc_new_map()), "backend",
                    dynamo ? trtllm_dynamo_wide_ep_backend(p) : "WIDEEP");
     } else if (dynamo && blackwell_fp8_experts(p, r)) {
         put_string(doc_map_put(root, "moe_config", doc_new_map()), "backend", "DEEPGEMM");
+    } else if (dynamo && p->moe && p->mxfp4_experts && trtllm_dynamo_mxfp4_backend(p)) {
+        put_string(doc_map_put(root, "moe_config", doc_new_map()), "backend", trtllm_dynamo_mxfp4_backend(p));
     }
     if (r->kind != EMIT_PREFILL) {
         /* CUDA graphs through cuda_graph_config (1.0.0: the flat use_cuda_graph / cuda_graph_*
@@ -921,6 +934,7 @@ void emit_plan_of_serve(const struct model *m, const struct topology *topology, 
                               .domain_devices = topology->domain_devices, .moe = model_is_moe(m),
                               .experts = model_is_moe(m) ? m->moe.experts : 0, .mtp_layers = m->mtp_layers,
                               .kv = precisions->kv, .expert_weights = precisions->expert_weights,
+                              .mxfp4_experts = precisions->expert_weights == PREC_FP4 && m->fp4_mxfp4,
                               .isl = w->isl, .osl = w->osl, .mtp = w->mtp,
                               .mtp_accept = w->mtp_accept, .ttft_target_s = w->ttft_s, .tpot_target_s = w->tpot_s,
                               .ttft_s = p->ttft_s, .tpot_s = p->tpot_s,

@@ -150,6 +150,7 @@ struct emit_plan {
     int64_t mtp_layers;        /* the model's MTP modules */
     enum precision kv;
     enum precision expert_weights; /* the routed experts' weights (a MoE model's) */
+    bool mxfp4_experts;            /* they are FP4 in MXFP4 (the model's fp4_format), not NVFP4 */
     int64_t isl, osl, mtp;
     double mtp_accept;
     double ttft_target_s, tpot_target_s; /* 0: none */

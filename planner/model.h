@@ -41,6 +41,8 @@ struct model {
 
     enum precision weights_precision;
     enum precision expert_weights_precision;
+    bool fp4_mxfp4; /* the model's FP4 checkpoint is MXFP4 (OCP microscaling: 32-element blocks,
+                     * E8M0 scales; gpt-oss), not NVFP4 (16-element blocks, FP8 scales) */
     enum precision kv_precision;
     enum precision state_precision; /* linear-attention and SSM recurrent states */
 

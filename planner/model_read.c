@@ -645,7 +645,8 @@ static void read_spec(struct reader *r, const struct doc_node *root, struct mode
 
     const struct doc_node *precision = read_map(r, root, "precision", "precision", false);
     if (precision) {
-        static const char *const known_precision[] = {"weights", "expert_weights", "kv", "state", NULL};
+        static const char *const known_precision[] = {"weights", "expert_weights", "fp4_format", "kv", "state",
+                                                      NULL};
         check_keys(r, precision, "precision.", known_precision);
         read_precision(r, precision, "weights", "precision.weights", &m->weights_precision);
         if (!read_precision(r, precision, "expert_weights", "precision.expert_weights",
@@ -653,6 +654,13 @@ static void read_spec(struct reader *r, const struct doc_node *root, struct mode
             m->expert_weights_precision = m->weights_precision;
         read_precision(r, precision, "kv", "precision.kv", &m->kv_precision);
         read_precision(r, precision, "state", "precision.state", &m->state_precision);
+        const struct doc_node *format = field(r, precision, "fp4_format", "precision.fp4_format", false);
+        if (format && (format->kind != DOC_SCALAR ||
+                       (strcmp(format->text, "mxfp4") != 0 && strcmp(format->text, "nvfp4") != 0)))
+            doc_error_at(&r->doc, format, "field 'precision.fp4_format' must be mxfp4 or nvfp4, not '%s'",
+                         format->kind == DOC_SCALAR ? format->text : doc_kind_name(format));
+        else if (format)
+            m->fp4_mxfp4 = strcmp(format->text, "mxfp4") == 0;
     }
     const struct doc_node *pattern = read_map(r, root, "layer_pattern", "layer_pattern", false);
     if (pattern)
@@ -744,6 +752,7 @@ static void hf_precision(const struct doc_node *root, struct model *m)
         m->expert_weights_precision = PREC_FP8;
     } else if (hf_string_is(q, "quant_method", "mxfp4")) {
         m->expert_weights_precision = PREC_FP4; /* gpt-oss: experts only, the rest stays bf16 */
+        m->fp4_mxfp4 = true;
     }
 }
 

@@ -152,6 +152,20 @@ $rackplan $dsv3 --weights fp4 --format json -o "$work/dsv3-fp4.json" --emit dyna
 check "dsv3 --weights fp4 dynamo-trtllm decode YAML (EP $(json $work/dsv3-fp4.json "d['layout']['decode']['layout']['ep']") > 8): moe_config.backend CUTEDSL" \
     test "$(y $work/dsv3-fp4-dynamo-trtllm/trtllm-decode.yaml "d.get('moe_config')")" = "{'backend': 'CUTEDSL'}"
 check "... every key in $(basename $dynamo_trtllm_list)" flags_in "$work/dsv3-fp4-dynamo-trtllm/trtllm-decode.yaml" $dynamo_trtllm_list
+# MXFP4 experts (gpt-oss: precision.fp4_format mxfp4) take 1.3.0rc25's gpt-oss guide's matrix under
+# Dynamo: "B200/GB200/B300/GB300 | MXFP8 | MXFP4 | TRTLLM", "H200 | BF16 | MXFP4 | TRITON"; the
+# standalone 1.0.0 YAML keeps the default
+for topo in hgx-b200:TRTLLM hgx-h200:TRITON; do
+    t=${topo%%:*} backend=${topo##*:}
+    $rackplan serve models/gpt-oss-120b.yaml topologies/$t.xml --isl 1024 --osl 1024 --tpot-ms 20 \
+        --emit dynamo-trtllm "$work/oss-$t" >/dev/null 2>&1
+    check "gpt-oss on $t dynamo-trtllm: moe_config.backend $backend (MXFP4 experts)" \
+        test "$(y $work/oss-$t/trtllm-aggregated.yaml "d.get('moe_config')")" = "{'backend': '$backend'}"
+done
+$rackplan serve models/gpt-oss-120b.yaml topologies/hgx-b200.xml --isl 1024 --osl 1024 --tpot-ms 20 \
+    --emit trtllm "$work/oss-standalone" >/dev/null 2>&1
+check "gpt-oss on hgx-b200 trtllm (1.0.0): no moe_config" \
+    test "$(y $work/oss-standalone/trtllm-aggregated.yaml "'moe_config' in d")" = False
 check "llama trtllm (dense, H200): no moe_config" \
     test "$(y $work/llama-trtllm/trtllm-aggregated.yaml "'moe_config' in d")" = False
 check "dsv3 trtllm: the files name the version of the list they are checked against ($(basename $trtllm_list .txt))" \

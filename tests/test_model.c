@@ -523,8 +523,11 @@ static void hf_configs(void)
                       model_sequence_bytes(&hf, PREC_BF16, 200000) &&
                   model_state_bytes_per_sequence(&spec) == model_state_bytes_per_sequence(&hf) &&
                   a.mtp == b.mtp && spec.weights_precision == hf.weights_precision &&
-                  spec.expert_weights_precision == hf.expert_weights_precision,
+                  spec.expert_weights_precision == hf.expert_weights_precision && spec.fp4_mxfp4 == hf.fp4_mxfp4,
               "%s: config.json and model spec give the same parameters, KV, state, MTP and precisions", names[i]);
+        /* gpt-oss's quantization_config.quant_method mxfp4, and its spec's fp4_format; NVFP4 elsewhere */
+        CHECK(hf.fp4_mxfp4 == (strcmp(names[i], "gpt-oss-120b") == 0), "%s: FP4 format %s", names[i],
+              hf.fp4_mxfp4 ? "mxfp4" : "nvfp4");
     }
 }
 
