@@ -1168,7 +1168,8 @@ void cli_text_lengths(FILE *out, const struct serve_workload *w, const struct le
         fprintf(out, "  targets bound the %gth percentile of TTFT and TPOT\n", w->percentile);
     if (serve_workload_in_cohorts(w) && w->mode != SERVE_DISAGGREGATED)
         fprintf(out, "  requests alike and started together (a closed loop): an aggregated instance prefills them in\n"
-                     "    cohorts that fill its chunk budget (lengths that vary, or --arrivals poisson, spread them)\n");
+                     "    cohorts that fill its chunk budget, but on ranks that take them in turn (a dense model's\n"
+                     "    data parallelism); lengths that vary, or --arrivals poisson, spread them\n");
     if (w->arrivals == SERVE_CONSTANT)
         fprintf(out, "  requests arrive evenly spaced (--arrivals constant)\n");
     else if (w->arrivals == SERVE_POISSON)

@@ -26,9 +26,9 @@ static const char *const engine_versions[EMIT_ENGINE_COUNT] = {
  * (tests/data/engine-options/trtllm-1.3.0rc25.txt quotes the pages) */
 static const char trtllm_dynamo_version[] =
     "TensorRT-LLM 1.3.0rc25, the engine of Dynamo 1.5.0's tensorrtllm-runtime image (its documentation, built from "
-    "785c948: deployment-guide/deployment-guide-for-deepseek-r1-on-trtllm.html, commands/trtllm-serve/"
-    "trtllm-serve.html, examples/llm_inference_distributed.html, torch/features/overlap_scheduler; "
-    "cache_transceiver_config.backend from Dynamo's 1.5.0-era TRT-LLM templates)";
+    "785c948: deployment-guide/deployment-guide-for-deepseek-r1-on-trtllm.html and -gpt-oss-on-trtllm.html, "
+    "commands/trtllm-serve/trtllm-serve.html, examples/llm_inference_distributed.html, "
+    "torch/features/overlap_scheduler; cache_transceiver_config.backend from Dynamo's 1.5.0-era TRT-LLM templates)";
 /* sgl-model-gateway/bindings/python/src/sglang_router/router_args.py at 6614f984 (and its predecessor
  * sgl-router/py_src/sglang_router/router_args.py at 083d6013): --pd-disaggregation, --prefill URL
  * [BOOTSTRAP_PORT], --decode URL, --host, --port */
@@ -206,19 +206,20 @@ static void shell_command(struct text *t, const struct args *a)
 
 /* ---- refusals ---- */
 
-static bool family_is(const struct emit_plan *p, const char *name)
+static bool family_is(const char *family, const char *name)
 {
-    return strstr(p->family, name) != NULL;
+    return strstr(family, name) != NULL;
 }
 
-static bool amd(const struct emit_plan *p)
+static bool blackwell_or_later(const char *family)
 {
-    return family_is(p, "CDNA");
+    return family_is(family, "Blackwell") || family_is(family, "Rubin");
 }
 
-static bool blackwell_or_later(const struct emit_plan *p)
+/* The family a role runs on: its own topology's (--prefill-topology), else the plan's. */
+static const char *role_family(const struct emit_plan *p, const struct emit_role *r)
 {
-    return family_is(p, "Blackwell") || family_is(p, "Rubin");
+    return r && r->family ? r->family : p->family;
 }
 
 static bool refuse(char *why, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -245,9 +246,10 @@ static bool wide_ep(const struct emit_plan *p, const struct emit_role *r)
  * "H200 | BF16 | MXFP4 | TRITON" ("For Blackwell, the default MoE backend is TRTLLM. For Hopper,
  * the default MoE backend is TRITON"), and its curated YAMLs write the backend out. NULL: another
  * family, which it does not list. */
-static const char *trtllm_dynamo_mxfp4_backend(const struct emit_plan *p)
+static const char *trtllm_dynamo_mxfp4_backend(const struct emit_plan *p, const struct emit_role *r)
 {
-    return family_is(p, "Blackwell") ? "TRTLLM" : family_is(p, "Hopper") ? "TRITON" : NULL;
+    const char *family = role_family(p, r);
+    return family_is(family, "Blackwell") ? "TRTLLM" : family_is(family, "Hopper") ? "TRITON" : NULL;
 }
 
 /* The moe_config.backend of a wide-EP role (wide_ep) in TensorRT-LLM 1.3.0rc25, by the routed
@@ -255,10 +257,10 @@ static const char *trtllm_dynamo_mxfp4_backend(const struct emit_plan *p)
  * "GB200 NVL72 EP>8" CUTEDSL with an NVFP4 checkpoint and DEEPGEMM with FP8, and no other row
  * there; MXFP4 experts take the gpt-oss guide's (trtllm_dynamo_mxfp4_backend), which no EP bounds.
  * NULL: the guides list none for the precision. */
-static const char *trtllm_dynamo_wide_ep_backend(const struct emit_plan *p)
+static const char *trtllm_dynamo_wide_ep_backend(const struct emit_plan *p, const struct emit_role *r)
 {
     if (p->mxfp4_experts)
-        return trtllm_dynamo_mxfp4_backend(p);
+        return trtllm_dynamo_mxfp4_backend(p, r);
     return p->expert_weights == PREC_FP4 ? "CUTEDSL" : p->expert_weights == PREC_FP8 ? "DEEPGEMM" : NULL;
 }
 
@@ -278,14 +280,18 @@ static bool blackwell_fp8_experts(const struct emit_plan *p, const struct emit_r
 static bool refused(enum emit_engine e, bool dynamo, const struct emit_plan *p, char *why, size_t size)
 {
     const char *name = e == EMIT_SGLANG ? "SGLang" : e == EMIT_VLLM ? "vLLM" : "TensorRT-LLM";
-    if (family_is(p, "TPU") || family_is(p, "Trainium"))
-        return refuse(why, size,
-                      "%s: %s's flags are for GPUs (CUDA%s); %s %s runs through a separate plugin whose "
-                      "options were not checked",
-                      engine_names[e], name, e == EMIT_TRTLLM ? " only" : ", ROCm", p->family,
-                      e == EMIT_VLLM ? "in vLLM" : "has no backend here");
-    if (e == EMIT_TRTLLM && amd(p))
-        return refuse(why, size, "trtllm: TensorRT-LLM runs on NVIDIA GPUs only, not %s (AMD)", p->family);
+    /* every role's hardware: the plan's, and a prefill pool's own under --prefill-topology */
+    for (int i = -1; i < p->role_count; i++) {
+        const char *family = role_family(p, i < 0 ? NULL : &p->roles[i]);
+        if (family_is(family, "TPU") || family_is(family, "Trainium"))
+            return refuse(why, size,
+                          "%s: %s's flags are for GPUs (CUDA%s); %s %s runs through a separate plugin whose "
+                          "options were not checked",
+                          engine_names[e], name, e == EMIT_TRTLLM ? " only" : ", ROCm", family,
+                          e == EMIT_VLLM ? "in vLLM" : "has no backend here");
+        if (e == EMIT_TRTLLM && family_is(family, "CDNA"))
+            return refuse(why, size, "trtllm: TensorRT-LLM runs on NVIDIA GPUs only, not %s (AMD)", family);
+    }
     if (p->kv == PREC_FP16 || p->kv == PREC_FP32)
         return refuse(why, size, "%s: a %s KV cache is not among %s's KV dtypes here (bf16, fp8%s); plan with --kv bf16 "
                       "or fp8",
@@ -301,9 +307,12 @@ static bool refused(enum emit_engine e, bool dynamo, const struct emit_plan *p, 
     if (p->kv == PREC_FP4 && e == EMIT_TRTLLM)
         return refuse(why, size, "trtllm: TensorRT-LLM 1.3.0rc25's documentation writes kv_cache_config.dtype auto and "
                       "fp8 only (its nvfp4 is a trtllm-serve flag's value, not shown in the YAML); plan with --kv fp8");
-    if (p->kv == PREC_FP4 && !blackwell_or_later(p))
-        return refuse(why, size, "%s: an FP4 KV cache needs Blackwell or later in %s, not %s", engine_names[e], name,
-                      p->family);
+    for (int i = -1; p->kv == PREC_FP4 && i < p->role_count; i++) {
+        const char *family = role_family(p, i < 0 ? NULL : &p->roles[i]);
+        if (!blackwell_or_later(family))
+            return refuse(why, size, "%s: an FP4 KV cache needs Blackwell or later in %s, not %s", engine_names[e],
+                          name, family);
+    }
     if (p->mtp > 0 && p->mtp_layers == 0)
         return refuse(why, size,
                       "%s: --mtp %lld was planned but %s ships no MTP layers: %s's EAGLE would need a draft "
@@ -326,8 +335,13 @@ static bool refused(enum emit_engine e, bool dynamo, const struct emit_plan *p, 
      * default, is not listed there) the file would not run for a reason known here */
     for (int i = 0; e == EMIT_TRTLLM && dynamo && i < p->role_count; i++) {
         const struct emit_role *r = &p->roles[i];
-        if (!wide_ep(p, r) || trtllm_dynamo_wide_ep_backend(p))
+        if (!wide_ep(p, r) || trtllm_dynamo_wide_ep_backend(p, r))
             continue;
+        if (p->mxfp4_experts)
+            return refuse(why, size,
+                          "trtllm: the %s role's MXFP4 experts on %s: TensorRT-LLM 1.3.0rc25's gpt-oss guide lists "
+                          "a MoE backend for them on Blackwell (TRTLLM) and Hopper (TRITON) only",
+                          role_name(r->kind), role_family(p, r));
         return refuse(why, size,
                       "trtllm: the %s role's EP %lld on GB200 NVL72 needs a moe_config.backend, and TensorRT-LLM "
                       "1.3.0rc25's DeepSeek-R1 guide lists one there for NVFP4 (CUTEDSL) and FP8 (DEEPGEMM) "
@@ -368,7 +382,7 @@ static void sglang_args(const struct emit_plan *p, const struct emit_role *r, bo
         arg(a, "--pp-size", "%lld", (long long)r->pp);
     if (p->moe && r->ep > 1) {
         arg(a, "--ep-size", "%lld", (long long)r->ep);
-        arg(a, "--moe-a2a-backend", "%s", amd(p) ? "mori" : "deepep");
+        arg(a, "--moe-a2a-backend", "%s", family_is(role_family(p, r), "CDNA") ? "mori" : "deepep");
         arg(a, "--deepep-mode", "%s",
             r->kind == EMIT_PREFILL ? "normal" : r->kind == EMIT_DECODE ? "low_latency" : "auto");
         if (r->slots > 0 && p->expert_map) {
@@ -442,7 +456,7 @@ static void vllm_args(const struct emit_plan *p, const struct emit_role *r, bool
     }
     if (p->moe && r->ep > 1) {
         arg(a, "--enable-expert-parallel", NULL);
-        if (!amd(p) && r->kind != EMIT_AGGREGATED)
+        if (!family_is(role_family(p, r), "CDNA") && r->kind != EMIT_AGGREGATED)
             arg(a, "--all2all-backend", "%s",
                 r->kind == EMIT_PREFILL ? "deepep_high_throughput" : "deepep_low_latency");
     }
@@ -524,11 +538,11 @@ static struct doc_node *trtllm_options(const struct emit_plan *p, const struct e
          * guide lists no WIDEEP but CUTEDSL (NVFP4) or DEEPGEMM (FP8) there, its gpt-oss guide
          * TRTLLM for MXFP4; refused() turned away any other precision. */
         put_string(doc_map_put(root, "moe_config", doc_new_map()), "backend",
-                   dynamo ? trtllm_dynamo_wide_ep_backend(p) : "WIDEEP");
+                   dynamo ? trtllm_dynamo_wide_ep_backend(p, r) : "WIDEEP");
     } else if (dynamo && blackwell_fp8_experts(p, r)) {
         put_string(doc_map_put(root, "moe_config", doc_new_map()), "backend", "DEEPGEMM");
-    } else if (dynamo && p->moe && p->mxfp4_experts && trtllm_dynamo_mxfp4_backend(p)) {
-        put_string(doc_map_put(root, "moe_config", doc_new_map()), "backend", trtllm_dynamo_mxfp4_backend(p));
+    } else if (dynamo && p->moe && p->mxfp4_experts && trtllm_dynamo_mxfp4_backend(p, r)) {
+        put_string(doc_map_put(root, "moe_config", doc_new_map()), "backend", trtllm_dynamo_mxfp4_backend(p, r));
     }
     if (r->kind != EMIT_PREFILL) {
         /* CUDA graphs through cuda_graph_config (1.0.0: the flat use_cuda_graph / cuda_graph_*
@@ -922,7 +936,7 @@ static void role_of_serve(const struct model *m, const struct topology *t, const
                               .chunk_tokens = w->chunk_tokens ? w->chunk_tokens : SERVE_DEFAULT_CHUNK_TOKENS,
                               .weights_bytes = memory.weights_bytes, .kv_bytes = memory.kv_bytes,
                               .activation_bytes = memory.activation_bytes, .hbm_bytes = memory.hbm_bytes,
-                              .topology_name = t->name};
+                              .topology_name = t->name, .family = t->family};
 }
 
 void emit_plan_of_serve(const struct model *m, const struct topology *topology, const struct topology *prefill_topology,

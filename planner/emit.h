@@ -71,8 +71,12 @@
  * each key as 1.3.0rc25's own documentation writes it, tests/data/engine-options/trtllm-1.3.0rc25.txt
  * quotes the pages): the keys above but pipeline_parallel_size only when pp > 1, MTP as
  * speculative_config {decoding_type MTP, max_draft_len K} (its DeepSeek-R1 guide), moe_config
- * {backend CUTEDSL} (fp4 experts, taken as NVFP4) or {backend DEEPGEMM} (fp8) for a MoE role with
- * ep > 8 on GB200 NVL72 (that guide's MoE backend support matrix; no WIDEEP), and P/D
+ * {backend CUTEDSL} (NVFP4 experts) or {backend DEEPGEMM} (fp8) for a MoE role with ep > 8 on
+ * GB200 NVL72, and {backend DEEPGEMM} for fp8 experts at ep <= 8 on B200 or GB200 (that guide's
+ * MoE backend support matrix; no WIDEEP; CUTLASS, the default, does not run fp8 experts on
+ * Blackwell), moe_config {backend TRTLLM} on Blackwell or {backend TRITON} on Hopper for MXFP4
+ * experts (a model's precision.fp4_format mxfp4; its gpt-oss guide's matrix), each role by its own
+ * hardware (a prefill pool's under --prefill-topology), and P/D
  * cache_transceiver_config {backend DEFAULT} as Dynamo's 1.5.0-era TRT-LLM templates write it (no
  * 1.3.0rc25 page writes max_tokens_in_buffer, so the engine's default buffer is kept).
  * Dynamo 1.5.0 (nvidia.com/v1beta1 DynamoGraphDeployment, the version its DGD reference serves;
@@ -100,13 +104,13 @@
  * compute trays).
  *
  * Refusals (EMIT_REFUSED, with the reason in `why`): an accelerator family the engine does not
- * run (TPU and Trainium for all three: SGLang's and TensorRT-LLM's flags here are CUDA's, vLLM
- * runs them through plugins whose options were not checked; AMD for TensorRT-LLM); a KV precision
- * the engine lacks there or whose value was not verified (fp16/fp32 everywhere, FP4 in vLLM
- * and in TensorRT-LLM 1.0.0 and 1.3.0rc25, FP4 before Blackwell); under Dynamo, a TensorRT-LLM role
- * with ep > 8 on GB200 NVL72 whose routed experts are neither fp4 nor fp8: 1.3.0rc25's matrix names
- * no backend for it; MTP on a model
- * with no MTP layers (EAGLE would need a draft model rackplan did not plan); vLLM and
+ * run on any role's hardware (TPU and Trainium for all three: SGLang's and TensorRT-LLM's flags
+ * here are CUDA's, vLLM runs them through plugins whose options were not checked; AMD for
+ * TensorRT-LLM); a KV precision the engine lacks there or whose value was not verified (fp16/fp32
+ * everywhere, FP4 in vLLM and in TensorRT-LLM 1.0.0 and 1.3.0rc25, FP4 before Blackwell); under
+ * Dynamo, a TensorRT-LLM role with ep > 8 on GB200 NVL72 whose routed experts are neither fp4 nor
+ * fp8 (or MXFP4 on a family its gpt-oss guide does not list): 1.3.0rc25's matrices name no backend
+ * for it; MTP on a model with no MTP layers (EAGLE would need a draft model rackplan did not plan); vLLM and
  * TensorRT-LLM with an instance's TP x PP wider than a host (they span hosts through Ray or MPI
  * launchers these files do not write). Never a file that fails at start-up for a reason known here.
  */
@@ -136,6 +140,7 @@ struct emit_role {
     double weights_bytes, kv_bytes, activation_bytes, hbm_bytes; /* a device, plan_memory's */
     const char *topology_name; /* the role's topology (serve's --prefill-topology for prefill);
                                   NULL: the plan's */
+    const char *family;        /* that topology's accelerator family; NULL: the plan's */
 };
 
 struct emit_plan {

@@ -654,7 +654,8 @@ bool serve_workload_in_cohorts(const struct serve_workload *w)
  * the simulation's TPOT 99.8 ms, where a cohort of a chunk on every rank would make it 59.6); a
  * dense model's ranks that step on their own, which take the requests in turn, so that a
  * cohort's successors are dealt to every rank and the ranks' steps drift apart (Llama 3.1 70B,
- * 2,048/512 at 43 sequences on TP 4 x DP 2: the simulation's TTFT a quarter of a cohort's). */
+ * 2,048/512 at 40 sequences on TP 4 x DP 2: the simulation's TTFT one prompt's step, a quarter of
+ * a cohort's). */
 static double cohort_units(const struct roof_setup *s, const struct serve_workload *w, int64_t batch)
 {
     double c = prefilled_tokens(w), budget = (double)w->chunk_tokens, u = unit_tokens(w);
@@ -3417,8 +3418,8 @@ static void search_aggregated(struct search *s, const struct serve_pool *pool, c
         int64_t count = batches_to_try(c->max_sequences, within, c->layout.dp * c->layout.pp, !s->best_only, batches);
         if (s->best_only && within > 1) {
             /* where compute binds, the rate holds over a run of batches up to that one: the run's
-             * first serves as much a device and the most per user, which better() prefers and the
-             * whole search's grid may land on */
+             * first serves as much a device (within better()'s part in a million, its tie) and the
+             * most per user, which better() prefers and the whole search's grid may land on */
             double rate = serve_aggregated_rate(&on, &c->shape->graph, &c->layout, w, within);
             int64_t first = fewest_reaching(&on, &c->shape->graph, &c->layout, w, within, rate * (1 - 1e-6));
             if (first >= 1 && first < within)
@@ -4094,10 +4095,10 @@ enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const
      * data-parallel controller sends a dense model's requests to them in turn): each is simulated
      * as an instance of its own with a dp-th of the KV; under Poisson arrivals its requests the
      * stream thinned, as the analysis takes them; evenly spaced, every dp-th (every instance's in
-     * turn); closed-loop the replica's clients dealt to its ranks in turn (a dispatch group).
-     * One queue sharing the ranks' budgets, as before, had let a prompt longer than the chunk
-     * take two ranks' chunks a step. A disaggregated decode instance's ranks stay one instance
-     * but under Poisson arrivals (its clients are the instance's, whose joins the ranks share) */
+     * turn); closed-loop the replica's clients dealt to its ranks in turn (a dispatch group), so
+     * that a prompt longer than the chunk takes one rank's chunk a step. A disaggregated decode
+     * instance's ranks stay one instance but under Poisson arrivals (its clients are the
+     * instance's, whose joins the ranks share) */
     bool alone = ranks_independent(&prices.decode) && (p->mode == SERVE_AGGREGATED || w->arrivals == SERVE_POISSON);
     if (alone)
         prices.rank_instances = l->dp;

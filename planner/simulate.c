@@ -639,8 +639,8 @@ static void draw(struct sim *s, const double *cumulative)
     for (int64_t i = 0; i < s->total; i++) {
         struct request *r = &s->req[i];
         if (c->arrivals != SIM_CLOSED) {
-            double u = rng_uniform(&rng); /* drawn when constant too: a seed's classes and instances
-                                           * are then those of the Poisson stream */
+            double u = rng_uniform(&rng); /* drawn when constant too: a seed's classes are then
+                                           * those of the Poisson stream */
             at_s = c->arrivals == SIM_POISSON ? at_s - log1p(-u) / c->arrivals_per_s
                                               : (double)(i + 1) / c->arrivals_per_s;
         }

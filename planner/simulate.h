@@ -103,8 +103,9 @@
  * O(log decode_instances) a step, O(log N) a request and O(log prefill_instances) a prefill
  * batch (the instances' next events, the joins and the servers whose next request has been sent
  * in heaps). Memory is O(N): about 100 bytes a request; closed adds about 160 bytes an instance
- * with a client, 40 bytes a client (g times that in dispatch groups of g: each instance's queue
- * holds room for all its group's clients) and 32 bytes a prefill server.
+ * with a client (every instance in dispatch groups), 40 bytes a client (its queue, decode-heap and
+ * join entries; the first two g times over in dispatch groups of g, each instance's holding room
+ * for all its group's clients) and 32 bytes a prefill server.
  */
 #ifndef RACKPLAN_SIMULATE_H
 #define RACKPLAN_SIMULATE_H
@@ -154,7 +155,8 @@ struct sim_config {
     double arrivals_per_s;    /* open loop: the whole deployment's rate, > 0 and finite; closed:
                                * not read (may be 0) */
     int64_t concurrency;      /* SIM_CLOSED: clients a decode instance (a replica when
-                               * aggregated), in [1, SIM_MAX_REQUESTS]; open loop: not read */
+                               * aggregated; a dispatch group's with dispatch_group > 1), in [1,
+                               * SIM_MAX_REQUESTS]; open loop: not read */
     const int64_t *isl, *osl; /* a class's prompt and output tokens, in [1, 2^32] each */
     const double *weight;     /* a class's share, >= 0, not all 0 */
     int64_t classes;          /* >= 1 */

@@ -162,6 +162,16 @@ for topo in hgx-b200:TRTLLM hgx-h200:TRITON; do
     check "gpt-oss on $t dynamo-trtllm: moe_config.backend $backend (MXFP4 experts)" \
         test "$(y $work/oss-$t/trtllm-aggregated.yaml "d.get('moe_config')")" = "{'backend': '$backend'}"
 done
+# each role on its own hardware: decode on B200, prefill on H200 (--prefill-topology)
+$rackplan serve models/gpt-oss-120b.yaml topologies/hgx-b200.xml --prefill-topology topologies/hgx-h200.xml \
+    --isl 1024 --osl 1024 --tpot-ms 20 --mode disaggregated --emit dynamo-trtllm "$work/oss-cross" >/dev/null 2>&1
+check "gpt-oss decode on B200, prefill on H200: TRTLLM and TRITON, each its role's hardware's" \
+    test "$(y $work/oss-cross/trtllm-decode.yaml "d['moe_config']['backend']"),$(y $work/oss-cross/trtllm-prefill.yaml "d['moe_config']['backend']")" = TRTLLM,TRITON
+# ... and a prefill pool on AMD is refused for TensorRT-LLM though decode runs on H200
+$rackplan serve models/llama-3.1-70b.yaml topologies/hgx-h200.xml --prefill-topology topologies/mi300x.xml \
+    --isl 2048 --osl 512 --tpot-ms 50 --mode disaggregated --emit trtllm "$work/amd-prefill" >/dev/null 2>"$work/err"
+check "prefill on MI300X, decode on H200, --emit trtllm: refused for the prefill's AMD, nothing written" \
+    test $? -eq 2 -a ! -e "$work/amd-prefill" -a -n "$(grep 'NVIDIA GPUs only, not CDNA3' "$work/err")"
 $rackplan serve models/gpt-oss-120b.yaml topologies/hgx-b200.xml --isl 1024 --osl 1024 --tpot-ms 20 \
     --emit trtllm "$work/oss-standalone" >/dev/null 2>&1
 check "gpt-oss on hgx-b200 trtllm (1.0.0): no moe_config" \
