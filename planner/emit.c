@@ -216,7 +216,12 @@ static bool blackwell_or_later(const char *family)
     return family_is(family, "Blackwell") || family_is(family, "Rubin");
 }
 
-/* The family a role runs on: its own topology's (--prefill-topology), else the plan's. */
+/* The topology and family a role runs on: its own (--prefill-topology), else the plan's. */
+static const char *role_topology(const struct emit_plan *p, const struct emit_role *r)
+{
+    return r->topology_name ? r->topology_name : p->topology_name;
+}
+
 static const char *role_family(const struct emit_plan *p, const struct emit_role *r)
 {
     return r && r->family ? r->family : p->family;
@@ -237,7 +242,7 @@ static bool refuse(char *why, size_t size, const char *fmt, ...)
  * support matrix), the default CUTLASS not among them (see trtllm_options). */
 static bool wide_ep(const struct emit_plan *p, const struct emit_role *r)
 {
-    const char *topology = r->topology_name ? r->topology_name : p->topology_name;
+    const char *topology = role_topology(p, r);
     return p->moe && r->ep > 8 && topology && strcmp(topology, "GB200 NVL72") == 0;
 }
 
@@ -270,7 +275,7 @@ static const char *trtllm_dynamo_wide_ep_backend(const struct emit_plan *p, cons
  * moe_config.backend explicitly to run the model"). */
 static bool blackwell_fp8_experts(const struct emit_plan *p, const struct emit_role *r)
 {
-    const char *topology = r->topology_name ? r->topology_name : p->topology_name;
+    const char *topology = role_topology(p, r);
     return p->moe && p->expert_weights == PREC_FP8 && !wide_ep(p, r) && topology &&
            (strcmp(topology, "HGX B200") == 0 || strcmp(topology, "GB200 NVL72") == 0);
 }

@@ -2194,11 +2194,10 @@ static bool aggregated_tails(const struct serve_pool *pool, const struct graph_s
         double biased = (m * m + v) / m, biased2 = (m * m * m + 3 * m * v + 2 * v * v / m) / m;
         double biased_variance = fmax(biased2 - biased * biased, 0);
         bool open = w->arrivals != SERVE_CLOSED;
-        double cohort = serve_workload_in_cohorts(w) ? cohort_units(at_batch->setup, w, batch) : 0;
-        double joining = cohort > 0 && c <= chunk
-                             ? cohort
-                             : units_of(at_batch->setup, w,
-                                        open ? arrivals * biased : step_prefill_tokens(w, batch) / fmax(c, 1));
+        double cohort = serve_workload_in_cohorts(w) && c <= chunk ? cohort_units(at_batch->setup, w, batch) : 0;
+        double joining = cohort > 0 ? cohort
+                                    : units_of(at_batch->setup, w,
+                                               open ? arrivals * biased : step_prefill_tokens(w, batch) / fmax(c, 1));
         /* in cohorts a prompt longer than the chunk goes through a run of full steps on one rank,
          * its chunks sharing the first and the last with the prompts before and after it:
          * ceil(c / C) of them (Llama 3.1 70B on an H200 node at TP 8, 12,000 to 40,000 tokens:

@@ -428,7 +428,7 @@ static enum sim_status run_closed(struct sim *s)
     const int64_t active = g > 1 ? d : d < clients ? d : clients;
     size_t servers = prefill ? 0 : (size_t)c->prefill_instances;
     s->inst = calloc((size_t)active, sizeof *s->inst);
-    const int64_t slots = g > 1 ? d * ((clients + groups - 1) / groups) : clients; /* the rings' entries */
+    const int64_t slots = g * clients; /* the rings' entries: a group's clients at each of its g instances */
     int64_t *queues = malloc((size_t)slots * sizeof *queues);
     struct heap_entry *decode = malloc((size_t)slots * sizeof *decode);
     struct heap joins = {malloc((size_t)clients * sizeof *joins.e), 0};
@@ -445,10 +445,10 @@ static enum sim_status run_closed(struct sim *s)
         (servers && (!s->pool.e || !s->server_next || !s->server_free_s)))
         goto done;
     status = SIM_OK;
-    /* instance j's clients: those of the first `clients` requests with i mod d = j; in a dispatch
-     * group any of the group's clients may be queued at any of its instances */
+    /* group j / g's clients: those of the first `clients` requests with i mod groups = j / g (with
+     * g = 1, instance j's own); any of them may be queued at any of the group's instances */
     for (int64_t j = 0, offset = 0; j < active; j++) {
-        int64_t n = g > 1 ? (clients - j / g + groups - 1) / groups : (clients - j + d - 1) / d;
+        int64_t n = (clients - j / g + groups - 1) / groups;
         s->inst[j] = (struct inst){
             .queue = queues + offset, .cap = n, .heap = {decode + offset, 0}};
         offset += n;
@@ -456,7 +456,7 @@ static enum sim_status run_closed(struct sim *s)
     for (size_t i = 0; i < servers; i++)
         s->server_next[i] = (int64_t)i;
     for (int64_t i = 0; i < clients; i++)
-        issue(s, g > 1 ? i % groups * g : i % d, 0);
+        issue(s, i % groups * g, 0);
     const int64_t x = (int64_t)servers;
     for (;;) {
         double join_s = joins.n > 0 ? joins.e[0].key : INFINITY;
