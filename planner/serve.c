@@ -340,6 +340,25 @@ static double aggregated_ttft(const struct serve_pool *pool, const struct graph_
     return ttft + chunk_step_s(&s, w, batch, rest + fmin(others, room - rest), rest, cached + full * chunk + rest / 2);
 }
 
+/* A prompt's own chunks in step with those of the k - 1 others of its cohort, each on a rank of
+ * its own (a cohort of k <= dp on ranks that step together, every rank chunking its own prompt):
+ * each step carries k chunks, the last k remainders, beside the batch's other sequences decoding. */
+static double lockstep_ttft(const struct roof_setup *s, const struct serve_workload *w, int64_t batch, double prompt,
+                            double k)
+{
+    double computed = prompt * (1 - w->prefix_hit), chunk = (double)w->chunk_tokens, cached = prompt - computed;
+    double full = floor(computed / chunk), rest = computed - full * chunk;
+    if (rest <= 0 && full > 0) {
+        full -= 1;
+        rest = chunk;
+    }
+    int64_t decoding = batch - (int64_t)k > 0 ? batch - (int64_t)k : 0;
+    double ttft = chunk_step_s(s, w, decoding, k * rest, rest, cached + full * chunk + rest / 2);
+    if (full > 0) /* chunks 0 .. full - 1 at contexts cached + (i + 1/2) C: their mean */
+        ttft += full * chunk_step_s(s, w, decoding, k * chunk, chunk, cached + full * chunk / 2);
+    return ttft;
+}
+
 /* ---- the requests' times: what every tail reads ---- */
 
 /* A tail is computed at serve_percentile_levels and then at the workload's percentile. */
@@ -648,21 +667,50 @@ bool serve_workload_in_cohorts(const struct serve_workload *w)
 }
 
 /* The units a cohort brings a step: whole prompts that fill a rank's budget, floor(C / c) of them,
- * or a chunk of a longer prompt, on every rank that steps with the others, no more than the
- * batch's prompts make. 0 (no cohorts): a longer prompt's chunks on ranks that step together,
- * whose queues of chunks run apart (DeepSeek-V3 at 20,000/1,000 on 8 H200 ranks, 20 sequences:
- * the simulation's TPOT 99.8 ms, where a cohort of a chunk on every rank would make it 59.6); a
- * dense model's ranks that step on their own, which take the requests in turn, so that a
- * cohort's successors are dealt to every rank and the ranks' steps drift apart (Llama 3.1 70B,
- * 2,048/512 at 40 sequences on TP 4 x DP 2: the simulation's TTFT one prompt's step, a quarter of
- * a cohort's). */
+ * or a chunk of a longer prompt, on every rank that steps with the others and holds one, no more
+ * than the batch's prompts: min(B, dp floor(C / c)) or min(B, dp). Each rank chunks its own
+ * prompts (SGLang's ranks each run a scheduler), so a longer prompt's chunks go beside the other
+ * ranks' (DeepSeek-V3 at 20,000/1,000 on 8 H200 ranks). 0 (no cohorts): a dense model's ranks
+ * that step on their own, which take the requests in turn, so that a cohort's successors are
+ * dealt to every rank and the ranks' steps drift apart (Llama 3.1 70B, 2,048/512 at 40 sequences
+ * on TP 4 x DP 2: the simulation's TTFT one prompt's step, a quarter of a cohort's). */
 static double cohort_units(const struct roof_setup *s, const struct serve_workload *w, int64_t batch)
 {
-    double c = prefilled_tokens(w), budget = (double)w->chunk_tokens, u = unit_tokens(w);
-    if (!(c > 0) || !(u > 0) || ranks_independent(s) || (c > budget && s->layout.dp > 1))
+    double c = prefilled_tokens(w), budget = (double)w->chunk_tokens;
+    if (!(c > 0) || !(unit_tokens(w) > 0) || ranks_independent(s))
         return 0;
     double rank = c <= budget ? floor(budget / c) : 1;
-    return fmin((double)batch * c / u, (double)s->layout.dp * rank);
+    return fmin((double)batch, (double)s->layout.dp * rank);
+}
+
+/* B alike requests in cohorts of K units (cohort_units) go as q = floor(B / K) cohorts of K and,
+ * where r = B - q K > 0, one of r, whose steps carry r units (its prompts' chunks on r ranks): the
+ * requests a cohort's steps leave out end together, and their successors are dealt to the
+ * ranks as one (DeepSeek-V3 at 20,000/1,000 on 8 H200 ranks, 9 sequences: a cohort of 8 and one
+ * of 1, each taking its 3 steps). Of the steps, m q / B carry a cohort of K and m / B that of r
+ * (each cohort's prompts take c / u steps of the L = osl / y a cycle of lives takes, m = B (c / u)
+ * / L), so that they carry m units on average. False where the cohorts would not fit in the
+ * steps (m >= K, or more carrying steps than there are). */
+struct cohorts {
+    double k, q, r;
+    double share_k, share_r; /* of the steps: those that carry a cohort of K, of r */
+};
+
+static bool cohorts_of(const struct roof_setup *s, const struct serve_workload *w, int64_t batch, double m,
+                       struct cohorts *out)
+{
+    double k = cohort_units(s, w, batch);
+    if (!(m > 0) || !(m < k))
+        return false;
+    double b = (double)batch, q = floor(b / k), r = b - q * k;
+    *out = (struct cohorts){.k = k, .q = q, .r = r, .share_k = m / k};
+    if (r > 0 && m * (q + 1) / b <= 1) {
+        out->share_k = m * q / b;
+        out->share_r = m / b;
+    } else {
+        out->r = 0; /* its units spread over the cohorts of K */
+    }
+    return true;
 }
 
 /* How much more the units a step carries vary than a Poisson count of them: E[c^2] / E[c]^2 of
@@ -752,16 +800,18 @@ static void poisson_composed(struct composition *c, double m, double offset, dou
 static void composed_with(struct composition *c, const struct serve_workload *w, double m, double offset,
                           double clump, double *mean_s, double *variance_s2)
 {
-    double t1 = 0, t2 = 0, carried = m + offset, most = c->count > 0 ? c->prompts[c->count - 1] : 0, k;
+    double t1 = 0, t2 = 0, carried = m + offset, most = c->count > 0 ? c->prompts[c->count - 1] : 0;
+    struct cohorts h;
     if (m <= 0) {
         t1 = composition_at(c, offset);
         t2 = t1 * t1;
         carried = fmin(offset, most);
-    } else if (offset == 0 && serve_workload_in_cohorts(w) && m < (k = cohort_units(c->setup, w, c->sequences))) {
-        double share = m / k, a = composition_at(c, 0), b = composition_at(c, k);
-        t1 = (1 - share) * a + share * b;
-        t2 = (1 - share) * a * a + share * b * b;
-        carried = share * fmin(k, most);
+    } else if (offset == 0 && serve_workload_in_cohorts(w) && cohorts_of(c->setup, w, c->sequences, m, &h)) {
+        double a = composition_at(c, 0), b = composition_at(c, h.k), d = h.r > 0 ? composition_at(c, h.r) : 0;
+        double idle = 1 - h.share_k - h.share_r;
+        t1 = idle * a + h.share_k * b + h.share_r * d;
+        t2 = idle * a * a + h.share_k * b * b + h.share_r * d * d;
+        carried = h.share_k * fmin(h.k, most) + h.share_r * fmin(h.r, most);
     } else if (!prompts_poisson(w)) {
         double low = floor(m), f = m - low, a = composition_at(c, low + offset),
                b = composition_at(c, low + 1 + offset);
@@ -1422,19 +1472,33 @@ static bool instance_occupancy(const struct serve_pool *pool, const struct roof_
          * (calibrate), whose lives are not alike */
         bool alike = prefilling && !prompts_poisson(w) && !w->spread_starts;
         double cohort = alike && serve_workload_in_cohorts(w) ? cohort_units(s, w, batch) : 0, excess = 0;
+        double remainder_share = 0, remainder_excess = 0;
         if (alike && cohort <= 0)
             cohort = 1;
+        struct cohorts h;
         if (units > 0 && units < cohort) {
             /* every life holds the other cohorts' steps once, not those of its own prompt's units
              * (c / u of them): the same TPOT for all */
             variance = 0;
-            excess = prefilled_tokens(w) / unit_tokens(w) *
-                     (composition_at(at_batch, cohort) - composition_at(at_batch, 0)) * (1 - units / cohort);
+            double own = prefilled_tokens(w) / unit_tokens(w), t0 = composition_at(at_batch, 0);
+            excess = own * (composition_at(at_batch, cohort) - t0) * (1 - units / cohort);
+            if (serve_workload_in_cohorts(w) && cohorts_of(s, w, batch, units, &h) && h.r > 0) {
+                /* with a cohort of r beside them, a life of n steps holds the other cohorts' steps:
+                 * in one of K, q - 1 of K and the one of r; in that of r, q of K. Its excess is what
+                 * the mean steps hold over those */
+                double n = fmax((double)w->osl - 1, 1) / y, tk = composition_at(at_batch, h.k) - t0,
+                       tr = composition_at(at_batch, h.r) - t0, held = n * (mean - t0);
+                excess = held - own * ((h.q - 1) * tk + tr);
+                remainder_excess = held - own * h.q * tk;
+                remainder_share = h.r / (double)batch;
+            }
         }
         *out = (struct serve_occupancy){.stable = isfinite(mean), .sequences_mean = (double)batch,
                                         .running_cap = batch, .step_mean_s = mean,
                                         .step_max_s = mean, .composition_variance_s2 = variance,
                                         .composition_units = units, .cohort_excess_s = excess,
+                                        .cohort_remainder_share = remainder_share,
+                                        .cohort_remainder_excess_s = remainder_excess,
                                         .composition_clump = prompts_poisson(w) ? prompt_clump(w) : 0};
         for (int i = 0; i < TAIL_LEVELS; i++)
             out->step_quantile_s[i] = mean;
@@ -1672,6 +1736,7 @@ static void tpot_tail(const struct serve_workload *w, const struct serve_occupan
     struct skewed_mix mix = {0};
     double keep[SERVE_LENGTH_BINS], spread[SERVE_LENGTH_BINS], together[SERVE_LENGTH_BINS], lives[SERVE_LENGTH_BINS];
     double widest = 0, shifted = 0, counted = 0, mean_life = 0, weights = 0;
+    double own_remainder = 0; /* alike requests in cohorts: the cohort of r's TPOT over the others' */
     for (int64_t b = 0; b < bins; b++) {
         lives[b] = fmax(osl[b] - 1, 1) / y * o->step_mean_s;
         mean_life += weight[b] * lives[b];
@@ -1717,6 +1782,9 @@ static void tpot_tail(const struct serve_workload *w, const struct serve_occupan
          * come in proportion to the step before (rho): its j-th step is longer by delta rho^j on
          * average, its TPOT by delta rho (1 - rho^n) / ((1 - rho) n y) */
         double rho = o->composition_correlation, own = -o->cohort_excess_s / (n * y);
+        double remainder = o->cohort_remainder_share;
+        if (remainder > 0) /* the cohort of r beside those of K: its requests' TPOT an atom of their own */
+            own_remainder = -o->cohort_remainder_excess_s / (n * y) - own;
         if (rho > 0 && o->prompt_delay_s > 0)
             own += o->prompt_delay_s * rho * -expm1(n * log(rho)) / ((1 - rho) * n * y);
         if (chain) {
@@ -1739,7 +1807,7 @@ static void tpot_tail(const struct serve_workload *w, const struct serve_occupan
         }
         /* a request of one token has no TPOT */
         skewed_add(&mix, osl[b] > 1 ? weight[b] : 0, mean + own, sd, skew);
-        shifted += (osl[b] > 1 ? weight[b] : 0) * own;
+        shifted += (osl[b] > 1 ? weight[b] : 0) * (own + remainder * own_remainder);
         counted += osl[b] > 1 ? weight[b] : 0;
         widest = fmax(widest, sd);
     }
@@ -1769,7 +1837,12 @@ static void tpot_tail(const struct serve_workload *w, const struct serve_occupan
         double deviation = levels[i] > 0.5 ? fmax(occupancy, 0) + both - fabs(occupancy)
                            : levels[i] < 0.5 ? occupancy - (both - fabs(occupancy))
                                              : occupancy;
-        at[i] = osl[0] > 1 ? fmax(mean + deviation, 0) : mean;
+        /* cohorts of K and one of r: its requests' atom own_remainder from the others', the lower
+         * atom the level's where it holds that share (nearest rank) */
+        double r = o->cohort_remainder_share, below = own_remainder > 0 ? 1 - r : r;
+        double atom = r <= 0 ? 0 : (levels[i] <= below) == (own_remainder > 0) ? -r * own_remainder
+                                                                                  : (1 - r) * own_remainder;
+        at[i] = osl[0] > 1 ? fmax(mean + atom + deviation, 0) : mean;
     }
 }
 
@@ -2203,21 +2276,43 @@ static bool aggregated_tails(const struct serve_pool *pool, const struct graph_s
          * ceil(c / C) of them (Llama 3.1 70B on an H200 node at TP 8, 12,000 to 40,000 tokens:
          * +2.2% to +2.4% of the simulation, where its own chunks alone were -23% to +0.5%). So
          * too on a dense model's ranks that take the requests in turn and hold as many clients
-         * each (TP 4 x DP 2 at 20,000/500, 8 and 16 sequences: 0% to +4%); where they hold
+         * each (TP 4 x DP 2 at 20,000/500, 8 and 16 sequences: 0% to +4%); where those hold
          * unequal numbers, a rank's arrivals follow the other's ends, and the runs break up, and
          * a lone sequence has no prompts beside it: its own chunks there (3, 7 and 9 sequences:
-         * within 1%, where a run would be 22% above) */
+         * within 1%, where a run would be 22% above). On ranks that step together every rank
+         * runs its own queue of chunks, so the cohorts of K = dp go through runs of full steps a
+         * chunk a rank, and a cohort of r, the last of a round, or of B <= dp through their own
+         * chunks, r or B a step (DeepSeek-V3 on 8 H200 ranks at 20,000/1,000, 5 to 132 sequences,
+         * and 24,000 computed tokens of 30,000, 8 to 56; Qwen3-235B-A22B at 16,000/400, 10 to 48:
+         * 0% to +3.5%, the one outlier +9.4%, 9 sequences, where the cohort of 8 runs its own
+         * chunks) */
         bool independent = ranks_independent(at_batch->setup);
-        bool run = serve_workload_in_cohorts(w) && c > chunk && batch > l->dp &&
-                   (l->dp == 1 || (independent && batch % l->dp == 0));
+        bool chunked_cohort = serve_workload_in_cohorts(w) && c > chunk;
+        bool together = chunked_cohort && l->dp > 1 && !independent;
+        bool run = chunked_cohort && batch > l->dp && (l->dp == 1 || together || batch % l->dp == 0);
+        double cohort_k = together ? cohort_units(at_batch->setup, w, batch) : 1;
+        /* beside cohorts of K, one of r (cohorts_of), the last of a round: its own chunks */
+        double remainder = o->cohort_remainder_share, r = round(remainder * (double)batch);
         for (int64_t i = 0; i < bins; i++) {
             if (run) {
-                double full_steps = ceil(c / chunk) * composition_at(at_batch, 1);
-                ttft_mix_add(&mix, weight[i], full_steps * slower + w->prefix_load_s);
+                double full_steps = ceil(c / chunk) * composition_at(at_batch, cohort_k);
+                ttft_mix_add(&mix, weight[i] * (1 - remainder), full_steps * slower + w->prefix_load_s);
+                if (remainder > 0)
+                    ttft_mix_add(&mix, weight[i] * remainder,
+                                 lockstep_ttft(at_batch->setup, w, batch, isl[i], r) * slower + w->prefix_load_s);
+                continue;
+            }
+            if (together) { /* a cohort of B <= dp, a prompt a rank */
+                double own = lockstep_ttft(at_batch->setup, w, batch, isl[i], cohort_k) * slower + w->prefix_load_s;
+                ttft_mix_add(&mix, weight[i], own);
                 continue;
             }
             double own = aggregated_ttft(pool, g, l, w, batch, isl[i]) * slower + w->prefix_load_s;
-            ttft_own_add(&mix, w, at_batch, weight[i], own, slower, arrivals, biased, biased_variance, open, joining);
+            ttft_own_add(&mix, w, at_batch, weight[i] * (1 - remainder), own, slower, arrivals, biased,
+                         biased_variance, open, joining);
+            if (remainder > 0)
+                ttft_own_add(&mix, w, at_batch, weight[i] * remainder, own, slower, arrivals, biased, biased_variance,
+                             open, r);
         }
     }
     /* the same own times, more of them waiting for a slot */

@@ -25,23 +25,29 @@
  * arrivals or varying lengths, else the two whole counts about m; closed-loop alike requests
  * (serve_workload.spread_starts false) in cohorts: started together, as a benchmark's clients are,
  * the prompts one step's budget took end their lives in one step and their successors arrive
- * together, so a step carries a cohort of K units or none (a share m / K of the steps carry one,
- * where m < K): K fills each rank's budget with whole prompts, floor(C / c) of them, or a chunk
- * of a longer prompt, on every rank that steps with the others, within the batch (min(B c / u,
- * dp floor(C / c)) units); a request's first token comes at the end of its cohort's step, and
- * every life holds the other cohorts' steps once, so TPOT is the same for all (its quantiles its
- * mean, which leaves out the steps of its own prompt's c / u units: the mean step less (c / u)
- * (T(K) - T(0)) (1 - m / K) / n over its n steps); a prompt longer than C, on a rank of its own
- * (dp 1, a batch of more than one, or a dense model's independent ranks holding B / dp > 1
- * clients each, B a multiple of dp), goes through a run of full steps, its TTFT ceil(c / C) of
- * them (the steps of a unit on it), and elsewhere keeps its own chunks as below. No cohorts where
- * the requests do not stay in step: on ranks that step together a longer prompt's chunks (their
- * queues run apart), and on a dense model's ranks that step on their own any prompt (the ranks
- * take the requests in turn, so a cohort's successors are dealt to every rank, whose steps drift
- * apart); alike requests there, and evenly spaced ones, come one by one (the two counts about m;
- * where m < 1 every life still holds each other client's prompt once: TPOT the same for all, as
- * for a cohort of K = 1 unit). A step of k units: each unit on
- * one data-parallel rank in turn, the busiest rank pacing the step when the ranks meet at every
+ * together, so a step carries a cohort or none: K fills each rank's budget with whole prompts,
+ * floor(C / c) of them, or a chunk of a longer prompt, on every rank that steps with the others
+ * (each rank chunking its own prompts), within the batch (min(B, dp floor(C / c)) or min(B, dp)
+ * units). B = q K + r go as q cohorts of K and, where r > 0, one of r: of the steps, m q / B
+ * carry a cohort of K and m / B that of r (where m < K and those fit; else r is spread over the
+ * cohorts of K, m / K of the steps). A request's first token comes at the end of its cohort's
+ * step, and every life holds the other cohorts' steps once, so TPOT is the same for all of a
+ * cohort's size (the mean step less (c / u) (T(K) - T(0)) (1 - m / K) / n over its n steps
+ * where r = 0; with r > 0, (n T(0) + (c / u) ((q - 1) (T(K) - T(0)) + T(r) - T(0))) / n in a
+ * cohort of K and (n T(0) + (c / u) q (T(K) - T(0))) / n in that of r, the share r / B of the
+ * requests: the TPOT law two atoms, each percentile the nearest rank's); a prompt longer than C,
+ * on a rank of its own (dp 1 and a batch of more than one, or a dense model's independent ranks
+ * holding B / dp > 1 clients each, B a multiple of dp) or in a cohort of dp on ranks that step
+ * together (B > dp), goes through a run of full steps, its TTFT ceil(c / C) of them (the steps of
+ * a unit on it, of dp units); a cohort of r, the last of a round, or of B <= dp on ranks that
+ * step together through its own chunks, r or B a step; elsewhere it keeps its own chunks as
+ * below. No cohorts where the requests do not stay in step: on a dense model's ranks that step
+ * on their own any prompt (the ranks take the requests in turn, so a cohort's successors are
+ * dealt to every rank, whose steps drift apart); alike requests there, and evenly spaced ones,
+ * come one by one (the two counts about m; where m < 1 every life still holds each other
+ * client's prompt once: TPOT the same for all, as for a cohort of K = 1 unit). A step of k
+ * units: each unit on one data-parallel rank in turn, the busiest rank pacing the step when the
+ * ranks meet at every
  * MoE layer (so past each multiple of dp the busiest holds a unit more: T is priced at both
  * counts about each such jump, linear between); a dense model's ranks step on their own, each
  * carrying its share. T(B, k) = roof_step(B, K + 1, S; the k units so placed); where the ranks
@@ -372,7 +378,11 @@ struct serve_occupancy {
     double cohort_excess_s; /* alike requests in cohorts (or one by one, K = 1, m < 1): the steps of
                              * a request's own prompt (c / u units) less their share of the mean,
                              * (c / u) (T(K) - T(0)) (1 - m / K), which its TPOT does not hold (its
-                             * first token ends them); 0: none */
+                             * first token ends them); 0: none. With a cohort of r beside those of K
+                             * (B = q K + r), those of K's: n T - (c / u) ((q - 1) (T(K) - T(0)) +
+                             * T(r) - T(0)) over the n steps of a life */
+    double cohort_remainder_share;    /* the requests in that cohort of r, r / B; 0: none */
+    double cohort_remainder_excess_s; /* theirs: n T - (c / u) q (T(K) - T(0)) */
     double step_quantile_s[SERVE_PERCENTILES + 1]; /* the occupancy's at p50, p90, p99, the workload's */
     double wait_probability, mean_wait_s; /* a request's wait for a slot at the KV cap */
     int slot_caps; /* the caps that wait is a mixture over (the wait for a slot): 1 for alike requests */

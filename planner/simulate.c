@@ -126,23 +126,35 @@ struct class_info {
     int64_t decode_steps; /* M: steps after the first token */
 };
 
+/* A rank's own queue within an instance (simulate.h: the instance's i-th request is rank i mod
+ * ranks's): the queue indices of its requests are r, r + ranks, ... Disaggregated, a decode
+ * instance is one lane. */
+struct lane {
+    int64_t next;             /* its first request not admitted */
+    int64_t pf, pf_done;      /* its first admitted prompt not wholly prefilled, pf_done of its
+                               * tokens done */
+    int64_t finished, done;   /* the step in progress: pf and pf_done after it */
+    int64_t pending;          /* admission: its admitted prompt tokens not yet prefilled */
+};
+
 /* One instance's state between steps. Its requests, in the order they become ready, are
- * queue[i % cap] for i in [0, count); those before pf (aggregated) or next (disaggregated) are
- * no longer read, so a ring of cap entries holds a closed loop's clients. */
+ * queue[i % cap] for i in [0, count); those before every lane's pf are no longer read, so a ring
+ * holds a closed loop's clients (of cap ranks x clients: a lane's unfinished requests are each a
+ * client's, and every ranks-th entry from the lowest pf is that lane's). */
 struct inst {
     int64_t *queue;
     int64_t cap, count;
-    int64_t next;             /* the first request not admitted */
-    int64_t pf, pf_done;      /* queue[pf]: the first admitted prompt not wholly prefilled, pf_done
-                               * of its tokens done */
-    int64_t finished, done;   /* the step in progress: pf and pf_done after it */
+    struct lane *lane;
+    int64_t lanes;            /* the ranks (aggregated), 1 (disaggregated) */
+    int64_t next;             /* the first request not admitted: the lanes' lowest next */
     int64_t in_flight, kv_used, k;
     /* over the decoding sequences: the sum of isl + 1 and of their start steps, so that their
      * contexts sum to base + tps (n k - starts) at step k, exactly and in O(1) */
     int64_t base, starts;
     struct heap heap;         /* decoding sequences by the step index at whose end each completes */
     double now_s, end_s;      /* the step in progress starts and ends */
-    int64_t blocked_through;  /* the requests before queue[blocked_through] have their slot_s set */
+    int64_t blocked_through;  /* the requests before queue[blocked_through] have their slot_s set,
+                               * or were admitted */
     bool busy, scheduled;     /* closed loop: a step in progress; an event pending */
 };
 
@@ -165,7 +177,7 @@ struct sim {
     struct heap pool;
     int64_t max_decoding, steps, batches;
     int64_t slot_waits;       /* measured requests that waited for a slot (their slot_s set) */
-    int64_t *rank_tokens; /* aggregated: a step's prompt tokens on each rank (0 between steps) */
+    struct lane *lanes;   /* open loop: the instance being run's */
     int64_t *group_turn;  /* closed, dispatch groups: the requests each group has sent */
     /* open loop: the window, and its steps' time, sequence-time and squared sequence-time */
     double window_start_s, window_end_s, window_steps_s, window_n_s, window_n2_s;
@@ -217,6 +229,15 @@ static void complete(struct sim *s, struct request *r, double at_s)
         issue(s, r->instance, at_s);
 }
 
+/* The instance's first request not admitted: its lanes' lowest. */
+static int64_t first_not_admitted(const struct inst *in)
+{
+    int64_t first = INT64_MAX;
+    for (int64_t r = 0; r < in->lanes; r++)
+        first = in->lane[r].next < first ? in->lane[r].next : first;
+    return first < in->count ? first : in->count;
+}
+
 /* Admits at in->now_s, builds the step and times it (simulate.h); inst_finish ends it. */
 static enum sim_status inst_start(struct sim *s, struct inst *in, bool prefill)
 {
@@ -225,24 +246,39 @@ static enum sim_status inst_start(struct sim *s, struct inst *in, bool prefill)
     const struct class_info *info = s->info;
     struct heap *h = &in->heap;
     const double tps = c->tokens_per_step;
-    const int64_t chunk = c->chunk_tokens > 0 ? c->chunk_tokens : INT64_MAX;
-    /* a prompt is admitted (its KV reserved) when its first chunk can be scheduled: while the
-     * admitted prompts not yet prefilled leave some of the step's budget */
-    int64_t budget = prefill && chunk < INT64_MAX / c->ranks ? chunk * c->ranks : INT64_MAX, pending = 0;
-    for (int64_t j = in->pf; prefill && j < in->next; j++)
-        pending += info[queued(s, in, j)->cls].computed;
-    pending -= prefill ? in->pf_done : 0;
-    while (in->next < in->count) {
-        struct request *r = queued(s, in, in->next);
-        const struct class_info *ci = &info[r->cls];
-        if (r->ready_s > in->now_s || pending >= budget)
+    const int64_t lanes = in->lanes;
+    const int64_t chunk = prefill && c->chunk_tokens > 0 ? c->chunk_tokens : INT64_MAX;
+    /* a prompt is admitted (its KV reserved) when its first chunk can be scheduled: while its
+     * rank's admitted prompts not yet prefilled leave some of the rank's budget */
+    for (int64_t r = 0; r < lanes; r++) {
+        struct lane *l = &in->lane[r];
+        l->pending = prefill ? -l->pf_done : 0;
+        for (int64_t j = l->pf; prefill && j < l->next; j += lanes)
+            l->pending += info[queued(s, in, j)->cls].computed;
+    }
+    for (;;) {
+        /* first come, first served over the ranks with budget left */
+        struct lane *l = NULL;
+        for (int64_t r = 0; r < lanes; r++) {
+            struct lane *x = &in->lane[r];
+            if (x->next < in->count && x->pending < chunk && (!l || x->next < l->next))
+                l = x;
+        }
+        if (!l)
             break;
+        struct request *r = queued(s, in, l->next);
+        const struct class_info *ci = &info[r->cls];
+        if (r->ready_s > in->now_s)
+            break; /* those after it are readied later */
         if ((c->max_sequences > 0 && in->in_flight >= c->max_sequences) ||
             (c->kv_capacity_tokens > 0 && in->kv_used + ci->reserve > c->kv_capacity_tokens)) {
-            /* those ready now start their wait for a slot, if they have not yet (each once) */
-            int64_t i = in->blocked_through > in->next ? in->blocked_through : in->next;
+            /* those ready now and not admitted start their wait for a slot, if they have not yet
+             * (each once) */
+            int64_t i = first_not_admitted(in);
+            i = in->blocked_through > i ? in->blocked_through : i;
             for (; i < in->count && queued(s, in, i)->ready_s <= in->now_s; i++)
-                queued(s, in, i)->slot_s = in->now_s;
+                if (i >= in->lane[i % lanes].next)
+                    queued(s, in, i)->slot_s = in->now_s;
             in->blocked_through = i;
             break;
         }
@@ -250,8 +286,8 @@ static enum sim_status inst_start(struct sim *s, struct inst *in, bool prefill)
         s->slot_waits += isfinite(r->slot_s) && r - rq >= c->warmup;
         in->in_flight++;
         in->kv_used += ci->reserve;
-        in->next++;
-        pending += prefill ? ci->computed : 0;
+        l->next += lanes;
+        l->pending += prefill ? ci->computed : 0;
         if (!prefill) {
             r->start_step = in->k;
             r->decode_s = in->now_s;
@@ -260,40 +296,36 @@ static enum sim_status inst_start(struct sim *s, struct inst *in, bool prefill)
             in->starts += in->k;
         }
     }
+    in->next = first_not_admitted(in);
     struct sim_step step = {.sequences = h->n};
     if (h->n > 0)
         step.context_tokens = ((double)in->base + tps * (double)(h->n * in->k - in->starts)) / (double)h->n;
-    int64_t finished = in->pf, done = in->pf_done; /* queue[pf, finished) end their prompts */
-    if (prefill) {
-        const int64_t ranks = c->ranks;
-        int64_t *on_rank = s->rank_tokens, visited = 0;
-        double weighted = 0;
-        while (finished < in->next) {
+    double weighted = 0;
+    for (int64_t r = 0; r < lanes; r++) {
+        /* each rank's chunk from its own prompts in order, a prompt's remainder continuing next
+         * step */
+        struct lane *l = &in->lane[r];
+        int64_t finished = l->pf, done = l->pf_done, tokens = 0; /* its queue [pf, finished) end their prompts */
+        while (prefill && finished < l->next && tokens < chunk) {
             const struct class_info *ci = &info[queued(s, in, finished)->cls];
-            int64_t rank = finished % ranks, room = chunk - on_rank[rank];
-            if (room <= 0)
-                break; /* its rank's budget is spent: it and those after it wait for the next step */
-            int64_t left = ci->computed - done, take = left < room ? left : room;
-            if (visited < ranks)
-                visited++;
+            int64_t left = ci->computed - done, room = chunk - tokens, take = left < room ? left : room;
             weighted += (double)take * ((double)(ci->isl - ci->computed + done) + (double)take / 2);
-            step.prefill_tokens += take;
-            on_rank[rank] += take;
-            if (on_rank[rank] > step.prefill_busiest_tokens)
-                step.prefill_busiest_tokens = on_rank[rank];
-            if (take == left) {
-                finished++;
-                done = 0;
-            } else {
+            tokens += take;
+            if (take < left) {
                 done += take;
                 break; /* its rank's budget is spent */
             }
+            finished += lanes;
+            done = 0;
         }
-        for (int64_t j = 0; j < visited; j++) /* consecutive prompts: at most `ranks` ranks touched */
-            on_rank[(in->pf + j) % ranks] = 0;
-        if (step.prefill_tokens > 0)
-            step.prefill_context_tokens = weighted / (double)step.prefill_tokens;
+        l->finished = finished;
+        l->done = done;
+        step.prefill_tokens += tokens;
+        if (tokens > step.prefill_busiest_tokens)
+            step.prefill_busiest_tokens = tokens;
     }
+    if (step.prefill_tokens > 0)
+        step.prefill_context_tokens = weighted / (double)step.prefill_tokens;
     assert(step.sequences > 0 || step.prefill_tokens > 0);
     double d_s = s->t->step_s(s->t->context, &step);
     if (!isfinite(d_s) || d_s < 0)
@@ -305,15 +337,13 @@ static enum sim_status inst_start(struct sim *s, struct inst *in, bool prefill)
         s->window_n_s += n * d_s;
         s->window_n2_s += n * n * d_s;
     }
-    in->finished = finished;
-    in->done = done;
     if (h->n > s->max_decoding)
         s->max_decoding = h->n;
     s->steps++;
     return SIM_OK;
 }
 
-/* The step's end: completions, then first tokens. */
+/* The step's end: completions, then first tokens (rank by rank, each in its order). */
 static void inst_finish(struct sim *s, struct inst *in)
 {
     struct heap *h = &in->heap;
@@ -329,23 +359,27 @@ static void inst_finish(struct sim *s, struct inst *in)
         complete(s, r, end_s);
     }
     assert(h->n == 0 || h->e[0].key > (double)k);
-    while (in->pf < in->finished) {
-        struct request *r = queued(s, in, in->pf++); /* its slot freed before a client reuses it */
-        const struct class_info *ci = &s->info[r->cls];
-        r->first_s = end_s;
-        if (ci->decode_steps == 0) {
-            in->in_flight--;
-            in->kv_used -= ci->reserve;
-            complete(s, r, end_s);
-        } else {
-            r->start_step = k + 1;
-            r->decode_s = end_s;
-            heap_push(h, (double)(k + ci->decode_steps), r - s->req);
-            in->base += ci->isl + 1;
-            in->starts += k + 1;
+    for (int64_t lane = 0; lane < in->lanes; lane++) {
+        struct lane *l = &in->lane[lane];
+        while (l->pf < l->finished) {
+            struct request *r = queued(s, in, l->pf); /* its slot freed before a client reuses it */
+            l->pf += in->lanes;
+            const struct class_info *ci = &s->info[r->cls];
+            r->first_s = end_s;
+            if (ci->decode_steps == 0) {
+                in->in_flight--;
+                in->kv_used -= ci->reserve;
+                complete(s, r, end_s);
+            } else {
+                r->start_step = k + 1;
+                r->decode_s = end_s;
+                heap_push(h, (double)(k + ci->decode_steps), r - s->req);
+                in->base += ci->isl + 1;
+                in->starts += k + 1;
+            }
         }
+        l->pf_done = l->done;
     }
-    in->pf_done = in->done;
     in->now_s = end_s;
     in->k++;
 }
@@ -428,9 +462,13 @@ static enum sim_status run_closed(struct sim *s)
     const int64_t active = g > 1 ? d : d < clients ? d : clients;
     size_t servers = prefill ? 0 : (size_t)c->prefill_instances;
     s->inst = calloc((size_t)active, sizeof *s->inst);
-    const int64_t slots = g * clients; /* the rings' entries: a group's clients at each of its g instances */
-    int64_t *queues = malloc((size_t)slots * sizeof *queues);
+    const int64_t lanes = prefill ? c->ranks : 1;
+    /* the decode heaps' entries: a group's clients at each of its g instances; the rings' (struct
+     * inst) each of those the instance's ranks times */
+    const int64_t slots = g * clients;
+    int64_t *queues = malloc((size_t)slots * (size_t)lanes * sizeof *queues);
     struct heap_entry *decode = malloc((size_t)slots * sizeof *decode);
+    struct lane *lane = malloc((size_t)active * (size_t)lanes * sizeof *lane);
     struct heap joins = {malloc((size_t)clients * sizeof *joins.e), 0};
     s->events = (struct heap){malloc((size_t)active * sizeof *s->events.e), 0};
     if (g > 1)
@@ -441,7 +479,7 @@ static enum sim_status run_closed(struct sim *s)
         s->server_free_s = calloc(servers, sizeof *s->server_free_s);
     }
     enum sim_status status = SIM_NO_MEMORY;
-    if (!s->inst || !queues || !decode || !joins.e || !s->events.e || (g > 1 && !s->group_turn) ||
+    if (!s->inst || !queues || !decode || !lane || !joins.e || !s->events.e || (g > 1 && !s->group_turn) ||
         (servers && (!s->pool.e || !s->server_next || !s->server_free_s)))
         goto done;
     status = SIM_OK;
@@ -449,8 +487,13 @@ static enum sim_status run_closed(struct sim *s)
      * g = 1, instance j's own); any of them may be queued at any of the group's instances */
     for (int64_t j = 0, offset = 0; j < active; j++) {
         int64_t n = (clients - j / g + groups - 1) / groups;
-        s->inst[j] = (struct inst){
-            .queue = queues + offset, .cap = n, .heap = {decode + offset, 0}};
+        s->inst[j] = (struct inst){.queue = queues + offset * lanes,
+                                   .cap = n * lanes,
+                                   .lane = lane + j * lanes,
+                                   .lanes = lanes,
+                                   .heap = {decode + offset, 0}};
+        for (int64_t r = 0; r < lanes; r++)
+            s->inst[j].lane[r] = (struct lane){.next = r, .pf = r};
         offset += n;
     }
     for (size_t i = 0; i < servers; i++)
@@ -515,6 +558,7 @@ done:
     free(s->group_turn);
     free(queues);
     free(decode);
+    free(lane);
     free(joins.e);
     free(s->events.e);
     free(s->pool.e);
@@ -672,6 +716,7 @@ static enum sim_status run_instances(struct sim *s, struct ready *order, int64_t
 {
     const struct sim_config *c = s->c;
     bool prefill = c->mode == SIM_AGGREGATED;
+    const int64_t lanes = prefill ? c->ranks : 1;
     memset(first, 0, (size_t)(c->decode_instances + 1) * sizeof *first);
     for (int64_t i = 0; i < s->total; i++)
         if (prefill || s->info[s->req[i].cls].decode_steps > 0)
@@ -693,7 +738,11 @@ static enum sim_status run_instances(struct sim *s, struct ready *order, int64_t
         struct inst in = {.queue = list + first[j],
                           .cap = n > 0 ? n : 1,
                           .count = n,
+                          .lane = s->lanes,
+                          .lanes = lanes,
                           .heap = {s->heap.e, 0}};
+        for (int64_t r = 0; r < lanes; r++)
+            s->lanes[r] = (struct lane){.next = r, .pf = r};
         enum sim_status status = run_instance(s, &in, prefill);
         if (status != SIM_OK)
             return status;
@@ -775,11 +824,11 @@ enum sim_status simulate(const struct sim_config *c, const struct sim_timing *t,
     struct ready *order = malloc(total * sizeof *order);
     int64_t *list = malloc(total * sizeof *list), *first = malloc((instances + 1) * sizeof *first);
     struct sim_class_result *by_class = classes ? malloc(k * sizeof *by_class) : NULL;
-    if (c->mode == SIM_AGGREGATED)
-        s.rank_tokens = calloc((size_t)c->ranks, sizeof *s.rank_tokens);
+    if (!s.closed)
+        s.lanes = malloc((size_t)(c->mode == SIM_AGGREGATED ? c->ranks : 1) * sizeof *s.lanes);
     enum sim_status status = SIM_NO_MEMORY;
     if (!s.req || !s.info || !s.heap.e || !cumulative || !order || !list || !first || (classes && !by_class) ||
-        (c->mode == SIM_AGGREGATED && !s.rank_tokens))
+        (!s.closed && !s.lanes))
         goto done;
 
     double sum = 0;
@@ -849,6 +898,6 @@ done:
     free(list);
     free(first);
     free(by_class);
-    free(s.rank_tokens);
+    free(s.lanes);
     return status;
 }

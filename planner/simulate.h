@@ -36,23 +36,24 @@
  * cached.
  *
  * Aggregated (SIM_AGGREGATED): each instance runs steps back to back while it has work; idle, it
- * waits for its next arrival and starts a step then. At the start of a step it admits waiting
- * requests (those arrived at or before it, so a closed loop's request sent as a step ends can
- * join the next) first come, first served while the admitted prompts not yet prefilled leave
- * some of the step's budget (ranks x chunk_tokens: a prompt's KV is reserved when its first
- * chunk can be scheduled, as SGLang's prefill adder and vLLM's scheduler allocate it), in flight
- * (prefilling + decoding) < max_sequences and the KV reserved plus the next request's
- * reservation <= kv_capacity_tokens (a reservation is isl + osl rounded up to kv_block_tokens:
- * the engine admits only what can grow to its full length); a request that arrives during a
- * step waits for the next. An instance has
- * `ranks` data-parallel ranks, and its i-th request (from 0, in the order they reach it) is
- * prefilled on rank i mod ranks (SGLang's data-parallel controller sends requests to its ranks in
- * turn by default: load_balance_method "round_robin", python/sglang/srt/server_args.py). The
- * step carries every decoding sequence and, of the admitted prompts in admission order, up to
- * chunk_tokens prefill tokens a rank, a prompt's remainder continuing next step; a prompt whose
- * rank has spent its budget ends what the step takes (none overtakes an earlier one, so prompts
- * finish in order; with chunks of thousands of tokens a rank's budget is spent only behind a
- * backlog). Its time is step_s(step), which sees the busiest rank's tokens. A prompt whose last
+ * waits for its next arrival and starts a step then. An instance has `ranks` data-parallel ranks
+ * that step together, and its i-th request (from 0, in the order they reach it) goes to rank i
+ * mod ranks (SGLang's data-parallel controller sends requests to its ranks in turn by default:
+ * load_balance_method "round_robin", python/sglang/srt/server_args.py), which keeps it in a queue
+ * of its own (each rank runs a scheduler of its own). At the start of a step the instance admits
+ * waiting requests (those arrived at or before it, so a closed loop's request sent as a step ends
+ * can join the next) first come, first served over the ranks whose admitted prompts not yet
+ * prefilled leave some of the rank's budget of chunk_tokens (a prompt's KV is reserved when its
+ * first chunk can be scheduled, as SGLang's prefill adder and vLLM's scheduler allocate it; a
+ * rank whose budget is spent admits none, and the others go on), while in flight (prefilling +
+ * decoding) < max_sequences and the KV reserved plus the next request's reservation <=
+ * kv_capacity_tokens (a reservation is isl + osl rounded up to kv_block_tokens: the engine
+ * admits only what can grow to its full length; both caps the instance's, not a rank's); a
+ * request that arrives during a step waits for the next. The step carries every decoding
+ * sequence and, on each rank, of its admitted prompts in order, up to chunk_tokens prefill
+ * tokens, a prompt's remainder continuing next step and ending what the rank's step takes (a
+ * rank's prompts finish in order; another rank's prompt does not wait for them). Its time is
+ * step_s(step), which sees the busiest rank's tokens. A prompt whose last
  * chunk is in the step emits its first token at the step's end (TTFT = that end - arrival) and
  * decodes from the next step; each step adds tokens_per_step to each decoding sequence, which
  * completes at the end of its M-th decode step, M = ceil((osl - 1) / tokens_per_step) (computed
@@ -102,10 +103,13 @@
  * and O(1) a prefill prompt (open loop: each server's requests are every x-th). Closed adds
  * O(log decode_instances) a step, O(log N) a request and O(log prefill_instances) a prefill
  * batch (the instances' next events, the joins and the servers whose next request has been sent
- * in heaps). Memory is O(N): about 100 bytes a request; closed adds about 160 bytes an instance
- * with a client (every instance in dispatch groups), 40 bytes a client (its queue, decode-heap and
- * join entries; the first two g times over in dispatch groups of g, each instance's holding room
- * for all its group's clients) and 32 bytes a prefill server.
+ * in heaps). Aggregated, a step and an admission also visit the instance's ranks: O(ranks) each.
+ * Memory is O(N): about 100 bytes a request; closed adds about 160 bytes an instance with a client
+ * (every instance in dispatch groups) and 48 bytes a rank of it, 40 bytes a client (its queue,
+ * decode-heap and join entries; the first two g times over in dispatch groups of g, each
+ * instance's holding room for all its group's clients, and the queue `ranks` times over: a
+ * rank's unfinished prompts are each a client's, and the queue is read from the lowest rank's)
+ * and 32 bytes a prefill server.
  */
 #ifndef RACKPLAN_SIMULATE_H
 #define RACKPLAN_SIMULATE_H

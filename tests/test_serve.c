@@ -1213,6 +1213,38 @@ static void tails(void)
         CHECK_REL(c.tail.tpot_s[2], tpot, 1e-12, "TPOT p99 = that: every life holds the same steps");
     }
 
+    /* 68 started together: 8 cohorts of 8 and one of 4 (serve.c, cohorts_of), whose requests end
+     * together too. A request ends 0.272 a step: 8 x 0.272 / 68 = 3.2% of the steps carry a cohort
+     * of 8, 0.272 / 68 = 0.4% the cohort of 4 */
+    {
+        struct serve_workload together = workload(1000, 250);
+        struct serve_point c;
+        CHECK(serve_aggregated(&pool, &g, &l, &together, 68, &c), "68 sequences of 1000 + 250 started together");
+        struct roof_step none = {.sequences = 68, .tokens_per_sequence = 1, .context = 1125};
+        struct roof_step eight = none, four = none;
+        eight.chunk_tokens = 8000;
+        four.chunk_tokens = 4000;
+        eight.chunk_context = four.chunk_context = 500;
+        struct roof_point r0, r4, r8;
+        roof_step(&s, &none, &r0);
+        roof_step(&s, &four, &r4);
+        roof_step(&s, &eight, &r8);
+        double T = 0.964 * r0.step_s + 0.032 * r8.step_s + 0.004 * r4.step_s;
+        CHECK_REL(c.decode.step_s, T, 1e-12, "step = 0.964 T_0 + 0.032 T_8 + 0.004 T_4");
+        /* TTFT: a cohort's step, T_8 for 64 of the 68 and T_4 for 4: p50 and p99 T_8 */
+        CHECK_REL(c.tail.ttft_s[0], r8.step_s, 1e-12, "TTFT p50 = T_8");
+        CHECK_REL(c.tail.ttft_s[2], r8.step_s, 1e-12, "TTFT p99 = T_8");
+        CHECK_REL(c.tail.ttft_mean_s, (64 * r8.step_s + 4 * r4.step_s) / 68, 1e-12, "TTFT mean (64 T_8 + 4 T_4) / 68");
+        /* a life's 249 steps after its first token: in a cohort of 8 the 7 other cohorts of 8 and
+         * the one of 4, TPOT (241 T_0 + 7 T_8 + T_4) / 249 for 64 of the 68 (p50, p90); in that of
+         * 4 the 8 cohorts of 8, (241 T_0 + 8 T_8) / 249 for 4 (5.9%: p99) */
+        double of8 = (241 * r0.step_s + 7 * r8.step_s + r4.step_s) / 249, of4 = (241 * r0.step_s + 8 * r8.step_s) / 249;
+        CHECK_REL(c.tail.tpot_s[0], of8, 1e-12, "TPOT p50 = (241 T_0 + 7 T_8 + T_4) / 249");
+        CHECK_REL(c.tail.tpot_s[1], of8, 1e-12, "TPOT p90 = the same");
+        CHECK_REL(c.tail.tpot_s[2], of4, 1e-12, "TPOT p99 = (241 T_0 + 8 T_8) / 249");
+        CHECK_REL(c.tail.tpot_mean_s, (64 * of8 + 4 * of4) / 68, 1e-12, "TPOT mean (64 x that + 4 x this) / 68");
+    }
+
     /* The same under Poisson arrivals at the same rate: the batch now fluctuates and prompts come
      * in bunches, so p99 is above p50 and p50 at most the mean step's growth away; a target at
      * p99 never lets more through than the same target at p50. */
@@ -1412,7 +1444,9 @@ static void cohorts_against_simulation(void)
                  {"TP 4 x DP 2, 8 x 20000/500: ", &tp4dp2, 20000, 500, 8, 0.10},
                  {"TP 4 x DP 2, 16 x 20000/500: ", &tp4dp2, 20000, 500, 16, 0.10},
                  {"TP 4 x DP 2, 3 x 20000/500: ", &tp4dp2, 20000, 500, 3, 0.10},
-                 {"TP 4 x DP 2, 7 x 20000/500: ", &tp4dp2, 20000, 500, 7, 0.10}};
+                 {"TP 4 x DP 2, 7 x 20000/500: ", &tp4dp2, 20000, 500, 7, 0.10},
+                 /* cohorts of 8 and one of 4: TPOT p99 the cohort of 4's (5.9% of the requests) */
+                 {"TP 8, 68 x 1000/250: ", &tp8, 1000, 250, 68, 0.02}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         struct serve_workload w = workload(cases[i].isl, cases[i].osl);
         struct serve_point p;
@@ -1434,6 +1468,26 @@ static void cohorts_against_simulation(void)
     roof_step(&s, &chunk, &r);
     CHECK(serve_aggregated(&pool, &g, &tp8, &w, 7, &p) && fabs(p.ttft_s / (3 * r.step_s) - 1) <= 1e-12,
           "TTFT %.1f ms = 3 full steps of %.1f ms", p.ttft_s * 1e3, r.step_s * 1e3);
+
+    /* An MoE model's ranks step together (data-parallel attention), each with its own queue of
+     * chunks (SGLang's ranks each run a scheduler; the simulation's lanes): Qwen3-30B-A3B on DP 8 x
+     * EP 8 at 20,000/500, prompts of 3 chunks. 5 sequences: one cohort, a prompt a rank, its own
+     * chunks 5 a step; 11: a cohort of 8 and one of 3; 16: two of 8; 19: two of 8 and one of 3,
+     * whose TPOT p99 is the cohort of 3's. The simulation had kept the ranks in one queue taken in
+     * order, so a rank's prompt waited behind another's chunks. */
+    struct model qwen = fixture_model("models/qwen3-30b-a3b.yaml");
+    struct serve_pool qwen_pool = pool_of(&qwen, &t);
+    const struct layout dp8 = {.racks = 1, .devices = 8, .tp = 1, .pp = 1, .dp = 8, .ep = 8};
+    static const int64_t together[] = {5, 11, 16, 19};
+    for (size_t i = 0; i < sizeof together / sizeof *together; i++) {
+        char label[64];
+        snprintf(label, sizeof label, "DP 8 x EP 8, %lld x 20000/500: ", (long long)together[i]);
+        struct sim_result x;
+        if (CHECK(serve_aggregated(&qwen_pool, &g, &dp8, &w, together[i], &p) &&
+                      serve_simulate(&qwen_pool, NULL, &w, NULL, &p, 20000, 1, &x) == SERVE_SIM_OK,
+                  "%sthe point and its simulation", label))
+            tails_within(label, &p, &x, 0.10);
+    }
 }
 
 /* With no TTFT target a point whose TTFT percentile rests on waits for KV slots is not taken: Llama

@@ -713,23 +713,42 @@ static void ranks(void)
               t.log[0].prefill_busiest_tokens == 200 && t.log[1].prefill_busiest_tokens == 100,
           "one rank: 200 tokens, all the busiest's; then 100");
 
-    /* Prompts longer than a rank's budget: 2 ranks of 60 and 2 prompts of 100. Step 1: prompt 0's
-     * first 60 on rank 0, which spends that rank's budget with its prompt unfinished, so prompt 1
-     * does not start (none overtakes an earlier one); step 2: 0's last 40, 1's first 60 (100, the
-     * busiest 60); step 3: 1's last 40 beside 0's token; step 4: 1's token. TTFT 2 T and 3 T. */
+    /* Prompts longer than a rank's budget: 2 ranks of 60 and 2 prompts of 100. Each rank keeps its
+     * own queue and budget (SGLang's ranks each run a scheduler of their own), so prompt 0's
+     * unfinished chunk on rank 0 does not hold prompt 1 back on rank 1. Step 1: the first 60 of
+     * each (120, the busiest 60); step 2: the last 40 of each (80, the busiest 40); step 3: both
+     * tokens. TTFT 2 T each. */
     c.concurrency = 2;
     c.requests = 2;
     c.ranks = 2;
     c.chunk_tokens = 60;
     t = (struct timing){.constant_s = T_S};
-    CHECK(simulate(&c, &timing, &r, NULL) == SIM_OK && r.steps == 4, "2 ranks of 60, 2 prompts of 100: 4 steps (%lld)",
+    CHECK(simulate(&c, &timing, &r, NULL) == SIM_OK && r.steps == 3, "2 ranks of 60, 2 prompts of 100: 3 steps (%lld)",
           (long long)r.steps);
-    CHECK(t.log[0].prefill_tokens == 60 && t.log[0].prefill_busiest_tokens == 60, "step 1: prompt 0's first 60 alone");
-    CHECK(t.log[1].prefill_tokens == 100 && t.log[1].prefill_busiest_tokens == 60,
-          "step 2: 0's last 40 on rank 0, 1's first 60 on rank 1");
-    CHECK(t.log[2].prefill_tokens == 40 && t.log[2].prefill_busiest_tokens == 40 && t.log[2].sequences == 1,
-          "step 3: 1's last 40 beside 0's token");
-    CHECK(r.ttft_s.p50 == 2 * T_S && r.ttft_s.p99 == 3 * T_S, "TTFT 2 T and 3 T");
+    CHECK(t.log[0].prefill_tokens == 120 && t.log[0].prefill_busiest_tokens == 60,
+          "step 1: each prompt's first 60 on its own rank");
+    CHECK(t.log[1].prefill_tokens == 80 && t.log[1].prefill_busiest_tokens == 40 && t.log[1].sequences == 0,
+          "step 2: each prompt's last 40");
+    CHECK(t.log[2].prefill_tokens == 0 && t.log[2].sequences == 2, "step 3: both tokens");
+    CHECK(r.ttft_s.p50 == 2 * T_S && r.ttft_s.p99 == 2 * T_S, "TTFT 2 T each");
+
+    /* 4 clients on the 2 ranks of 60, prompts of 100 and outputs of 2, 4 requests: 0 and 2 on
+     * rank 0, 1 and 3 on rank 1. Step 1: 0's and 1's first 60, which fill their ranks' budgets
+     * (100 pending each), so 2 and 3 wait; step 2: 0's and 1's last 40, and 2 and 3, admitted as
+     * 40 pending leaves room, their first 20 (120, the busiest 60); step 3: their next 60 beside
+     * 0's and 1's tokens, which complete them; step 4: their last 20; step 5: their tokens. TTFT
+     * 2 T for 0 and 1, 4 T for 2 and 3. */
+    c.concurrency = 4;
+    c.requests = 4;
+    t = (struct timing){.constant_s = T_S};
+    CHECK(simulate(&c, &timing, &r, NULL) == SIM_OK && r.steps == 5, "2 ranks of 60, 4 prompts of 100: 5 steps (%lld)",
+          (long long)r.steps);
+    CHECK(t.log[1].prefill_tokens == 120 && t.log[1].prefill_busiest_tokens == 60 && t.log[1].sequences == 0,
+          "step 2: each rank's first prompt's last 40 and its second's first 20");
+    CHECK(t.log[2].prefill_tokens == 120 && t.log[2].sequences == 2 && t.log[3].prefill_tokens == 40 &&
+              t.log[3].prefill_busiest_tokens == 20 && t.log[3].sequences == 0 && t.log[4].sequences == 2,
+          "steps 3-5: 60 and 20 a rank, then the tokens");
+    CHECK(r.ttft_s.p50 == 2 * T_S && r.ttft_s.p99 == 4 * T_S, "TTFT 2 T and 4 T");
 }
 
 /* ---- 10. refused configs ---- */

@@ -1,9 +1,9 @@
 #!/bin/bash
-# The closed-loop cases README "Cohorts" cites, seventeen and then six of prompts longer than the
-# chunk: each serve's chosen point, its analysis against a simulation of it (400,000 requests,
-# enough for the largest case's 18,880 clients to start many lives), as percent differences of
-# TTFT and TPOT at p50 and p99. Usage:
-# tools/cohorts_against_simulation.sh [RACKPLAN], from the repository's root; about 10 s.
+# The closed-loop cases README "Cohorts" cites, seventeen, then six of prompts longer than the
+# chunk on one rank and four on ranks that step together: each serve's chosen point, its analysis
+# against a simulation of it (400,000 requests, enough for the largest case's 18,880 clients to
+# start many lives), as percent differences of TTFT and TPOT at p50 and p99. Usage:
+# tools/cohorts_against_simulation.sh [RACKPLAN], from the repository's root; about 20 s.
 B=${1:-./build/rackplan}
 H200=topologies/hgx-h200.xml
 cases=(
@@ -31,6 +31,13 @@ cases=(
 "models/llama-3.1-70b.yaml topologies/hgx-b200.xml --isl 9000 --osl 300 --tp 8 --mode aggregated --tpot-ms 30"
 "models/qwen3-30b-a3b.yaml $H200 --isl 16000 --osl 400 --tp 8 --mode aggregated --tpot-ms 20"
 "models/deepseek-v3.yaml $H200 --isl 30000 --osl 1000 --tp 8 --mode aggregated --weights fp8 --tpot-ms 40"
+# prompts longer than the chunk on ranks that step together (data-parallel attention), each rank
+# chunking its own: cohorts of dp in runs of full steps, a last cohort of B mod dp (or all of B <=
+# dp) through its own chunks
+"models/deepseek-v3.yaml $H200 --isl 20000 --osl 1000 --tp 1 --mode aggregated --weights fp8 --tpot-ms 30"
+"models/deepseek-v3.yaml $H200 --isl 20000 --osl 1000 --tp 1 --mode aggregated --weights fp8 --tpot-ms 60"
+"models/deepseek-v3.yaml $H200 --isl 30000 --osl 1000 --tp 1 --mode aggregated --weights fp8 --prefix-hit 0.2 --tpot-ms 80"
+"models/qwen3-235b-a22b.yaml $H200 --isl 16000 --osl 400 --tp 1 --mode aggregated --tpot-ms 60"
 )
 echo "analysis against simulation: TTFT p50 p99, TPOT p50 p99 (percent) | the point"
 for c in "${cases[@]}"; do

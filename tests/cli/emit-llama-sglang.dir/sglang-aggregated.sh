@@ -3,7 +3,7 @@
 # model: Llama 3.1 70B (meta-llama/Llama-3.1-70B); topology: HGX H200
 # workload: 2048 prompt and 512 output tokens a request
 # targets: TPOT <= 50.0 ms
-# predicted (roofline bound): TTFT 156.3 ms, TPOT 49.97 ms, 1300 output tokens/s per device, 10403 in all
+# predicted (roofline bound): TTFT 156.3 ms, TPOT 49.96 ms, 1301 output tokens/s per device, 10404 in all
 # aggregated: 1 x 8 devices, TP 8 x DP 1 x PP 1, EP 1, batch 522 (this file)
 #   a device: weights 17.64 GB, KV 54.74 GB, activations 0.06 GB of 141.00 GB HBM
 # flags checked against: SGLang main at 001067ff (python/sglang/srt/server_args.py)
