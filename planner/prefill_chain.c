@@ -57,7 +57,7 @@ static void advance(const struct prefill_chain *c, const double *law, double *ne
         double p = law[x];
         if (p <= 0)
             continue;
-        int s = x < c->budget ? x : c->budget, rest = x - s;
+        int s = c->serve[x], rest = x - s;
         const double *a = c->arrive[s];
         for (int k = 0; k <= c->arrive_top[s]; k++) {
             int y = rest + k < TOP ? rest + k : TOP;
@@ -80,7 +80,7 @@ static bool stationary_law(const struct prefill_chain *c, double *law)
         for (int j = 0; j <= N; j++)
             a[i][j] = i == j ? 1 : 0;
     for (int x = 0; x < N; x++) { /* row y of (I - P)^T gets -P(x, y) in column x */
-        int s = x < c->budget ? x : c->budget, rest = x - s;
+        int s = c->serve[x], rest = x - s;
         for (int k = 0; k <= c->arrive_top[s]; k++) {
             int y = rest + k < TOP ? rest + k : TOP;
             a[y][x] -= c->arrive[s][k];
@@ -188,6 +188,18 @@ static enum chain_status build_at(const struct chain_input *in, int budget, doub
             c->size_units[c->size_count++] = k;
     }
     c->mean_size_units /= total;
+    /* a prompt at most a rank's chunk a step where the budget is several ranks' and prompts run
+     * longer than a chunk (the header) */
+    bool capped = c->rank_units < c->budget && c->mean_size_units > c->rank_units;
+    for (int x = 0; x < CHAIN_STATES; x++) {
+        int s = x < c->budget ? x : c->budget;
+        if (capped) {
+            double prompts = fmax(ceil(x / c->mean_size_units - 1e-9), 1);
+            int most = (int)fmax(round(c->rank_units * prompts), 1);
+            s = s < most ? s : most;
+        }
+        c->serve[x] = s;
+    }
     for (int s = 0; s <= c->budget; s++) {
         c->step_s[s] = in->step_s(in->context, s * c->unit_tokens);
         if (!(c->step_s[s] > 0 && isfinite(c->step_s[s])) || (s > 0 && c->step_s[s] < c->step_s[s - 1] * (1 - 1e-9)))
@@ -213,7 +225,7 @@ static enum chain_status build_at(const struct chain_input *in, int budget, doub
 
     double mean = 0, second = 0;
     for (int x = 0; x < CHAIN_STATES; x++) {
-        double t = c->step_s[x < c->budget ? x : c->budget];
+        double t = c->step_s[c->serve[x]];
         mean += law[x] * t;
         second += law[x] * t * t;
     }
@@ -226,13 +238,26 @@ static enum chain_status build_at(const struct chain_input *in, int budget, doub
         double share = (v + 0.5) / CHAIN_SHARES;
         for (int s = 0; s <= c->budget; s++) {
             int top = compound(c, in->arrivals_per_s * share * c->step_s[s], part);
-            double weight = law[s] * c->step_s[s] / mean / CHAIN_SHARES;
+            double weight = c->serve[s] == s ? law[s] * c->step_s[s] / mean / CHAIN_SHARES : 0;
             for (int k = 0; k <= top; k++)
                 c->ahead[v][s][k] = weight * part[k];
             c->ahead_top[v][s] = top;
+            /* the states whose step a prompt's cap holds below what waits (the header): a step of
+             * their s, and what it leaves ahead too */
+            for (int x = s + 1; x < CHAIN_STATES; x++) {
+                double wx = c->serve[x] == s && s < c->budget ? law[x] * c->step_s[s] / mean / CHAIN_SHARES : 0;
+                if (wx <= 0)
+                    continue;
+                for (int k = 0; k <= top; k++) {
+                    int y = x - s + k < TOP ? x - s + k : TOP;
+                    c->ahead[v][s][y] += wx * part[k];
+                    if (y > c->ahead_top[v][s])
+                        c->ahead_top[v][s] = y;
+                }
+            }
             if (s == c->budget) /* and the full steps with more waiting: what waits is ahead too */
                 for (int x = c->budget + 1; x < CHAIN_STATES; x++) {
-                    double wx = law[x] * c->step_s[s] / mean / CHAIN_SHARES;
+                    double wx = c->serve[x] == s ? law[x] * c->step_s[s] / mean / CHAIN_SHARES : 0;
                     if (wx <= 0)
                         continue;
                     for (int k = 0; k <= top; k++) {
@@ -441,7 +466,7 @@ static void expect_next(const struct prefill_chain *c, const double *v1, const d
                         double *out1, double *out2, double *out3)
 {
     for (int x = 0; x < CHAIN_STATES; x++) {
-        int s = x < c->budget ? x : c->budget, rest = x - s;
+        int s = c->serve[x], rest = x - s;
         const double *a = c->arrive[s];
         double sum1 = 0, sum2 = 0, sum3 = 0;
         int whole = TOP - rest; /* k below it lands below the top */
@@ -467,7 +492,7 @@ static void windows_work_out(struct prefill_chain *c)
 {
     double served[CHAIN_STATES], weight = 0;
     for (int x = 0; x < CHAIN_STATES; x++) {
-        served[x] = c->stationary[x] * (x < c->budget ? x : c->budget);
+        served[x] = c->stationary[x] * c->serve[x];
         weight += served[x];
     }
     if (weight <= 0) { /* no prompt ever waits: the steps after a first token are as any */
@@ -480,7 +505,7 @@ static void windows_work_out(struct prefill_chain *c)
     double t[CHAIN_STATES], m1[CHAIN_STATES] = {0}, m2[CHAIN_STATES] = {0}, m3[CHAIN_STATES] = {0};
     double p1[CHAIN_STATES], p2[CHAIN_STATES], p3[CHAIN_STATES];
     for (int x = 0; x < CHAIN_STATES; x++)
-        t[x] = c->step_s[x < c->budget ? x : c->budget];
+        t[x] = c->step_s[c->serve[x]];
     for (int n = 1; n <= CHAIN_WINDOW; n++) {
         /* E[S_n^j | X_1 = x] from the sums of n - 1 steps after the first */
         expect_next(c, m1, m2, m3, p1, p2, p3);

@@ -20,7 +20,11 @@
  * ever fills). X runs from 0 to CHAIN_STATES - 1 units, more lumped at the top; where the top holds
  * more than CHAIN_MOST_TOP, K is halved (g doubled, the states reaching twice as far) down to 4,
  * past that the chain is refused as unstable. The step carries s = min(X, B) and takes
- * T(s), the caller's step time; during it prompts arrive as a Poisson process of rate lambda, each
+ * T(s), the caller's step time; where the budget is several ranks' (B > C) and the mean prompt
+ * is longer than a rank's chunk C, a prompt is served at most C a step, so s = min(X, B, C
+ * max(1, ceil(X / the mean prompt))) (the prompts X holds, each on a rank of its own: a lone
+ * prompt of two chunks takes two steps of a chunk each, where one queue of B would take it in
+ * one); during it prompts arrive as a Poisson process of rate lambda, each
  * of a size drawn from the classes given (each size split between the two grid points about it,
  * keeping its mean), so the tokens arriving are a compound Poisson sum of mean lambda T(s) prompts
  * (Panjer's recursion); X' = X - s + that. The stationary law pi solves pi = pi P exactly
@@ -51,8 +55,9 @@
  * additive sum are asymptotically linear in n).
  *
  * Not modelled here: the decode batch's own variation (the caller's), the ranks of a
- * data-parallel instance as separate queues (one budget B; a prompt takes at most C of it a step),
- * a prompt's own chunks waiting on others' (first come first served over the whole budget).
+ * data-parallel instance as separate queues (one budget B; a prompt takes at most C of it a step,
+ * and the steps serve at most C a prompt where the mean prompt is longer than C, above), a
+ * prompt's own chunks waiting on others' (first come first served over the whole budget).
  * Deterministic: no random numbers, fixed iteration order. */
 #ifndef RACKPLAN_PREFILL_CHAIN_H
 #define RACKPLAN_PREFILL_CHAIN_H
@@ -87,6 +92,8 @@ struct prefill_chain {
     double unit_tokens, rank_units, arrivals_per_s, mean_size_units;
     int budget;                                       /* K: B in units, at most CHAIN_UNITS */
     double step_s[CHAIN_UNITS + 1];                   /* T(s) at s = 0 .. K units */
+    int serve[CHAIN_STATES];                          /* s(X): the units a step that starts with X
+                                                       * waiting carries */
     double size_pmf[CHAIN_STATES];                    /* a prompt's size, in units */
     int size_units[CHAIN_STATES], size_count;         /* the sizes (> 0) with mass, increasing */
     double arrive[CHAIN_UNITS + 1][CHAIN_STATES];     /* units arriving during a step of s units */

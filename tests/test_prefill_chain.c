@@ -2,7 +2,7 @@
  * every step (its law Poisson, TTFT the rest of a step and one more), the discrete-time queue of
  * whole-budget prompts N' = (N - 1)+ + A (its empty share 1 - a, its mean a (2 - a) / (2 (1 - a)),
  * its second state by the balance at 0, the mean TTFT by hand), the window sums' limits, the grid
- * for long prompts, and the refusals.
+ * for long prompts, the refusals, and a budget of several ranks served a chunk a prompt a step.
  *
  * Every expected number is a closed form or hand arithmetic written beside its check. */
 #include "prefill_chain.h"
@@ -220,6 +220,38 @@ static void refusals(struct prefill_chain *c)
           m.lowest * 1e3);
 }
 
+/* ---- 6. a budget of several ranks and prompts longer than a rank's chunk ---- */
+
+static void ranks_chunks(struct prefill_chain *c)
+{
+    /* B = 4 ranks x C = 8,192 and prompts of 2.5 C = 20,480 tokens: 1.6 prompts a budget, units
+     * of 20,480 / floor(33 / 1.6) = 20,480 / 20 = 1,024 tokens, K = 32, a rank's chunk 8 units and
+     * a prompt 20. A prompt is served at most a chunk a step (each on a rank of its own): s(20) = 8,
+     * s(12) = 8, s(4) = 4, three steps; two fresh ones s(40) = 16, then s(24) = 16, s(8) = 8. */
+    constant_s = 0.1;
+    double size = 20480, weight = 1;
+    struct chain_input in = {.arrivals_per_s = 0.1, .budget_tokens = 4 * 8192, .rank_tokens = 8192, .sizes = 1,
+                             .size_tokens = &size, .size_weight = &weight, .step_s = constant_step};
+    if (!CHECK(prefill_chain_build(&in, c) == CHAIN_OK && c->budget == 32 && fabs(c->unit_tokens - 1024) < 1e-9,
+               "four ranks' budget, prompts of 2.5 chunks: K = 32 units of 1,024 tokens"))
+        return;
+    CHECK(c->serve[20] == 8 && c->serve[12] == 8 && c->serve[4] == 4, "a lone prompt: 8, 8 and 4 units, three steps");
+    CHECK(c->serve[40] == 16 && c->serve[24] == 16 && c->serve[8] == 8, "two together: 16, 16 and 8 units");
+    /* arrivals 0.01 a step (0.1/s, steps of 0.1 s), rarely two in flight: a step carries a prompt
+     * when one arrived in the three steps before it, 1 - e^-0.03 = 0.029554 (to the chance of two
+     * meeting, about 0.03^2); one queue of B would take a prompt in one step, 1 - e^-0.01 */
+    CHECK(fabs((1 - c->stationary[0]) / -expm1(-0.03) - 1) <= 0.01, "P(a step carries a prompt) %.6f, 1 - e^-0.03 = %.6f",
+          1 - c->stationary[0], -expm1(-0.03));
+    in.rank_tokens = 4 * 8192;
+    enum chain_status status = prefill_chain_build(&in, c);
+    CHECK(status == CHAIN_OK && c->serve[20] == 20, "a prompt may take the whole budget: one step (%d units)",
+          c->serve[20]);
+    /* a step carries one when one or more arrived in the step before, 1 - e^-0.01, or two did in
+     * the one before that (40 units take two steps of 32), e^-0.01 x 0.01^2 / 2 e^-0.01 */
+    CHECK_REL(1 - c->stationary[0], -expm1(-0.01) + exp(-0.02) * 0.01 * 0.01 / 2, 1e-4,
+              "P(a step carries a prompt) 1 - e^-0.01 + e^-0.02 0.01^2 / 2 = 0.0099997");
+}
+
 int main(void)
 {
     struct prefill_chain *c = malloc(sizeof *c);
@@ -230,6 +262,7 @@ int main(void)
     growing(c);
     behind(c);
     refusals(c);
+    ranks_chunks(c);
     free(c);
     return tap_done();
 }

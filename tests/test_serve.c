@@ -1582,6 +1582,22 @@ static void poisson_against_simulation(void)
     CHECK(serve_simulate(&qwen_pool, NULL, &qw, NULL, &p, 100000, 1, &x) == SERVE_SIM_OK, "the point simulated");
     tails_within("Qwen3-30B-A3B ", &p, &x, within);
 
+    /* Qwen3-235B-A22B on the node, DP 8 x EP 8, 16,000/1,000 at random, at the batch serve
+     * chooses for p99 TPOT 60 ms, 58: each prompt two chunks of 8,192, each rank chunking its own,
+     * so a step that carries any pays a rank's whole chunk. The prefill chain had served the
+     * instance's prompts as one queue of 8 chunks a step (a lone prompt in one step, its busiest
+     * rank at one chunk) and was priced at the batch where the occupancy keeps below it: TPOT p50
+     * 20% and p99 28% below the simulation, which chose 108 sequences (prefill_chain.h) */
+    struct model big = fixture_model("models/qwen3-235b-a22b.yaml");
+    struct serve_pool big_pool = pool_of(&big, &t);
+    struct serve_workload long_prompts = workload(16000, 1000);
+    long_prompts.arrivals = SERVE_POISSON;
+    long_prompts.percentile = 99;
+    if (CHECK(serve_aggregated(&big_pool, &g, &dp8, &long_prompts, 58, &p) &&
+                  serve_simulate(&big_pool, NULL, &long_prompts, NULL, &p, 100000, 1, &x) == SERVE_SIM_OK,
+              "Qwen3-235B-A22B, 16,000/1,000, 58 sequences: a point, simulated"))
+        tails_within("Qwen3-235B-A22B 16,000/1,000 ", &p, &x, within);
+
     /* The Azure 2023 conversation mix (workloads/, heavy-tailed: prompts to 14,050 tokens) at the
      * batch serve chooses for p99 TTFT 500 ms / TPOT 30 ms, 75: its tails come from runs of full
      * chunk-budget steps that the prefill chain follows (prefill_chain.h); before it, p99 TTFT and
