@@ -1447,6 +1447,51 @@ static bool chord_holds(struct occupancy_table *table, struct settled_point *at,
     return isfinite(chord) && fabs(chord - at[nearest].step_s) <= OCCUPANCY_CHORD * at[nearest].step_s;
 }
 
+/* What an instance's occupancy is asked at (instance_occupancy). */
+struct occupancy_ask {
+    const struct serve_workload *w;
+    int64_t batch, cap;
+    double cap_sd, arrivals_per_s, y;
+    bool prefilling;
+    const double *levels;
+};
+
+/* The occupancy of `ranks` queues alike, each at lambda / ranks with a ranks-th of the cap, from
+ * the instance's settled steps `all` (a rank's count n at the instance's step at ranks n); where
+ * the ranks step on their own (`apart`) one prompt more is a whole one on a rank's step, where
+ * they step together one on the instance's; *out in the instance's sequences (the ranks' sum). */
+static void occupancy_over_ranks(const struct settled *all, const struct occupancy_ask *a, double ranks, bool apart,
+                                 struct serve_occupancy *out, struct queue_wait *slot)
+{
+    const struct serve_workload *w = a->w;
+    struct settled g = *all;
+    for (int i = 0; i < g.count; i++) {
+        g.sequences[i] /= ranks;
+        g.delay_s[i] *= apart ? ranks : 1;
+    }
+    int64_t rank_cap = a->cap / (int64_t)ranks;
+    if (a->prefilling) { /* less what the prompts being prefilled hold, at the settled step about the batch */
+        double t, v, rho, delay;
+        int from = 1;
+        settled_at(&g, fmin((double)a->batch / ranks, (double)rank_cap), &from, &t, &v, &rho, &delay);
+        double kept = floor((double)rank_cap - prefilling_slots(w, a->arrivals_per_s / ranks, delay, t));
+        if (kept < (double)rank_cap) /* not where the step did not settle (NaN) */
+            rank_cap = kept > 1 ? (int64_t)kept : 1;
+    }
+    for (int shifted = 0; shifted < 2; shifted++) {
+        occupancy_of(&g, rank_cap > 1 ? rank_cap : 1, a->cap_sd / sqrt(ranks), w->lengths.held_relaxation_tokens,
+                     a->arrivals_per_s / ranks, (double)w->osl, a->y, prompt_scv(w),
+                     w->lengths.bins > 0 ? w->lengths.life_overlap : 1, a->levels, out, slot);
+        int64_t held = a->prefilling ? clustered_cap(w, out, rank_cap) : rank_cap;
+        if (held >= rank_cap)
+            break;
+        rank_cap = held;
+    }
+    out->sequences_mean *= ranks;
+    out->sequences_variance *= ranks;
+    out->running_cap = a->cap;
+}
+
 /* The occupancy an instance of layout `l` (setup `s`) holds when requests arrive at
  * `arrivals_per_s` and it runs `batch` sequences on average: under Poisson arrivals the
  * birth-death process above, otherwise exactly `batch`, its steps those of `at_batch` (the
@@ -1512,8 +1557,15 @@ static bool instance_occupancy(const struct serve_pool *pool, const struct roof_
     /* a dense model's ranks step on their own: each is a queue of its own at lambda / dp (the
      * requests sent to the ranks in turn, taken as a Poisson stream thinned), its step at n the
      * instance's at dp n, every rank alike; the instance holds the ranks' sum, and where its
-     * steps lie is a rank's count times dp (sd sqrt(dp) times the sum's) */
+     * steps lie is a rank's count times dp (sd sqrt(dp) times the sum's). The ranks of an
+     * aggregated instance that step together (data-parallel attention) step at the instance's
+     * count, the ranks' sum, but each holds its own requests' KV, a dp-th of the instance's, and
+     * takes the requests in turn (SGLang's controller), so each fills its share and waits for a
+     * slot on its own: the wait for a slot is a rank's (DeepSeek-V3 on 8 H200 ranks, the MLPerf
+     * DeepSeek-R1 mix at 258 sequences: a KV pooled over the ranks had 0.6% of the requests
+     * wait, where the simulation of ranks each with their own has 23% and TTFT p99 129 s) */
     double ranks = ranks_independent(s) ? (double)l->dp : 1;
+    bool together = prefilling && !ranks_independent(s) && l->dp > 1;
     struct occupancy_table *table = occupancy_table_of(s, w, cap, prefilling);
     /* each point settled once a call (the law depends on lambda), at the coarse points first */
     struct settled_point *at = xcalloc((size_t)table->count, sizeof *at);
@@ -1555,31 +1607,21 @@ static bool instance_occupancy(const struct serve_pool *pool, const struct roof_
             g.correlation[g.count] = at[i].correlation;
             g.delay_s[g.count++] = at[i].delay_s;
         }
-        for (int i = 0; i < g.count; i++) { /* a rank's counts; one prompt more is a whole one on it */
-            g.sequences[i] /= ranks;
-            g.delay_s[i] *= ranks;
+        struct occupancy_ask ask = {.w = w, .batch = batch, .cap = cap, .cap_sd = cap_sd,
+                                    .arrivals_per_s = arrivals_per_s, .y = y, .prefilling = prefilling,
+                                    .levels = levels};
+        occupancy_over_ranks(&g, &ask, ranks, true, out, slot);
+        if (together && out->stable) {
+            /* the slots a rank's own: its wait for one from its share of the KV and the requests */
+            struct serve_occupancy by_rank;
+            struct queue_wait rank_slot;
+            occupancy_over_ranks(&g, &ask, (double)l->dp, false, &by_rank, &rank_slot);
+            out->stable = by_rank.stable;
+            out->wait_probability = by_rank.wait_probability;
+            out->mean_wait_s = by_rank.mean_wait_s;
+            out->slot_caps = by_rank.slot_caps;
+            *slot = rank_slot;
         }
-        int64_t rank_cap = cap / (int64_t)ranks;
-        if (prefilling) { /* less what the prompts being prefilled hold, at the settled step about the batch */
-            double t, v, rho, delay;
-            int from = 1;
-            settled_at(&g, fmin((double)batch / ranks, (double)rank_cap), &from, &t, &v, &rho, &delay);
-            double kept = floor((double)rank_cap - prefilling_slots(w, arrivals_per_s / ranks, delay, t));
-            if (kept < (double)rank_cap) /* not where the step did not settle (NaN) */
-                rank_cap = kept > 1 ? (int64_t)kept : 1;
-        }
-        for (int shifted = 0; shifted < 2; shifted++) {
-            occupancy_of(&g, rank_cap > 1 ? rank_cap : 1, cap_sd / sqrt(ranks), w->lengths.held_relaxation_tokens,
-                         arrivals_per_s / ranks, (double)w->osl, y, prompt_scv(w),
-                         w->lengths.bins > 0 ? w->lengths.life_overlap : 1, levels, out, slot);
-            int64_t held = prefilling ? clustered_cap(w, out, rank_cap) : rank_cap;
-            if (held >= rank_cap)
-                break;
-            rank_cap = held;
-        }
-        out->sequences_mean *= ranks;
-        out->sequences_variance *= ranks;
-        out->running_cap = cap;
         if (!out->stable)
             break;
     }
@@ -4209,12 +4251,13 @@ enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const
     int64_t longest = 0;
     for (int64_t i = 0; i < classes; i++)
         longest = isl[i] + osl[i] > longest ? isl[i] + osl[i] : longest;
-    if (c.kv_capacity_tokens < longest + SERVE_KV_BLOCK_TOKENS)
-        c.kv_capacity_tokens = longest + SERVE_KV_BLOCK_TOKENS; /* the longest request is admitted alone */
-    /* ranks that step together are the simulation's ranks; ranks that step on their own its
-     * instances (above) */
+    /* ranks that step together are the simulation's ranks, each holding its own requests' KV, a
+     * dp-th of the instance's; ranks that step on their own its instances (above) */
     bool together = !ranks_independent(&prices.decode);
     c.ranks = together ? l->dp : 1;
+    int64_t shares = c.mode == SIM_AGGREGATED ? c.ranks : 1;
+    if (c.kv_capacity_tokens < (longest + SERVE_KV_BLOCK_TOKENS) * shares) /* the longest is admitted alone */
+        c.kv_capacity_tokens = (longest + SERVE_KV_BLOCK_TOKENS) * shares;
     c.chunk_tokens = p->mode == SERVE_AGGREGATED ? w->chunk_tokens : 0;
     if (c.mode == SIM_AGGREGATED && together)
         prices.kept = calloc(SIM_PRICES_KEPT, sizeof *prices.kept); /* none kept: each priced anew */

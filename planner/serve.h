@@ -117,8 +117,12 @@
  *   data-parallel ranks step on their own, each a replica with its own scheduler, so each is
  *   such a process of its own at lambda / dp (the ranks' requests taken as the Poisson stream
  *   thinned), its step at n_r the instance's at dp n_r, every rank alike, its cap N / dp; the
- *   instance holds the ranks' sum (mean and variance dp times a rank's); the batch's rate
- *   elasticity Var / (G mean) (a rank's where they step alone): a point past
+ *   instance holds the ranks' sum (mean and variance dp times a rank's); an aggregated
+ *   instance's ranks that step together (data-parallel attention) are one such process at the
+ *   instance's count, but each holds its own requests' KV, so the wait for a slot is a rank's:
+ *   the same process per rank at lambda / dp, cap N / dp, one prompt more a whole one on the
+ *   instance's step (its wait probability, mean and phases; the rest from the instance's); the
+ *   batch's rate elasticity Var / (G mean) (a rank's where they step alone): a point past
  *   SERVE_MOST_RATE_ELASTICITY does not settle and does not meet the targets (the search leaves
  *   it out of the best and the frontiers and keeps the best such point, serve_result.unsettled);
  *   T(n) settled at 12 counts from 1 to the cap, then at up to 12 of a grid 3% apart where pi's

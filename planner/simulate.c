@@ -115,7 +115,7 @@ struct request {
                                 * (or one ahead of it); INFINITY: none */
     double done_s;
     int64_t start_step;        /* the instance's step index of its first decode step */
-    int32_t cls, instance;
+    int32_t cls, instance, lane;
 };
 
 /* What every request of a class shares. */
@@ -135,6 +135,10 @@ struct lane {
                                * tokens done */
     int64_t finished, done;   /* the step in progress: pf and pf_done after it */
     int64_t pending;          /* admission: its admitted prompt tokens not yet prefilled */
+    int64_t in_flight, kv_used; /* its requests admitted and not complete, and their KV */
+    int64_t blocked_through;  /* its requests before queue[blocked_through] have their slot_s set,
+                               * or were admitted */
+    bool blocked;             /* admission: it had no room this step */
 };
 
 /* One instance's state between steps. Its requests, in the order they become ready, are
@@ -153,8 +157,6 @@ struct inst {
     int64_t base, starts;
     struct heap heap;         /* decoding sequences by the step index at whose end each completes */
     double now_s, end_s;      /* the step in progress starts and ends */
-    int64_t blocked_through;  /* the requests before queue[blocked_through] have their slot_s set,
-                               * or were admitted */
     bool busy, scheduled;     /* closed loop: a step in progress; an event pending */
 };
 
@@ -248,11 +250,15 @@ static enum sim_status inst_start(struct sim *s, struct inst *in, bool prefill)
     const double tps = c->tokens_per_step;
     const int64_t lanes = in->lanes;
     const int64_t chunk = prefill && c->chunk_tokens > 0 ? c->chunk_tokens : INT64_MAX;
+    /* each rank holds its own requests' KV (and slots): an equal share of the instance's */
+    const int64_t most_kv = c->kv_capacity_tokens / lanes;
+    const int64_t most_sequences = c->max_sequences > 0 ? (c->max_sequences / lanes > 0 ? c->max_sequences / lanes : 1) : 0;
     /* a prompt is admitted (its KV reserved) when its first chunk can be scheduled: while its
      * rank's admitted prompts not yet prefilled leave some of the rank's budget */
     for (int64_t r = 0; r < lanes; r++) {
         struct lane *l = &in->lane[r];
         l->pending = prefill ? -l->pf_done : 0;
+        l->blocked = false;
         for (int64_t j = l->pf; prefill && j < l->next; j += lanes)
             l->pending += info[queued(s, in, j)->cls].computed;
     }
@@ -261,7 +267,7 @@ static enum sim_status inst_start(struct sim *s, struct inst *in, bool prefill)
         struct lane *l = NULL;
         for (int64_t r = 0; r < lanes; r++) {
             struct lane *x = &in->lane[r];
-            if (x->next < in->count && x->pending < chunk && (!l || x->next < l->next))
+            if (x->next < in->count && x->pending < chunk && !x->blocked && (!l || x->next < l->next))
                 l = x;
         }
         if (!l)
@@ -270,22 +276,24 @@ static enum sim_status inst_start(struct sim *s, struct inst *in, bool prefill)
         const struct class_info *ci = &info[r->cls];
         if (r->ready_s > in->now_s)
             break; /* those after it are readied later */
-        if ((c->max_sequences > 0 && in->in_flight >= c->max_sequences) ||
-            (c->kv_capacity_tokens > 0 && in->kv_used + ci->reserve > c->kv_capacity_tokens)) {
-            /* those ready now and not admitted start their wait for a slot, if they have not yet
-             * (each once) */
-            int64_t i = first_not_admitted(in);
-            i = in->blocked_through > i ? in->blocked_through : i;
-            for (; i < in->count && queued(s, in, i)->ready_s <= in->now_s; i++)
-                if (i >= in->lane[i % lanes].next)
-                    queued(s, in, i)->slot_s = in->now_s;
-            in->blocked_through = i;
-            break;
+        if ((most_sequences > 0 && l->in_flight >= most_sequences) ||
+            (most_kv > 0 && l->kv_used + ci->reserve > most_kv)) {
+            /* the rank's requests ready now start their wait for a slot, if they have not yet
+             * (each once); the other ranks go on */
+            int64_t i = l->blocked_through > l->next ? l->blocked_through : l->next;
+            for (; i < in->count && queued(s, in, i)->ready_s <= in->now_s; i += lanes)
+                queued(s, in, i)->slot_s = in->now_s;
+            l->blocked_through = i;
+            l->blocked = true;
+            continue;
         }
         /* it waited for a slot if a step start found it ready and no room (slot_s) */
         s->slot_waits += isfinite(r->slot_s) && r - rq >= c->warmup;
         in->in_flight++;
         in->kv_used += ci->reserve;
+        l->in_flight++;
+        l->kv_used += ci->reserve;
+        r->lane = (int32_t)(l - in->lane);
         l->next += lanes;
         l->pending += prefill ? ci->computed : 0;
         if (!prefill) {
@@ -356,6 +364,8 @@ static void inst_finish(struct sim *s, struct inst *in)
         in->starts -= r->start_step;
         in->in_flight--;
         in->kv_used -= ci->reserve;
+        in->lane[r->lane].in_flight--;
+        in->lane[r->lane].kv_used -= ci->reserve;
         complete(s, r, end_s);
     }
     assert(h->n == 0 || h->e[0].key > (double)k);
@@ -369,6 +379,8 @@ static void inst_finish(struct sim *s, struct inst *in)
             if (ci->decode_steps == 0) {
                 in->in_flight--;
                 in->kv_used -= ci->reserve;
+                l->in_flight--;
+                l->kv_used -= ci->reserve;
                 complete(s, r, end_s);
             } else {
                 r->start_step = k + 1;
@@ -660,8 +672,9 @@ const char *sim_config_problem(const struct sim_config *c)
         return "dispatch_group must be >= 0 and divide decode_instances";
     if (c->kv_capacity_tokens > 0)
         for (int64_t i = 0; i < c->classes; i++)
-            if (reservation(c, i) > c->kv_capacity_tokens)
-                return "a class's isl + osl, rounded up to kv_block_tokens, exceeds kv_capacity_tokens";
+            if (reservation(c, i) > c->kv_capacity_tokens / (c->mode == SIM_AGGREGATED ? c->ranks : 1))
+                return "a class's isl + osl, rounded up to kv_block_tokens, exceeds a rank's share of "
+                       "kv_capacity_tokens";
     if (c->mode == SIM_DISAGGREGATED) {
         if (c->prefill_instances < 1 || c->prefill_instances > SIM_MAX_INSTANCES)
             return "prefill_instances must be in [1, SIM_MAX_INSTANCES]";

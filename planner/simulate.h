@@ -45,11 +45,14 @@
  * can join the next) first come, first served over the ranks whose admitted prompts not yet
  * prefilled leave some of the rank's budget of chunk_tokens (a prompt's KV is reserved when its
  * first chunk can be scheduled, as SGLang's prefill adder and vLLM's scheduler allocate it; a
- * rank whose budget is spent admits none, and the others go on), while in flight (prefilling +
- * decoding) < max_sequences and the KV reserved plus the next request's reservation <=
- * kv_capacity_tokens (a reservation is isl + osl rounded up to kv_block_tokens: the engine
- * admits only what can grow to its full length; both caps the instance's, not a rank's); a
- * request that arrives during a step waits for the next. The step carries every decoding
+ * rank whose budget is spent admits none, and the others go on), while the rank's requests in
+ * flight (prefilling + decoding) < its share of max_sequences and the KV they reserve plus the
+ * next request's reservation <= its share of kv_capacity_tokens (a reservation is isl + osl
+ * rounded up to kv_block_tokens: the engine admits only what can grow to its full length); a
+ * rank's share is the instance's cap over ranks, rounded down (max_sequences at least 1): each
+ * rank holds its own requests' KV (data-parallel attention keeps a request's KV on its rank), so
+ * a rank that is full makes its requests wait while another has room. A request that arrives
+ * during a step waits for the next. The step carries every decoding
  * sequence and, on each rank, of its admitted prompts in order, up to chunk_tokens prefill
  * tokens, a prompt's remainder continuing next step and ending what the rank's step takes (a
  * rank's prompts finish in order; another rank's prompt does not wait for them). Its time is
@@ -168,9 +171,11 @@ struct sim_config {
     double tokens_per_step;   /* tokens a decoding sequence gains a step, >= 1 (MTP's yield) */
     int64_t decode_instances; /* aggregated: replicas; disaggregated: decode instances; in
                                * [1, SIM_MAX_INSTANCES] */
-    int64_t max_sequences;    /* an instance's cap on sequences in flight; 0: none */
-    int64_t kv_capacity_tokens; /* an instance's KV in tokens; 0: none. Every class's
-                                 * reservation must fit in it */
+    int64_t max_sequences;    /* an instance's cap on sequences in flight, its ranks' each an
+                               * equal share; 0: none */
+    int64_t kv_capacity_tokens; /* an instance's KV in tokens, its ranks' (aggregated) each an
+                                 * equal share; 0: none. Every class's reservation must fit in a
+                                 * rank's share */
     int64_t kv_block_tokens;  /* paged KV block; 0 is 1 */
     int64_t ranks;            /* aggregated: an instance's data-parallel ranks, in [1,
                                * SIM_MAX_INSTANCES]; disaggregated: not read */
@@ -204,8 +209,9 @@ struct sim_result {
     int64_t steps;                   /* instance steps, every instance */
     int64_t prefill_batches;         /* disaggregated */
     double slot_wait_share;          /* the measured requests that waited for a slot: a step start
-                                      * found them ready and admitted no more for want of KV (or of
-                                      * the running-request cap), for them or one ahead */
+                                      * found them ready and their rank admitted no more for want of
+                                      * KV (or of the running-request cap), for them or one ahead on
+                                      * it */
     int64_t measured;                /* = requests */
     int64_t tpot_measured;           /* measured requests with osl > 1 */
 };

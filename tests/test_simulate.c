@@ -379,6 +379,14 @@ static void admission(void)
     /* a whole prompt fits a chunk (1000 <= 8192), so prompts in a step = prefill tokens / 1000 */
     CHECK_EQ(t.max_in_flight, 3, "decoding + prefilling never exceeds 3, and reaches it");
     CHECK_EQ(r.max_decoding_sequences, 3, "max_decoding_sequences = 3");
+    /* two ranks that step together hold their own requests' KV, a half each: 6,143 / 2 = 3,071
+     * tokens a rank, one request of 1,536 (two would be 3,072), so 2 in flight where the KV
+     * pooled held 3 */
+    c.ranks = 2;
+    t = (struct timing){.constant_s = T_S, .isl = 1000};
+    CHECK(simulate(&c, &timing, &r, NULL) == SIM_OK && t.max_in_flight == 2,
+          "2 ranks of 3,071 tokens each: one request a rank, 2 in flight (%lld)", (long long)t.max_in_flight);
+    c.ranks = 1;
     /* one block less and only 2 fit: 2 x 1536 + 1535 = 4607 */
     c.kv_capacity_tokens = 2 * 1536 + 1535;
     t = (struct timing){.constant_s = T_S, .isl = 1000};
@@ -775,7 +783,7 @@ static void refused(void)
         {"unknown mode", good}, {"too many instances", good}, {"too many requests", good},
         {"unknown arrivals", good}, {"constant, rate 0", good}, {"closed, concurrency 0", good},
         {"closed, negative concurrency", good}, {"closed, too many clients", good},
-        {"no rank", good}, {"too many ranks", good},
+        {"no rank", good}, {"too many ranks", good}, {"KV below one request a rank", good},
     };
     int i = 0;
     cases[i++].c.requests = 0;
@@ -815,6 +823,8 @@ static void refused(void)
     cases[i++].c.concurrency = SIM_MAX_REQUESTS + 1;
     cases[i++].c.ranks = 0;
     cases[i++].c.ranks = SIM_MAX_INSTANCES + 1;
+    cases[i].c.ranks = 2; /* 300 holds a request of 224, but its half of 150 does not */
+    cases[i++].c.kv_capacity_tokens = 300;
     for (int j = 0; j < i; j++) {
         memset(&r, 0xa5, sizeof r);
         before = r;
@@ -824,7 +834,8 @@ static void refused(void)
     }
     CHECK_STR(sim_config_problem(&cases[2].c), "arrivals_per_s must be > 0 and finite", "the rate's message");
     CHECK_STR(sim_config_problem(&cases[17].c),
-              "a class's isl + osl, rounded up to kv_block_tokens, exceeds kv_capacity_tokens", "the KV's message");
+              "a class's isl + osl, rounded up to kv_block_tokens, exceeds a rank's share of kv_capacity_tokens",
+              "the KV's message");
     CHECK_STR(sim_config_problem(&cases[24].c), "arrivals must be SIM_POISSON, SIM_CONSTANT or SIM_CLOSED",
               "the arrivals' message");
     CHECK_STR(sim_config_problem(&cases[25].c), "arrivals_per_s must be > 0 and finite", "constant needs a rate");
@@ -841,7 +852,7 @@ static void refused(void)
     CHECK(sim_config_problem(&closed) == NULL, "closed, rate NaN: not read");
     CHECK(good.arrivals == SIM_POISSON && good.concurrency == 0 && good.ranks == 1,
           "sim_config_init: Poisson, concurrency 0, one rank");
-    CHECK_STR(sim_config_problem(&cases[i - 1].c), "ranks must be in [1, SIM_MAX_INSTANCES]", "the ranks' message");
+    CHECK_STR(sim_config_problem(&cases[i - 2].c), "ranks must be in [1, SIM_MAX_INSTANCES]", "the ranks' message");
     struct sim_config no_rank = good;
     no_rank.mode = SIM_DISAGGREGATED;
     no_rank.ranks = 0;
