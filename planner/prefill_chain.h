@@ -56,8 +56,10 @@
  *
  * Not modelled here: the decode batch's own variation (the caller's), the ranks of a
  * data-parallel instance as separate queues (one budget B; a prompt takes at most C of it a step,
- * and the steps serve at most C a prompt where the mean prompt is longer than C, above), a
- * prompt's own chunks waiting on others' (first come first served over the whole budget).
+ * and the steps serve at most C a prompt where the mean prompt is longer than C, above, but TTFT
+ * takes what is ahead of a prompt as served at up to B a step, not at that cap: short there
+ * behind prompts longer than C), a prompt's own chunks waiting on others' (first come first
+ * served over the whole budget).
  * Deterministic: no random numbers, fixed iteration order. */
 #ifndef RACKPLAN_PREFILL_CHAIN_H
 #define RACKPLAN_PREFILL_CHAIN_H

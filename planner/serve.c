@@ -1563,7 +1563,7 @@ static bool instance_occupancy(const struct serve_pool *pool, const struct roof_
      * takes the requests in turn (SGLang's controller), so each fills its share and waits for a
      * slot on its own: the wait for a slot is a rank's (DeepSeek-V3 on 8 H200 ranks, the MLPerf
      * DeepSeek-R1 mix at 258 sequences: a KV pooled over the ranks had 0.6% of the requests
-     * wait, where the simulation of ranks each with their own has 23% and TTFT p99 129 s) */
+     * wait, where the simulation of ranks each with their own has 22% and TTFT p99 124 s) */
     double ranks = ranks_independent(s) ? (double)l->dp : 1;
     bool together = prefilling && !ranks_independent(s) && l->dp > 1;
     struct occupancy_table *table = occupancy_table_of(s, w, cap, prefilling);
@@ -2202,10 +2202,10 @@ static double chain_step_s(void *context, double tokens)
 
 /* The chain of an instance at `batch` under Poisson arrivals at `arrivals` requests/s: one queue
  * over the instance's budget dp C when its ranks step together, one rank's (C, arrivals / dp)
- * when they step on their own; its steps the composition's at `batch` (the caller's: the batch
- * searched, or the occupancy's mean where that runs above it; never below it, where a step priced
- * below the batch's would keep up with a rate the batch cannot). NULL, with the reason in
- * *status, when the chain cannot be built. */
+ * when they step on their own; its steps the composition's at `batch` (the caller's: the
+ * occupancy's mean, which the rate settles at; whether the instance keeps up with that rate is
+ * the occupancy's law's to say). NULL, with the reason in *status, when the chain cannot be
+ * built. */
 static struct prefill_chain *chain_of(const struct roof_setup *s, const struct serve_workload *w, int64_t batch,
                                       double arrivals, enum chain_status *status)
 {
@@ -4244,9 +4244,12 @@ enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const
     if (alone && w->arrivals == SERVE_CLOSED)
         c.dispatch_group = l->dp;
     c.decode_instances = p->decode_instances * prices.rank_instances;
-    /* the engine admits what its KV holds: the most sequences of the mean reservation */
-    c.kv_capacity_tokens = most_held(&decode_on, &decode_shape.topology, l, serve_held_context(w)) /
-                           prices.rank_instances * serve_held_context(w);
+    /* the engine admits what its KV holds: the most sequences of the mean reservation, each in
+     * whole pages (a reservation is rounded up to them: in tokens alone the KV held one fewer,
+     * and a rank's share one fewer a rank) */
+    int64_t held = serve_held_context(w), paged = (held + SERVE_KV_BLOCK_TOKENS - 1) / SERVE_KV_BLOCK_TOKENS *
+                                                  SERVE_KV_BLOCK_TOKENS;
+    c.kv_capacity_tokens = most_held(&decode_on, &decode_shape.topology, l, held) / prices.rank_instances * paged;
     c.kv_block_tokens = SERVE_KV_BLOCK_TOKENS;
     int64_t longest = 0;
     for (int64_t i = 0; i < classes; i++)

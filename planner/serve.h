@@ -196,8 +196,10 @@
  *   Aggregated under Poisson arrivals, the prefill queue as a Markov chain (prefill_chain.h) in
  *   place of the composition's laws and the chunk-budget queue: the prompt tokens waiting at a
  *   step's start, the step carrying at most the budget (dp C when the ranks step together, one
- *   rank's C at lambda / dp when they step alone) at the composition's price at B (at the
- *   occupancy's mean where that is above B), so that runs of full steps and the queue behind
+ *   rank's C at lambda / dp when they step alone; a prompt at most C a step where the budget is
+ *   several ranks' and prompts run longer than C) at the composition's price at the occupancy's
+ *   mean (above B near the compute plateau, below it where a TPOT target holds the rate under
+ *   what B serves), so that runs of full steps and the queue behind
  *   them are followed; TTFT the wait for a slot, then the chain's (the rest of the step in
  *   progress, what is ahead, its own tokens, first come first served); TPOT's bins their sums' mean, variance and third moment from the chain, started
  *   where a first token leaves it, with the batch's own variation in quadrature as above. A
@@ -383,10 +385,10 @@ struct serve_occupancy {
                              * a request's own prompt (c / u units) less their share of the mean,
                              * (c / u) (T(K) - T(0)) (1 - m / K), which its TPOT does not hold (its
                              * first token ends them); 0: none. With a cohort of r beside those of K
-                             * (B = q K + r), those of K's: n T - (c / u) ((q - 1) (T(K) - T(0)) +
-                             * T(r) - T(0)) over the n steps of a life */
+                             * (B = q K + r), those of K's: n (T - T(0)) - (c / u) ((q - 1) (T(K) -
+                             * T(0)) + T(r) - T(0)) over the n steps of a life */
     double cohort_remainder_share;    /* the requests in that cohort of r, r / B; 0: none */
-    double cohort_remainder_excess_s; /* theirs: n T - (c / u) q (T(K) - T(0)) */
+    double cohort_remainder_excess_s; /* theirs: n (T - T(0)) - (c / u) q (T(K) - T(0)) */
     double step_quantile_s[SERVE_PERCENTILES + 1]; /* the occupancy's at p50, p90, p99, the workload's */
     double wait_probability, mean_wait_s; /* a request's wait for a slot at the KV cap */
     int slot_caps; /* the caps that wait is a mixture over (the wait for a slot): 1 for alike requests */

@@ -142,9 +142,10 @@ struct lane {
 };
 
 /* One instance's state between steps. Its requests, in the order they become ready, are
- * queue[i % cap] for i in [0, count); those before every lane's pf are no longer read, so a ring
- * holds a closed loop's clients (of cap ranks x clients: a lane's unfinished requests are each a
- * client's, and every ranks-th entry from the lowest pf is that lane's). */
+ * queue[i % cap] for i in [0, count); those before every lane's pf (aggregated) or next
+ * (disaggregated) are no longer read, so a ring holds a closed loop's clients (of cap ranks x
+ * clients: a lane's unfinished requests are each a client's, and every ranks-th entry from the
+ * lowest pf is that lane's). */
 struct inst {
     int64_t *queue;
     int64_t cap, count;
@@ -478,7 +479,9 @@ static enum sim_status run_closed(struct sim *s)
     /* the decode heaps' entries: a group's clients at each of its g instances; the rings' (struct
      * inst) each of those the instance's ranks times */
     const int64_t slots = g * clients;
-    int64_t *queues = malloc((size_t)slots * (size_t)lanes * sizeof *queues);
+    /* a ring's entries can pass what a size_t counts (2^20 ranks of 10^8 clients): none then */
+    bool countable = (uint64_t)slots <= SIZE_MAX / sizeof(int64_t) / (uint64_t)lanes;
+    int64_t *queues = countable ? malloc((size_t)slots * (size_t)lanes * sizeof *queues) : NULL;
     struct heap_entry *decode = malloc((size_t)slots * sizeof *decode);
     struct lane *lane = malloc((size_t)active * (size_t)lanes * sizeof *lane);
     struct heap joins = {malloc((size_t)clients * sizeof *joins.e), 0};

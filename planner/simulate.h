@@ -108,7 +108,7 @@
  * batch (the instances' next events, the joins and the servers whose next request has been sent
  * in heaps). Aggregated, a step and an admission also visit the instance's ranks: O(ranks) each.
  * Memory is O(N): about 100 bytes a request; closed adds about 160 bytes an instance with a client
- * (every instance in dispatch groups) and 48 bytes a rank of it, 40 bytes a client (its queue,
+ * (every instance in dispatch groups) and 80 bytes a rank of it, 40 bytes a client (its queue,
  * decode-heap and join entries; the first two g times over in dispatch groups of g, each
  * instance's holding room for all its group's clients, and the queue `ranks` times over: a
  * rank's unfinished prompts are each a client's, and the queue is read from the lowest rank's)
