@@ -2329,8 +2329,8 @@ static bool aggregated_tails(const struct serve_pool *pool, const struct graph_s
          * chunk a rank, and a cohort of r, the last of a round, or of B <= dp through their own
          * chunks, r or B a step (DeepSeek-V3 on 8 H200 ranks at 20,000/1,000, 5 to 132 sequences,
          * and 24,000 computed tokens of 30,000, 8 to 56; Qwen3-235B-A22B at 16,000/400, 10 to 48:
-         * 0% to +3.5%, the one outlier +9.4%, 9 sequences, where the cohort of 8 runs its own
-         * chunks) */
+         * 0% to +3.5%; 9 and 10 sequences, where the cohort of 8 runs its own chunks, +8% to
+         * +9.4%) */
         bool independent = ranks_independent(at_batch->setup);
         bool chunked_cohort = serve_workload_in_cohorts(w) && c > chunk;
         bool together = chunked_cohort && l->dp > 1 && !independent;
