@@ -242,31 +242,20 @@ static enum chain_status build_at(const struct chain_input *in, int budget, doub
             for (int k = 0; k <= top; k++)
                 c->ahead[v][s][k] = weight * part[k];
             c->ahead_top[v][s] = top;
-            /* the states whose step a prompt's cap holds below what waits (the header): a step of
-             * their s, and what it leaves ahead too */
+            /* the states whose step carries s with more waiting, what waits ahead too: a full
+             * step's (class K + 1), or one a prompt's cap holds below what waits (the header) */
+            int to = s < c->budget ? s : c->budget + 1;
             for (int x = s + 1; x < CHAIN_STATES; x++) {
-                double wx = c->serve[x] == s && s < c->budget ? law[x] * c->step_s[s] / mean / CHAIN_SHARES : 0;
+                double wx = c->serve[x] == s ? law[x] * c->step_s[s] / mean / CHAIN_SHARES : 0;
                 if (wx <= 0)
                     continue;
                 for (int k = 0; k <= top; k++) {
                     int y = x - s + k < TOP ? x - s + k : TOP;
-                    c->ahead[v][s][y] += wx * part[k];
-                    if (y > c->ahead_top[v][s])
-                        c->ahead_top[v][s] = y;
+                    c->ahead[v][to][y] += wx * part[k];
+                    if (y > c->ahead_top[v][to])
+                        c->ahead_top[v][to] = y;
                 }
             }
-            if (s == c->budget) /* and the full steps with more waiting: what waits is ahead too */
-                for (int x = c->budget + 1; x < CHAIN_STATES; x++) {
-                    double wx = c->serve[x] == s ? law[x] * c->step_s[s] / mean / CHAIN_SHARES : 0;
-                    if (wx <= 0)
-                        continue;
-                    for (int k = 0; k <= top; k++) {
-                        int y = x - c->budget + k < TOP ? x - c->budget + k : TOP;
-                        c->ahead[v][c->budget + 1][y] += wx * part[k];
-                        if (y > c->ahead_top[v][c->budget + 1])
-                            c->ahead_top[v][c->budget + 1] = y;
-                    }
-                }
         }
     }
     return CHAIN_OK;

@@ -319,17 +319,26 @@ static double others_prefill_tokens(const struct serve_workload *w, int64_t batc
     return w->arrivals == SERVE_CLOSED ? mean * (double)(batch - 1) / (double)batch : mean;
 }
 
+/* A prompt's `computed` tokens in chunks of `chunk`: *full whole chunks before its last, and the
+ * last's *rest (a last chunk that is a full one is priced on its own like a remainder). */
+static void chunks_of(double computed, double chunk, double *full, double *rest)
+{
+    *full = floor(computed / chunk);
+    *rest = computed - *full * chunk;
+    if (*rest <= 0 && *full > 0) {
+        *full -= 1;
+        *rest = chunk;
+    }
+}
+
 static double aggregated_ttft(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
                               const struct serve_workload *w, int64_t batch, double prompt)
 {
     double computed = prompt * (1 - w->prefix_hit), chunk = (double)w->chunk_tokens;
     double others = others_prefill_tokens(w, batch), cached = prompt - computed;
     struct roof_setup s = setup_of(pool, g, l);
-    double full = floor(computed / chunk), rest = computed - full * chunk;
-    if (rest <= 0 && full > 0) { /* the last chunk is a full one: priced on its own like a remainder */
-        full -= 1;
-        rest = chunk;
-    }
+    double full, rest;
+    chunks_of(computed, chunk, &full, &rest);
     if (full == 0)
         return chunk_step_s(&s, w, batch, rest, rest, cached + rest / 2);
     double room = (double)l->dp * chunk; /* the other prompts ride within the ranks' budgets */
@@ -347,11 +356,8 @@ static double lockstep_ttft(const struct roof_setup *s, const struct serve_workl
                             double k)
 {
     double computed = prompt * (1 - w->prefix_hit), chunk = (double)w->chunk_tokens, cached = prompt - computed;
-    double full = floor(computed / chunk), rest = computed - full * chunk;
-    if (rest <= 0 && full > 0) {
-        full -= 1;
-        rest = chunk;
-    }
+    double full, rest;
+    chunks_of(computed, chunk, &full, &rest);
     int64_t decoding = batch - (int64_t)k > 0 ? batch - (int64_t)k : 0;
     double ttft = chunk_step_s(s, w, decoding, k * rest, rest, cached + full * chunk + rest / 2);
     if (full > 0) /* chunks 0 .. full - 1 at contexts cached + (i + 1/2) C: their mean */

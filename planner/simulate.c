@@ -152,7 +152,7 @@ struct inst {
     struct lane *lane;
     int64_t lanes;            /* the ranks (aggregated), 1 (disaggregated) */
     int64_t next;             /* the first request not admitted: the lanes' lowest next */
-    int64_t in_flight, kv_used, k;
+    int64_t in_flight, k;       /* its requests admitted and not complete (its lanes' sum) */
     /* over the decoding sequences: the sum of isl + 1 and of their start steps, so that their
      * contexts sum to base + tps (n k - starts) at step k, exactly and in O(1) */
     int64_t base, starts;
@@ -232,6 +232,13 @@ static void complete(struct sim *s, struct request *r, double at_s)
         issue(s, r->instance, at_s);
 }
 
+/* An instance's lanes before its first request: lane r's first is queue index r. */
+static void lanes_start(struct lane *lane, int64_t lanes)
+{
+    for (int64_t r = 0; r < lanes; r++)
+        lane[r] = (struct lane){.next = r, .pf = r};
+}
+
 /* The instance's first request not admitted: its lanes' lowest. */
 static int64_t first_not_admitted(const struct inst *in)
 {
@@ -291,7 +298,6 @@ static enum sim_status inst_start(struct sim *s, struct inst *in, bool prefill)
         /* it waited for a slot if a step start found it ready and no room (slot_s) */
         s->slot_waits += isfinite(r->slot_s) && r - rq >= c->warmup;
         in->in_flight++;
-        in->kv_used += ci->reserve;
         l->in_flight++;
         l->kv_used += ci->reserve;
         r->lane = (int32_t)(l - in->lane);
@@ -352,6 +358,16 @@ static enum sim_status inst_start(struct sim *s, struct inst *in, bool prefill)
     return SIM_OK;
 }
 
+/* A request's end at at_s: its slot and KV back to its rank. */
+static void release(struct sim *s, struct inst *in, struct request *r, double at_s)
+{
+    struct lane *l = &in->lane[r->lane];
+    in->in_flight--;
+    l->in_flight--;
+    l->kv_used -= s->info[r->cls].reserve;
+    complete(s, r, at_s);
+}
+
 /* The step's end: completions, then first tokens (rank by rank, each in its order). */
 static void inst_finish(struct sim *s, struct inst *in)
 {
@@ -363,11 +379,7 @@ static void inst_finish(struct sim *s, struct inst *in)
         const struct class_info *ci = &s->info[r->cls];
         in->base -= ci->isl + 1;
         in->starts -= r->start_step;
-        in->in_flight--;
-        in->kv_used -= ci->reserve;
-        in->lane[r->lane].in_flight--;
-        in->lane[r->lane].kv_used -= ci->reserve;
-        complete(s, r, end_s);
+        release(s, in, r, end_s);
     }
     assert(h->n == 0 || h->e[0].key > (double)k);
     for (int64_t lane = 0; lane < in->lanes; lane++) {
@@ -378,11 +390,7 @@ static void inst_finish(struct sim *s, struct inst *in)
             const struct class_info *ci = &s->info[r->cls];
             r->first_s = end_s;
             if (ci->decode_steps == 0) {
-                in->in_flight--;
-                in->kv_used -= ci->reserve;
-                l->in_flight--;
-                l->kv_used -= ci->reserve;
-                complete(s, r, end_s);
+                release(s, in, r, end_s);
             } else {
                 r->start_step = k + 1;
                 r->decode_s = end_s;
@@ -507,8 +515,7 @@ static enum sim_status run_closed(struct sim *s)
                                    .lane = lane + j * lanes,
                                    .lanes = lanes,
                                    .heap = {decode + offset, 0}};
-        for (int64_t r = 0; r < lanes; r++)
-            s->inst[j].lane[r] = (struct lane){.next = r, .pf = r};
+        lanes_start(s->inst[j].lane, lanes);
         offset += n;
     }
     for (size_t i = 0; i < servers; i++)
@@ -757,8 +764,7 @@ static enum sim_status run_instances(struct sim *s, struct ready *order, int64_t
                           .lane = s->lanes,
                           .lanes = lanes,
                           .heap = {s->heap.e, 0}};
-        for (int64_t r = 0; r < lanes; r++)
-            s->lanes[r] = (struct lane){.next = r, .pf = r};
+        lanes_start(s->lanes, lanes);
         enum sim_status status = run_instance(s, &in, prefill);
         if (status != SIM_OK)
             return status;
