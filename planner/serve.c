@@ -1453,6 +1453,10 @@ static bool chord_holds(struct occupancy_table *table, struct settled_point *at,
     return isfinite(chord) && fabs(chord - at[nearest].step_s) <= OCCUPANCY_CHORD * at[nearest].step_s;
 }
 
+/* A rank's chance of waiting for a slot below which its law is not refined (instance_occupancy):
+ * a millionth of the 1% a p99 target leaves */
+#define SLOT_WAIT_NEGLIGIBLE 1e-8
+
 /* What an instance's occupancy is asked at (instance_occupancy). */
 struct occupancy_ask {
     const struct serve_workload *w;
@@ -1463,16 +1467,17 @@ struct occupancy_ask {
 };
 
 /* The occupancy of `ranks` queues alike, each at lambda / ranks with a ranks-th of the cap, from
- * the instance's settled steps `all` (a rank's count n at the instance's step at ranks n); where
- * the ranks step on their own (`apart`) one prompt more is a whole one on a rank's step, where
- * they step together one on the instance's; *out in the instance's sequences (the ranks' sum). */
+ * the instance's settled steps `all`, a rank's count n stepping as the instance at fixed + slope
+ * n. Where the ranks step on their own (`apart`: fixed 0, slope ranks, every rank alike) one
+ * prompt more is a whole one on a rank's step; where they step together one on the instance's.
+ * *out in the instance's sequences (the ranks' sum). */
 static void occupancy_over_ranks(const struct settled *all, const struct occupancy_ask *a, double ranks, bool apart,
-                                 struct serve_occupancy *out, struct queue_wait *slot)
+                                 double fixed, double slope, struct serve_occupancy *out, struct queue_wait *slot)
 {
     const struct serve_workload *w = a->w;
     struct settled g = *all;
     for (int i = 0; i < g.count; i++) {
-        g.sequences[i] /= ranks;
+        g.sequences[i] = (g.sequences[i] - fixed) / slope;
         g.delay_s[i] *= apart ? ranks : 1;
     }
     int64_t rank_cap = a->cap / (int64_t)ranks;
@@ -1564,14 +1569,15 @@ static bool instance_occupancy(const struct serve_pool *pool, const struct roof_
      * requests sent to the ranks in turn, taken as a Poisson stream thinned), its step at n the
      * instance's at dp n, every rank alike; the instance holds the ranks' sum, and where its
      * steps lie is a rank's count times dp (sd sqrt(dp) times the sum's). The ranks of an
-     * aggregated instance that step together (data-parallel attention) step at the instance's
+     * instance that step together (data-parallel attention, aggregated or decode) step at the instance's
      * count, the ranks' sum, but each holds its own requests' KV, a dp-th of the instance's, and
      * takes the requests in turn (SGLang's controller), so each fills its share and waits for a
      * slot on its own: the wait for a slot is a rank's (DeepSeek-V3 on 8 H200 ranks, the MLPerf
      * DeepSeek-R1 mix at 258 sequences: a KV pooled over the ranks had 0.6% of the requests
-     * wait, where the simulation of ranks each with their own has 22% and TTFT p99 124 s) */
+     * wait, where the simulation of ranks each with their own has 22% and TTFT p99 124 s; served
+     * 1P1D on two nodes at 259, 0.67% against 22% and 119 s) */
     double ranks = ranks_independent(s) ? (double)l->dp : 1;
-    bool together = prefilling && !ranks_independent(s) && l->dp > 1;
+    bool together = !ranks_independent(s) && l->dp > 1;
     struct occupancy_table *table = occupancy_table_of(s, w, cap, prefilling);
     /* each point settled once a call (the law depends on lambda), at the coarse points first */
     struct settled_point *at = xcalloc((size_t)table->count, sizeof *at);
@@ -1616,12 +1622,33 @@ static bool instance_occupancy(const struct serve_pool *pool, const struct roof_
         struct occupancy_ask ask = {.w = w, .batch = batch, .cap = cap, .cap_sd = cap_sd,
                                     .arrivals_per_s = arrivals_per_s, .y = y, .prefilling = prefilling,
                                     .levels = levels};
-        occupancy_over_ranks(&g, &ask, ranks, true, out, slot);
+        occupancy_over_ranks(&g, &ask, ranks, true, 0, ranks, out, slot);
         if (together && out->stable) {
-            /* the slots a rank's own: its wait for one from its share of the KV and the requests */
+            /* the slots a rank's own: its wait for one from its share of the KV and the requests.
+             * Beside a rank's n the others hold (dp - 1)(m + rho (n - m)), m a rank's mean and rho
+             * the ranks' correlation: what the instance's variance holds over dp ranks alike
+             * apart, each at the others' mean (a rank's law then), clipped to [0, 1]. The common
+             * step couples them: where prompts of several chunks make the steps' time swing, all
+             * ranks' counts rise and fall together (rho 1: Qwen3-235B-A22B at 16,000/1,000, whose
+             * instance's sd the simulation's within 2%), where the steps barely vary they are
+             * apart (rho 0.01-0.05: the MLPerf DeepSeek-R1 mix on 8 H200 ranks, aggregated or
+             * decode; taken as dp n there, the law was sqrt(dp) too wide, 0.54% waiting where the
+             * simulation has 0.07%) */
             struct serve_occupancy by_rank;
             struct queue_wait rank_slot;
-            occupancy_over_ranks(&g, &ask, (double)l->dp, false, &by_rank, &rank_slot);
+            double dp = (double)l->dp, m = out->sequences_mean / dp;
+            /* rho 1 first: its tail the widest, where it has next to no waits none has */
+            occupancy_over_ranks(&g, &ask, dp, false, 0, dp, &by_rank, &rank_slot);
+            if (!by_rank.stable || by_rank.wait_probability >= SLOT_WAIT_NEGLIGIBLE) {
+                occupancy_over_ranks(&g, &ask, dp, false, (dp - 1) * m, 1, &by_rank, &rank_slot);
+                double rho = by_rank.stable && by_rank.sequences_variance > 0
+                                 ? (out->sequences_variance / by_rank.sequences_variance - 1) / (dp - 1)
+                                 : 1;
+                rho = isfinite(rho) ? fmin(fmax(rho, 0), 1) : 1;
+                if (rho > 0)
+                    occupancy_over_ranks(&g, &ask, dp, false, (dp - 1) * (1 - rho) * m, 1 + (dp - 1) * rho, &by_rank,
+                                         &rank_slot);
+            }
             out->stable = by_rank.stable;
             out->wait_probability = by_rank.wait_probability;
             out->mean_wait_s = by_rank.mean_wait_s;
@@ -4264,9 +4291,8 @@ enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const
      * dp-th of the instance's; ranks that step on their own its instances (above) */
     bool together = !ranks_independent(&prices.decode);
     c.ranks = together ? l->dp : 1;
-    int64_t shares = c.mode == SIM_AGGREGATED ? c.ranks : 1;
-    if (c.kv_capacity_tokens < (longest + SERVE_KV_BLOCK_TOKENS) * shares) /* the longest is admitted alone */
-        c.kv_capacity_tokens = (longest + SERVE_KV_BLOCK_TOKENS) * shares;
+    if (c.kv_capacity_tokens < (longest + SERVE_KV_BLOCK_TOKENS) * c.ranks) /* the longest is admitted alone */
+        c.kv_capacity_tokens = (longest + SERVE_KV_BLOCK_TOKENS) * c.ranks;
     c.chunk_tokens = p->mode == SERVE_AGGREGATED ? w->chunk_tokens : 0;
     if (c.mode == SIM_AGGREGATED && together)
         prices.kept = calloc(SIM_PRICES_KEPT, sizeof *prices.kept); /* none kept: each priced anew */

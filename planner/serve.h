@@ -117,12 +117,15 @@
  *   data-parallel ranks step on their own, each a replica with its own scheduler, so each is
  *   such a process of its own at lambda / dp (the ranks' requests taken as the Poisson stream
  *   thinned), its step at n_r the instance's at dp n_r, every rank alike, its cap N / dp; the
- *   instance holds the ranks' sum (mean and variance dp times a rank's); an aggregated
- *   instance's ranks that step together (data-parallel attention) are one such process at the
- *   instance's count, but each holds its own requests' KV, so the wait for a slot is a rank's:
- *   the same process per rank at lambda / dp, cap N / dp, one prompt more a whole one on the
- *   instance's step (its wait probability, mean and phases; the rest from the instance's); the
- *   batch's rate elasticity Var / (G mean) (a rank's where they step alone): a point past
+ *   instance holds the ranks' sum (mean and variance dp times a rank's); an instance's ranks
+ *   that step together (data-parallel attention, aggregated or decode) are one such process at
+ *   the instance's count, but each holds its own requests' KV, so the wait for a slot is a
+ *   rank's: the same process per rank at lambda / dp, cap N / dp, one prompt more a whole one on
+ *   the instance's step, a rank's count n stepping as the instance at n + (dp - 1)(m + rho (n -
+ *   m)), m a rank's mean and rho the ranks' correlation in [0, 1], what the instance's variance
+ *   holds over that of dp ranks apart, each with the others at their mean (where rho = 1 gives a
+ *   wait a chance under 1e-8, that law alone): its wait probability, mean and phases, the rest
+ *   from the instance's; the batch's rate elasticity Var / (G mean) (a rank's where they step alone): a point past
  *   SERVE_MOST_RATE_ELASTICITY does not settle and does not meet the targets (the search leaves
  *   it out of the best and the frontiers and keeps the best such point, serve_result.unsettled);
  *   T(n) settled at 12 counts from 1 to the cap, then at up to 12 of a grid 3% apart where pi's
@@ -701,20 +704,20 @@ struct serve_settling serve_simulation_settles(const struct serve_workload *w, c
 struct sim_result;
 /* Simulates point `p` of a search for `requests` requests after requests / 5 of warm-up
  * (simulate.h: continuous batching with chunked prefill, or the P/D pools; Poisson arrivals at the
- * point's served rate, or w->rate; the mix's lengths, or isl and osl): each instance admits
- * what its KV holds (the most sequences of the workload's mean reservation that fit in HBM, in
- * tokens, paged in SERVE_KV_BLOCK_TOKENS blocks). A step is priced by roof_step at its exact
- * batch, on the instance's layout and pool. Where the ranks meet (or there is one), the
- * simulation's ranks are the layout's dp, each with the chunk budget C, taking the prompts in
- * turn, and a step that carries prompts is roof_step's at its prompt tokens, its busiest rank's
- * and their context; where a dense model's ranks step on their own, under Poisson arrivals each
- * rank is an instance of its own (a dp-th of the KV, the budget C, its requests the stream
- * thinned, a step of b sequences the instance's at dp b, every rank alike), and otherwise one
- * queue with the budget dp C, a step's prompt tokens spread over the ranks as the composition's
- * whole counts, linear between. The decode context enters linearly about the workload's mean (the derivative from
- * one more roof_step at that batch, cached); a prefill batch by its prompts at the mean prompt,
- * scaled by its tokens. `prefill_pool` NULL: the decode pool's hardware. Deterministic for a
- * seed. */
+ * point's served rate, or w->rate; the mix's lengths, or isl and osl): each instance admits what
+ * its KV holds (the most sequences of the workload's mean reservation that fit in HBM, in tokens,
+ * paged in SERVE_KV_BLOCK_TOKENS blocks). A step is priced by roof_step at its exact batch, on the
+ * instance's layout and pool. Where the ranks meet (or there is one), the simulation's ranks are
+ * the layout's dp, each holding a dp-th of the KV (aggregated or decode) and with the chunk budget
+ * C, taking the requests in turn, and a step that carries prompts is roof_step's at its prompt
+ * tokens, its busiest rank's and their context; where a dense model's ranks step on their own,
+ * under Poisson arrivals each rank is an instance of its own (a dp-th of the KV, the budget C, its
+ * requests the stream thinned, a step of b sequences the instance's at dp b, every rank alike), and
+ * otherwise one queue with the budget dp C, a step's prompt tokens spread over the ranks as the
+ * composition's whole counts, linear between. The decode context enters linearly about the
+ * workload's mean (the derivative from one more roof_step at that batch, cached); a prefill batch
+ * by its prompts at the mean prompt, scaled by its tokens. `prefill_pool` NULL: the decode pool's
+ * hardware. Deterministic for a seed. */
 enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
                                      const struct serve_workload *w, const struct length_mix *mix,
                                      const struct serve_point *p, int64_t requests, uint64_t seed,

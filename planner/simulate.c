@@ -127,8 +127,8 @@ struct class_info {
 };
 
 /* A rank's own queue within an instance (simulate.h: the instance's i-th request is rank i mod
- * ranks's): the queue indices of its requests are r, r + ranks, ... Disaggregated, a decode
- * instance is one lane. */
+ * ranks's): the queue indices of its requests are r, r + ranks, ... (disaggregated: in the order
+ * they join). */
 struct lane {
     int64_t next;             /* its first request not admitted */
     int64_t pf, pf_done;      /* its first admitted prompt not wholly prefilled, pf_done of its
@@ -145,12 +145,12 @@ struct lane {
  * queue[i % cap] for i in [0, count); those before every lane's pf (aggregated) or next
  * (disaggregated) are no longer read, so a ring holds a closed loop's clients (of cap ranks x
  * clients: a lane's unfinished requests are each a client's, and every ranks-th entry from the
- * lowest pf is that lane's). */
+ * lowest pf or next is that lane's). */
 struct inst {
     int64_t *queue;
     int64_t cap, count;
     struct lane *lane;
-    int64_t lanes;            /* the ranks (aggregated), 1 (disaggregated) */
+    int64_t lanes;            /* the ranks */
     int64_t next;             /* the first request not admitted: the lanes' lowest next */
     int64_t in_flight, k;       /* its requests admitted and not complete (its lanes' sum) */
     /* over the decoding sequences: the sum of isl + 1 and of their start steps, so that their
@@ -483,7 +483,7 @@ static enum sim_status run_closed(struct sim *s)
     const int64_t active = g > 1 ? d : d < clients ? d : clients;
     size_t servers = prefill ? 0 : (size_t)c->prefill_instances;
     s->inst = calloc((size_t)active, sizeof *s->inst);
-    const int64_t lanes = prefill ? c->ranks : 1;
+    const int64_t lanes = c->ranks;
     /* the decode heaps' entries: a group's clients at each of its g instances; the rings' (struct
      * inst) each of those the instance's ranks times */
     const int64_t slots = g * clients;
@@ -676,13 +676,13 @@ const char *sim_config_problem(const struct sim_config *c)
         return "decode_instances must be in [1, SIM_MAX_INSTANCES]";
     if (c->max_sequences < 0 || c->kv_capacity_tokens < 0 || c->kv_block_tokens < 0 || c->chunk_tokens < 0)
         return "max_sequences, kv_capacity_tokens, kv_block_tokens and chunk_tokens must be >= 0";
-    if (c->mode == SIM_AGGREGATED && (c->ranks < 1 || c->ranks > SIM_MAX_INSTANCES))
+    if (c->ranks < 1 || c->ranks > SIM_MAX_INSTANCES)
         return "ranks must be in [1, SIM_MAX_INSTANCES]";
     if (c->dispatch_group < 0 || (c->dispatch_group > 1 && c->decode_instances % c->dispatch_group != 0))
         return "dispatch_group must be >= 0 and divide decode_instances";
     if (c->kv_capacity_tokens > 0)
         for (int64_t i = 0; i < c->classes; i++)
-            if (reservation(c, i) > c->kv_capacity_tokens / (c->mode == SIM_AGGREGATED ? c->ranks : 1))
+            if (reservation(c, i) > c->kv_capacity_tokens / c->ranks)
                 return "a class's isl + osl, rounded up to kv_block_tokens, exceeds a rank's share of "
                        "kv_capacity_tokens";
     if (c->mode == SIM_DISAGGREGATED) {
@@ -739,7 +739,7 @@ static enum sim_status run_instances(struct sim *s, struct ready *order, int64_t
 {
     const struct sim_config *c = s->c;
     bool prefill = c->mode == SIM_AGGREGATED;
-    const int64_t lanes = prefill ? c->ranks : 1;
+    const int64_t lanes = c->ranks;
     memset(first, 0, (size_t)(c->decode_instances + 1) * sizeof *first);
     for (int64_t i = 0; i < s->total; i++)
         if (prefill || s->info[s->req[i].cls].decode_steps > 0)
@@ -847,7 +847,7 @@ enum sim_status simulate(const struct sim_config *c, const struct sim_timing *t,
     int64_t *list = malloc(total * sizeof *list), *first = malloc((instances + 1) * sizeof *first);
     struct sim_class_result *by_class = classes ? malloc(k * sizeof *by_class) : NULL;
     if (!s.closed)
-        s.lanes = malloc((size_t)(c->mode == SIM_AGGREGATED ? c->ranks : 1) * sizeof *s.lanes);
+        s.lanes = malloc((size_t)c->ranks * sizeof *s.lanes);
     enum sim_status status = SIM_NO_MEMORY;
     if (!s.req || !s.info || !s.heap.e || !cumulative || !order || !list || !first || (classes && !by_class) ||
         (!s.closed && !s.lanes))

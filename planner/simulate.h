@@ -62,15 +62,17 @@
  * completes at the end of its M-th decode step, M = ceil((osl - 1) / tokens_per_step) (computed
  * less a relative 1e-12 so that 999 / 1.85 is 540, not 541), releasing its slot and KV then.
  * osl = 1: done at the first token.
- * Disaggregated (SIM_DISAGGREGATED): the router sends the requests to the prefill_instances
- * servers in turn, request j (in arrival order, from 0) to server j mod prefill_instances (round-
- * robin, Dynamo's default routing), and each server keeps its own FCFS queue: free and with
- * prompts waiting, it takes them in order while their computed tokens total at most
- * prefill_batch_tokens (always at least one prompt); the batch takes prefill_s(prompts,
- * tokens). Each prompt's first token counts kv_transfer_s after the batch ends (TTFT = batch end
- * + kv_transfer_s - arrival), when the request joins its decode instance, waiting FCFS there for
- * a slot and KV as above, and decodes osl - 1 tokens in steps whose prefill_tokens is 0, from
- * the first step that starts after it joins.
+ * Disaggregated (SIM_DISAGGREGATED): the router sends the requests to the prefill_instances servers
+ * in turn, request j (in arrival order, from 0) to server j mod prefill_instances (round-robin,
+ * Dynamo's default routing), and each server keeps its own FCFS queue: free and with prompts
+ * waiting, it takes them in order while their computed tokens total at most prefill_batch_tokens
+ * (always at least one prompt); the batch takes prefill_s(prompts, tokens). Each prompt's first
+ * token counts kv_transfer_s after the batch ends (TTFT = batch end + kv_transfer_s - arrival),
+ * when the request joins its decode instance, the instance's i-th join (from 0, in the order they
+ * join) going to its rank i mod ranks (each rank holds its own requests' KV: data-parallel
+ * attention), waiting FCFS there for a slot and KV on that rank's share as above (a full rank's
+ * joins wait while another has room), and decodes osl - 1 tokens in steps whose prefill_tokens is
+ * 0, from the first step that starts after it joins.
  *
  * Measures. TPOT of a request = (completion - first token) / (osl - 1), for osl > 1 only
  * (MLPerf's convention; a request of osl 1 has a TTFT and no TPOT). Disaggregated, a request's
@@ -106,7 +108,7 @@
  * and O(1) a prefill prompt (open loop: each server's requests are every x-th). Closed adds
  * O(log decode_instances) a step, O(log N) a request and O(log prefill_instances) a prefill
  * batch (the instances' next events, the joins and the servers whose next request has been sent
- * in heaps). Aggregated, a step and an admission also visit the instance's ranks: O(ranks) each.
+ * in heaps). A step and an admission also visit the instance's ranks: O(ranks) each.
  * Memory is O(N): about 100 bytes a request; closed adds about 160 bytes an instance with a client
  * (every instance in dispatch groups) and 80 bytes a rank of it, 40 bytes a client (its queue,
  * decode-heap and join entries; the first two g times over in dispatch groups of g, each
@@ -173,12 +175,13 @@ struct sim_config {
                                * [1, SIM_MAX_INSTANCES] */
     int64_t max_sequences;    /* an instance's cap on sequences in flight, its ranks' each an
                                * equal share; 0: none */
-    int64_t kv_capacity_tokens; /* an instance's KV in tokens, its ranks' (aggregated) each an
-                                 * equal share; 0: none. Every class's reservation must fit in a
+    int64_t kv_capacity_tokens; /* an instance's KV in tokens, its ranks' each an equal share;
+                                 * 0: none. Every class's reservation must fit in a
                                  * rank's share */
     int64_t kv_block_tokens;  /* paged KV block; 0 is 1 */
-    int64_t ranks;            /* aggregated: an instance's data-parallel ranks, in [1,
-                               * SIM_MAX_INSTANCES]; disaggregated: not read */
+    int64_t ranks;            /* an instance's data-parallel ranks that step together, each
+                               * holding its own requests (aggregated: and chunking its own
+                               * prompts), in [1, SIM_MAX_INSTANCES] */
     int64_t dispatch_group;   /* SIM_CLOSED, aggregated: instances in consecutive groups of this
                                * many (a replica's data-parallel ranks that step on their own,
                                * each simulated as an instance) share their clients: concurrency

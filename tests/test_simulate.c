@@ -384,8 +384,9 @@ static void admission(void)
      * pooled held 3 */
     c.ranks = 2;
     t = (struct timing){.constant_s = T_S, .isl = 1000};
-    CHECK(simulate(&c, &timing, &r, NULL) == SIM_OK && t.max_in_flight == 2,
-          "2 ranks of 3,071 tokens each: one request a rank, 2 in flight (%lld)", (long long)t.max_in_flight);
+    enum sim_status by_rank = simulate(&c, &timing, &r, NULL);
+    CHECK(by_rank == SIM_OK && t.max_in_flight == 2, "2 ranks of 3,071 tokens each: one request a rank, 2 in flight (%lld)",
+          (long long)t.max_in_flight);
     c.ranks = 1;
     /* one block less and only 2 fit: 2 x 1536 + 1535 = 4607 */
     c.kv_capacity_tokens = 2 * 1536 + 1535;
@@ -521,6 +522,33 @@ static void decode_slot_wait(void)
     CHECK(r.tpot_s.p50 == 4 * T_S && r.tpot_s.p99 == 4 * T_S, "TPOT a step, 0.0625 s, for both (%g, %g)",
           r.tpot_s.p50, r.tpot_s.p99);
     CHECK_EQ(r.slot_wait_share, 0.5, "one of the two waited for a slot");
+
+    /* A decode instance of two ranks that step together holds each rank's requests' KV and slots
+     * on that rank (data-parallel attention): 3 slots over 2 ranks are 1 a rank. Three requests
+     * at 2, 4 and 6 s, osl 81: 80 steps of T' = 4 T, 5 s. Request 0 (rank 0) decodes 2.125 ..
+     * 7.125 s, request 1 (rank 1) from 4.125 s; request 2 is rank 0's again, ready at 6.125 s
+     * (2.125 + 64 T'), and waits for request 0's slot until 7.125 s: TTFT 0.125 + 1 = 1.125 s,
+     * TPOT (12.125 - 6.125 - 1) / 80 = T'. Pooled, the 3 slots would have held it at once. */
+    static const int64_t long_osl[] = {81};
+    c = config_of(isl, long_osl, weight, 1, 3, 0.5);
+    c.arrivals = SIM_CONSTANT;
+    c.warmup = 0;
+    c.mode = SIM_DISAGGREGATED;
+    c.max_sequences = 3;
+    c.ranks = 2;
+    t = (struct timing){.constant_s = 4 * T_S, .prefill_s = 8 * T_S};
+    if (!CHECK(simulate(&c, &timing, &r, NULL) == SIM_OK, "two decode ranks of one slot each: simulated"))
+        return;
+    CHECK_EQ(r.ttft_s.p50, 8 * T_S, "requests 0 and 1 find their ranks free: TTFT 0.125 s");
+    CHECK_EQ(r.ttft_s.p99, 1.125, "request 2 waits 1 s for its own rank's slot: TTFT 1.125 s");
+    CHECK(r.tpot_s.p50 == 4 * T_S && r.tpot_s.p99 == 4 * T_S, "TPOT a step for all three (%g, %g)", r.tpot_s.p50,
+          r.tpot_s.p99);
+    CHECK_EQ(r.slot_wait_share, 1.0 / 3, "one of the three waited for a slot");
+    c.ranks = 1;
+    t = (struct timing){.constant_s = 4 * T_S, .prefill_s = 8 * T_S};
+    enum sim_status pooled = simulate(&c, &timing, &r, NULL);
+    CHECK(pooled == SIM_OK && r.slot_wait_share == 0 && r.ttft_s.p99 == 8 * T_S,
+          "one rank of 3 slots: nobody waits (%g, %g)", r.slot_wait_share, r.ttft_s.p99);
 }
 
 /* ---- 8. a closed loop ---- */
@@ -682,6 +710,18 @@ static void closed_loop(void)
         CHECK(simulate(&c, &timing, &b, NULL) == SIM_OK && memcmp(&a, &b, sizeof a) != 0,
               "closed, %s: another seed, another result", mode ? "disaggregated" : "aggregated");
     }
+    /* a decode instance of 4 ranks, 10 slots each: the joins dealt to them in turn, a full rank's
+     * waiting while another has room (the ring then holds 4 x the clients) */
+    c.mode = SIM_DISAGGREGATED;
+    c.ranks = 4;
+    c.seed = 1;
+    struct sim_result a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0xff, sizeof b);
+    bool twice = simulate(&c, &timing, &a, NULL) == SIM_OK && simulate(&c, &timing, &b, NULL) == SIM_OK;
+    CHECK(twice && memcmp(&a, &b, sizeof a) == 0 && a.max_decoding_sequences <= 40,
+          "closed, disaggregated, 4 ranks of 10 slots: bit-identical twice, at most 40 decoding (%lld)",
+          (long long)a.max_decoding_sequences);
 }
 
 /* ---- 9. the ranks of an instance ---- */
@@ -856,7 +896,8 @@ static void refused(void)
     struct sim_config no_rank = good;
     no_rank.mode = SIM_DISAGGREGATED;
     no_rank.ranks = 0;
-    CHECK(sim_config_problem(&no_rank) == NULL, "disaggregated reads no ranks");
+    CHECK_STR(sim_config_problem(&no_rank), "ranks must be in [1, SIM_MAX_INSTANCES]",
+              "a disaggregated decode instance's ranks are read too");
     /* 224 holds the larger class exactly */
     struct sim_config fits = good;
     fits.kv_capacity_tokens = 224;
