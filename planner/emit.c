@@ -535,13 +535,19 @@ static struct doc_node *trtllm_options(const struct emit_plan *p, const struct e
     put_string(kv, "dtype", p->kv == PREC_FP8 ? "fp8" : "auto");
     double left = r->hbm_bytes - r->weights_bytes - r->activation_bytes;
     put_number(kv, "free_gpu_memory_fraction", fraction_up(left > 0 ? r->kv_bytes / left : 1));
-    if (wide_ep(p, r)) {
+    if (wide_ep(p, r) && (dynamo || !p->mxfp4_experts)) {
         /* Standalone: TensorRT-LLM's DeepSeek-R1 deployment guide (1.2.0rc2.post2, "MoE Backend
          * Support Matrix"): on GB200 NVL72 with EP > 8 the only MoE backend listed is WIDEEP (NVFP4;
          * FP8 "WIDEEP without EPLB"), the default being CUTLASS. 1.0.0's MoeConfig.backend Literal
-         * has WIDEEP (the option list quotes it); no load balancer is written. Dynamo: 1.3.0rc25's
-         * guide lists no WIDEEP but CUTEDSL (NVFP4) or DEEPGEMM (FP8) there, its gpt-oss guide
-         * TRTLLM for MXFP4; refused() turned away any other precision. */
+         * has WIDEEP (the option list quotes it); no load balancer is written. MXFP4 experts keep
+         * the default: WideEPMoE takes NVFP4, FP8 (block scales or per tensor), INT4 weights per
+         * group or none, and raises "unsupported quantization mode" for any other
+         * (tensorrt_llm/_torch/modules/fused_moe/fused_moe_wide_ep.py, _check_configs, at commit
+         * 01303b38 of July 2025 and alike at a later one), and the gpt-oss quick-start recipe of
+         * that time lists "B200/GB200 | MXFP8 | MXFP4 | CUTLASS | Max Throughput", CUTLASS being
+         * the default. Dynamo: 1.3.0rc25's guide lists no WIDEEP but CUTEDSL (NVFP4) or DEEPGEMM
+         * (FP8) there, its gpt-oss guide TRTLLM for MXFP4; refused() turned away any other
+         * precision. */
         put_string(doc_map_put(root, "moe_config", doc_new_map()), "backend",
                    dynamo ? trtllm_dynamo_wide_ep_backend(p, r) : "WIDEEP");
     } else if (dynamo && blackwell_fp8_experts(p, r)) {

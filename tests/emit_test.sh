@@ -176,6 +176,18 @@ $rackplan serve models/gpt-oss-120b.yaml topologies/hgx-b200.xml --isl 1024 --os
     --emit trtllm "$work/oss-standalone" >/dev/null 2>&1
 check "gpt-oss on hgx-b200 trtllm (1.0.0): no moe_config" \
     test "$(y $work/oss-standalone/trtllm-aggregated.yaml "'moe_config' in d")" = False
+# a wide-EP role of MXFP4 experts (gpt-oss disaggregated on GB200 NVL72, decode EP > 8): WideEPMoE
+# raises "unsupported quantization mode" for MXFP4 (fused_moe_wide_ep.py's _check_configs takes
+# NVFP4, FP8, INT4 per group or none), so the 1.0.0 YAML keeps CUTLASS, the default, which the
+# gpt-oss quick-start recipe lists for MXFP4 on B200/GB200; Dynamo's 1.3.0rc25 writes TRTLLM
+$rackplan serve models/gpt-oss-120b.yaml topologies/gb200-nvl72.xml --racks 1 --isl 1024 --osl 1024 --tpot-ms 20 \
+    --mode disaggregated --format json -o "$work/oss-wide.json" --emit trtllm "$work/oss-wide" >/dev/null 2>&1
+$rackplan serve models/gpt-oss-120b.yaml topologies/gb200-nvl72.xml --racks 1 --isl 1024 --osl 1024 --tpot-ms 20 \
+    --mode disaggregated --emit dynamo-trtllm "$work/oss-wide-dynamo" >/dev/null 2>&1
+check "gpt-oss decode on GB200 NVL72 (EP $(json $work/oss-wide.json "d['layout']['decode']['layout']['ep']") > 8) trtllm (1.0.0): no moe_config, not WIDEEP" \
+    test "$(y $work/oss-wide/trtllm-decode.yaml "(d['moe_expert_parallel_size'] > 8, 'moe_config' in d)")" = "(True, False)"
+check "... and dynamo-trtllm (1.3.0rc25): TRTLLM" \
+    test "$(y $work/oss-wide-dynamo/trtllm-decode.yaml "d.get('moe_config')")" = "{'backend': 'TRTLLM'}"
 check "llama trtllm (dense, H200): no moe_config" \
     test "$(y $work/llama-trtllm/trtllm-aggregated.yaml "'moe_config' in d")" = False
 check "dsv3 trtllm: the files name the version of the list they are checked against ($(basename $trtllm_list .txt))" \
