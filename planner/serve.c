@@ -1569,8 +1569,8 @@ static bool instance_occupancy(const struct serve_pool *pool, const struct roof_
      * requests sent to the ranks in turn, taken as a Poisson stream thinned), its step at n the
      * instance's at dp n, every rank alike; the instance holds the ranks' sum, and where its
      * steps lie is a rank's count times dp (sd sqrt(dp) times the sum's). The ranks of an
-     * instance that step together (data-parallel attention, aggregated or decode) step at the instance's
-     * count, the ranks' sum, but each holds its own requests' KV, a dp-th of the instance's, and
+     * instance that step together (data-parallel attention, aggregated or decode) step at the
+     * instance's count, the ranks' sum, but each holds its own requests' KV, a dp-th of its, and
      * takes the requests in turn (SGLang's controller), so each fills its share and waits for a
      * slot on its own: the wait for a slot is a rank's (DeepSeek-V3 on 8 H200 ranks, the MLPerf
      * DeepSeek-R1 mix at 258 sequences: a KV pooled over the ranks had 0.6% of the requests

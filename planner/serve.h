@@ -125,9 +125,10 @@
  *   m)), m a rank's mean and rho the ranks' correlation in [0, 1], what the instance's variance
  *   holds over that of dp ranks apart, each with the others at their mean (where rho = 1 gives a
  *   wait a chance under 1e-8, that law alone): its wait probability, mean and phases, the rest
- *   from the instance's; the batch's rate elasticity Var / (G mean) (a rank's where they step alone): a point past
- *   SERVE_MOST_RATE_ELASTICITY does not settle and does not meet the targets (the search leaves
- *   it out of the best and the frontiers and keeps the best such point, serve_result.unsettled);
+ *   from the instance's; the batch's rate elasticity Var / (G mean) (a rank's where they step
+ *   alone): a point past SERVE_MOST_RATE_ELASTICITY does not settle and does not meet the
+ *   targets (the search leaves it out of the best and the frontiers and keeps the best such
+ *   point, serve_result.unsettled);
  *   T(n) settled at 12 counts from 1 to the cap, then at up to 12 of a grid 3% apart where pi's
  *   mass lies (its mean +- 6 sd, twice), unless the chord there is within 0.1% of T;
  *   the steps' prompts under Poisson arrivals: those that arrive during a step join the next, so
