@@ -239,7 +239,8 @@ static bool refuse(char *why, size_t size, const char *fmt, ...)
 
 /* The MoE role runs expert parallelism wider than 8 on GB200 NVL72: the case TensorRT-LLM's
  * DeepSeek-R1 guides give a MoE backend of its own ("GB200 NVL72 EP>8" in their MoE backend
- * support matrix), the default CUTLASS not among them (see trtllm_options). */
+ * support matrix), the default CUTLASS not among them (see trtllm_wide_ep_backend and
+ * trtllm_dynamo_wide_ep_backend). */
 static bool wide_ep(const struct emit_plan *p, const struct emit_role *r)
 {
     const char *topology = role_topology(p, r);
@@ -267,6 +268,20 @@ static const char *trtllm_dynamo_wide_ep_backend(const struct emit_plan *p, cons
     if (p->mxfp4_experts)
         return trtllm_dynamo_mxfp4_backend(p, r);
     return p->expert_weights == PREC_FP4 ? "CUTEDSL" : p->expert_weights == PREC_FP8 ? "DEEPGEMM" : NULL;
+}
+
+/* The moe_config.backend of a wide-EP role (wide_ep) in TensorRT-LLM 1.0.0: its DeepSeek-R1
+ * deployment guide (1.2.0rc2.post2, "MoE Backend Support Matrix") lists on GB200 NVL72 with EP > 8
+ * only WIDEEP (NVFP4; FP8 "WIDEEP without EPLB"), the default being CUTLASS; 1.0.0's
+ * MoeConfig.backend Literal has WIDEEP (the option list quotes it); no load balancer is written.
+ * NULL (the default, CUTLASS) for MXFP4 experts: WideEPMoE takes NVFP4, FP8 (block scales or per
+ * tensor), INT4 weights per group or none, and raises "unsupported quantization mode" for any
+ * other (tensorrt_llm/_torch/modules/fused_moe/fused_moe_wide_ep.py, _check_configs, at commit
+ * 01303b38 of July 2025 and alike at a later one), and the gpt-oss quick-start recipe of that time
+ * lists "B200/GB200 | MXFP8 | MXFP4 | CUTLASS | Max Throughput", CUTLASS being the default. */
+static const char *trtllm_wide_ep_backend(const struct emit_plan *p)
+{
+    return p->mxfp4_experts ? NULL : "WIDEEP";
 }
 
 /* A role on B200 or GB200 whose routed experts are FP8 at EP <= 8: TensorRT-LLM 1.3.0rc25's
@@ -535,21 +550,12 @@ static struct doc_node *trtllm_options(const struct emit_plan *p, const struct e
     put_string(kv, "dtype", p->kv == PREC_FP8 ? "fp8" : "auto");
     double left = r->hbm_bytes - r->weights_bytes - r->activation_bytes;
     put_number(kv, "free_gpu_memory_fraction", fraction_up(left > 0 ? r->kv_bytes / left : 1));
-    if (wide_ep(p, r) && (dynamo || !p->mxfp4_experts)) {
-        /* Standalone: TensorRT-LLM's DeepSeek-R1 deployment guide (1.2.0rc2.post2, "MoE Backend
-         * Support Matrix"): on GB200 NVL72 with EP > 8 the only MoE backend listed is WIDEEP (NVFP4;
-         * FP8 "WIDEEP without EPLB"), the default being CUTLASS. 1.0.0's MoeConfig.backend Literal
-         * has WIDEEP (the option list quotes it); no load balancer is written. MXFP4 experts keep
-         * the default: WideEPMoE takes NVFP4, FP8 (block scales or per tensor), INT4 weights per
-         * group or none, and raises "unsupported quantization mode" for any other
-         * (tensorrt_llm/_torch/modules/fused_moe/fused_moe_wide_ep.py, _check_configs, at commit
-         * 01303b38 of July 2025 and alike at a later one), and the gpt-oss quick-start recipe of
-         * that time lists "B200/GB200 | MXFP8 | MXFP4 | CUTLASS | Max Throughput", CUTLASS being
-         * the default. Dynamo: 1.3.0rc25's guide lists no WIDEEP but CUTEDSL (NVFP4) or DEEPGEMM
-         * (FP8) there, its gpt-oss guide TRTLLM for MXFP4; refused() turned away any other
-         * precision. */
-        put_string(doc_map_put(root, "moe_config", doc_new_map()), "backend",
-                   dynamo ? trtllm_dynamo_wide_ep_backend(p, r) : "WIDEEP");
+    /* a wide-EP role's backend; Dynamo's: refused() turned away a precision without one */
+    const char *wide_backend = !wide_ep(p, r) ? NULL
+                               : dynamo       ? trtllm_dynamo_wide_ep_backend(p, r)
+                                              : trtllm_wide_ep_backend(p);
+    if (wide_backend) {
+        put_string(doc_map_put(root, "moe_config", doc_new_map()), "backend", wide_backend);
     } else if (dynamo && blackwell_fp8_experts(p, r)) {
         put_string(doc_map_put(root, "moe_config", doc_new_map()), "backend", "DEEPGEMM");
     } else if (dynamo && p->moe && p->mxfp4_experts && trtllm_dynamo_mxfp4_backend(p, r)) {

@@ -1634,20 +1634,26 @@ static bool instance_occupancy(const struct serve_pool *pool, const struct roof_
              * apart (rho 0.01-0.05: the MLPerf DeepSeek-R1 mix on 8 H200 ranks, aggregated or
              * decode; taken as dp n there, the law was sqrt(dp) too wide, 0.54% waiting where the
              * simulation has 0.07%) */
-            struct serve_occupancy by_rank;
-            struct queue_wait rank_slot;
+            struct serve_occupancy by_rank, widest;
+            struct queue_wait rank_slot, widest_slot;
             double dp = (double)l->dp, m = out->sequences_mean / dp;
             /* rho 1 first: its tail the widest, where it has next to no waits none has */
-            occupancy_over_ranks(&g, &ask, dp, false, 0, dp, &by_rank, &rank_slot);
-            if (!by_rank.stable || by_rank.wait_probability >= SLOT_WAIT_NEGLIGIBLE) {
+            occupancy_over_ranks(&g, &ask, dp, false, 0, dp, &widest, &widest_slot);
+            by_rank = widest;
+            rank_slot = widest_slot;
+            if (!widest.stable || widest.wait_probability >= SLOT_WAIT_NEGLIGIBLE) {
                 occupancy_over_ranks(&g, &ask, dp, false, (dp - 1) * m, 1, &by_rank, &rank_slot);
                 double rho = by_rank.stable && by_rank.sequences_variance > 0
                                  ? (out->sequences_variance / by_rank.sequences_variance - 1) / (dp - 1)
                                  : 1;
                 rho = isfinite(rho) ? fmin(fmax(rho, 0), 1) : 1;
-                if (rho > 0)
+                if (rho >= 1) { /* the widest law, already worked out */
+                    by_rank = widest;
+                    rank_slot = widest_slot;
+                } else if (rho > 0) {
                     occupancy_over_ranks(&g, &ask, dp, false, (dp - 1) * (1 - rho) * m, 1 + (dp - 1) * rho, &by_rank,
                                          &rank_slot);
+                }
             }
             out->stable = by_rank.stable;
             out->wait_probability = by_rank.wait_probability;
