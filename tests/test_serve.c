@@ -2076,8 +2076,8 @@ static void kv_slot_wait(void)
  * requests' KV as an aggregated instance's do, a rank that is full making its own requests wait
  * (before prefill: the engines reserve the decode KV first). With the KV pooled over the ranks
  * serve chose 259 sequences, where the analysis had 0.67% of the requests wait for a slot and
- * TTFT p99 54 ms; a simulation of ranks of their own has 25% wait and TTFT p99 120 s (100,000
- * requests, seed 0). At 259 the analysis now has more than 1% wait, so TTFT's p99 is theirs and
+ * TTFT p99 54 ms; a simulation of ranks of their own has 22% wait and TTFT p99 119 s (100,000
+ * requests, seed 1, as below). At 259 the analysis now has more than 1% wait, so TTFT's p99 is theirs and
  * the target is missed; at 149, what serve chooses now, the analysis is within 5% of the
  * simulation's TTFT p99 and 1% of its mean TPOT, and its share waiting is not below the
  * simulation's (Poisson-thinned against dealt in turn: the analysis the more conservative). */
