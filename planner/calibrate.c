@@ -116,6 +116,7 @@ static struct serve_workload workload_of(const struct measurement *m)
         struct serve_workload w = {.isl = m->isl, .osl = m->osl, .ttft_s = m->ttft_s, .tpot_s = m->tpot_s,
                                    .chunk_tokens = m->chunk_tokens > 0 ? m->chunk_tokens : SERVE_DEFAULT_CHUNK_TOKENS,
                                    .mode = SERVE_AGGREGATED, .arrivals = m->arrivals, .percentile = m->percentile,
+                                   .max_tokens = m->max_tokens,
                                    /* a row's isl and osl are the means of its requests' lengths,
                                     * which vary in every published run but a few fixed-length ones
                                     * (serve.h, "Steps as they come") */

@@ -62,6 +62,8 @@ struct measurement {
     const struct length_mix *lengths; /* with isl and osl: the requests' lengths, whose means they are
                                        * (serve_workload_set_lengths); NULL: every request isl and osl */
     int64_t chunk_tokens; /* the engine's prefill tokens a DP rank's step may carry; 0: serve.h's default */
+    int64_t max_tokens;   /* the requests' max_tokens the engine reserves KV for (serve_workload.max_tokens);
+                           * 0: each its own output */
     enum serve_arrivals arrivals; /* with isl and osl: how requests came (closed-loop unless said) */
     double percentile;    /* the percentile tpot_s and ttft_s bound; 0: 50 */
     double measured;  /* tokens/s per device */

@@ -175,7 +175,11 @@ static void print_help(const struct command *c)
                "                   (mtp_layers) are held on the last stage and run once a draft\n"
                "%s"
                "  --chunk N        aggregated: prefill tokens a data-parallel rank's step may carry\n"
-               "                   (chunked prefill); default %d (TensorRT-LLM's max_num_tokens)\n",
+               "                   (chunked prefill); default %d (TensorRT-LLM's max_num_tokens)\n"
+               "  --max-tokens N   the requests' max_tokens (at least every output), for an engine\n"
+               "                   that reserves a request's KV for its prompt and N output tokens\n"
+               "                   when it admits it (TensorRT-LLM's default GUARANTEED_NO_EVICT);\n"
+               "                   default: its prompt and its own output\n",
                c->options & OPTS_TARGETS ? "  --ttft-ms X      time-to-first-token target; default: none\n" : "",
                c->options & OPTS_TARGETS ? "  --percentile P   the percentile of TTFT and TPOT the targets bound; default 50\n"
                                            "                   (MLPerf's limits are 99th percentiles)\n"
@@ -281,7 +285,7 @@ enum { OPT_RACKS = 256, OPT_WEIGHTS, OPT_KV, OPT_CONTEXT, OPT_BATCH, OPT_FORMAT,
        OPT_TP, OPT_PP, OPT_SWEEP, OPT_PHASE, OPT_PLOT, OPT_ETA_COMPUTE, OPT_ETA_MEMORY,
        OPT_ETA_NETWORK, OPT_LOADS, OPT_REDUNDANT, OPT_EP, OPT_TIME_LIMIT, OPT_EXPERT_MAP, OPT_REPORT, OPT_TRACE,
        OPT_OVERLAP, OPT_TPOT_MS, OPT_PRICE, OPT_DOMAIN_SIZES, OPT_DEVICES, OPT_SHARD, OPT_ESTIMATE,
-       OPT_ISL, OPT_OSL, OPT_TTFT_MS, OPT_PREFIX_HIT, OPT_MTP, OPT_MTP_ACCEPT, OPT_MODE, OPT_CHUNK, OPT_RATE,
+       OPT_ISL, OPT_OSL, OPT_TTFT_MS, OPT_PREFIX_HIT, OPT_MTP, OPT_MTP_ACCEPT, OPT_MODE, OPT_CHUNK, OPT_MAX_TOKENS, OPT_RATE,
        OPT_PREFILL_TOPOLOGY, OPT_TIMINGS, OPT_CHECK, OPT_LENGTHS, OPT_ISL_DIST, OPT_OSL_DIST, OPT_ARRIVALS,
        OPT_PERCENTILE, OPT_SIMULATE, OPT_SEED, OPT_REUSE, OPT_REUSE_INTERVAL, OPT_SIZE_TIERS, OPT_EMIT,
        OPT_TIER_PRICE };
@@ -396,6 +400,7 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         {{"mode", required_argument, NULL, OPT_MODE}, OPTS_TARGETS | OPTS_SERVE},
         {{"mode", required_argument, NULL, OPT_MODE}, OPTS_TARGETS | OPTS_COMPARE},
         {{"chunk", required_argument, NULL, OPT_CHUNK}, OPTS_WORKLOAD},
+        {{"max-tokens", required_argument, NULL, OPT_MAX_TOKENS}, OPTS_WORKLOAD},
         {{"rate", required_argument, NULL, OPT_RATE}, OPTS_SERVE},
         {{"lengths", required_argument, NULL, OPT_LENGTHS}, OPTS_WORKLOAD},
         {{"isl-dist", required_argument, NULL, OPT_ISL_DIST}, OPTS_WORKLOAD},
@@ -521,6 +526,11 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         case OPT_CHUNK:
             if (!parse_count(arg, 1, 1073741824, &o->chunk_tokens))
                 return cli_usage_error(c, "--chunk takes a whole number of tokens from 1 to 1073741824, not '%s'", arg);
+            break;
+        case OPT_MAX_TOKENS:
+            if (!parse_count(arg, 1, LENGTHS_MAX_TOKENS, &o->max_tokens))
+                return cli_usage_error(c, "--max-tokens takes a whole number of output tokens from 1 to %d, not '%s'",
+                                       LENGTHS_MAX_TOKENS, arg);
             break;
         case OPT_MODE:
             o->mode_set = true;
@@ -845,6 +855,7 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
                                      : o->mtp_accept > 0                             ? "--mtp-accept"
                                      : o->mode_set                                   ? "--mode"
                                      : o->chunk_tokens                               ? "--chunk"
+                                     : o->max_tokens                                 ? "--max-tokens"
                                      : o->percentile > 0                             ? "--percentile"
                                      : o->arrivals != SERVE_CLOSED                   ? "--arrivals"
                                      : o->simulate > 0                               ? "--simulate"
@@ -1076,6 +1087,7 @@ int cli_serve_workload(const struct options *o, struct serve_workload *out, stru
     out->mtp = o->mtp;
     out->mtp_accept = o->mtp_accept;
     out->chunk_tokens = o->chunk_tokens;
+    out->max_tokens = o->max_tokens;
     out->mode = (enum serve_mode)o->mode;
     out->rate = o->rate;
     out->percentile = o->percentile;
@@ -1105,8 +1117,22 @@ int cli_serve_workload(const struct options *o, struct serve_workload *out, stru
 int cli_check_lengths(const struct command *c, const struct model *m, const struct serve_workload *w,
                       const struct length_mix *mix)
 {
+    int64_t longest_output = w->osl, longest_prompt = w->isl;
+    for (int64_t i = 0; i < mix->count; i++) {
+        longest_output = mix->classes[i].osl > longest_output ? mix->classes[i].osl : longest_output;
+        longest_prompt = mix->classes[i].isl > longest_prompt ? mix->classes[i].isl : longest_prompt;
+    }
+    if (w->max_tokens > 0 && longest_output > w->max_tokens)
+        return cli_usage_error(c, "--max-tokens %lld is below the longest output, %lld tokens: a request stops at its "
+                                  "max_tokens",
+                               (long long)w->max_tokens, (long long)longest_output);
     if (m->max_context <= 0)
         return -1;
+    if (w->max_tokens > 0 && longest_prompt + w->max_tokens > m->max_context)
+        return cli_usage_error(c, "a prompt of %lld tokens plus --max-tokens %lld is longer than %s's maximum of %lld "
+                                  "tokens (an engine refuses such a request)",
+                               (long long)longest_prompt, (long long)w->max_tokens, m->name,
+                               (long long)m->max_context);
     if (mix->count == 0) {
         if (w->isl + w->osl > m->max_context)
             return cli_usage_error(c, "--isl %lld plus --osl %lld is longer than %s's maximum of %lld tokens",
@@ -1164,6 +1190,12 @@ void cli_text_lengths(FILE *out, const struct serve_workload *w, const struct le
     if (mix && mix->count > 0)
         fprintf(out, "  lengths: %s (mean %lld prompt and %lld output tokens, %lld class%s)\n", mix->description,
                 (long long)w->isl, (long long)w->osl, (long long)mix->count, mix->count == 1 ? "" : "es");
+    if (w->max_tokens > 0) {
+        char most[32];
+        format_count((double)w->max_tokens, most, sizeof most);
+        fprintf(out, "  admission reserves a request's KV for its prompt and max_tokens %s (--max-tokens: TensorRT-LLM's\n"
+                     "    GUARANTEED_NO_EVICT), not its own output\n", most);
+    }
     if (w->percentile > 0 && w->percentile != 50)
         fprintf(out, "  targets bound the %gth percentile of TTFT and TPOT\n", w->percentile);
     if (serve_workload_in_cohorts(w) && w->mode != SERVE_DISAGGREGATED)
@@ -1212,6 +1244,11 @@ void cli_json_serve_workload(struct json *j, const struct serve_workload *w)
     json_number(j, w->mtp > 0 ? w->mtp_accept : 0);
     json_key(j, "chunk_tokens");
     json_int(j, w->chunk_tokens);
+    json_key(j, "max_tokens");
+    if (w->max_tokens > 0)
+        json_int(j, w->max_tokens);
+    else
+        json_null(j);
     json_key(j, "percentile");
     json_number(j, w->percentile > 0 ? w->percentile : 50);
     json_key(j, "arrivals");

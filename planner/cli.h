@@ -137,6 +137,7 @@ struct options {
     int64_t mtp;
     double mtp_accept; /* 0: not given */
     int64_t chunk_tokens;
+    int64_t max_tokens; /* the requests' max_tokens the engine reserves KV for; 0: none given */
     int mode;          /* enum serve_mode */
     bool mode_set;
     double rate;       /* requests/s; 0: none */

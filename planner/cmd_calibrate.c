@@ -25,6 +25,7 @@ struct entry {
     struct model model;
     struct topology topology;
     struct length_mix lengths;
+    int max_tokens_line, max_tokens_col; /* where max_tokens is given, to check it against the lengths */
 };
 
 static void entries_release(struct entry *entries, int count)
@@ -120,7 +121,7 @@ static void relative_to(const char *data_path, const char *path, char *out, size
 static const char *const known_keys[] = {"id", "source", "note", "assumed", "model", "topology", "racks",
                                          "devices", "tp", "pp", "weights", "kv", "phase", "context",
                                          "batch", "max_batch", "tpot_ms", "ttft_ms", "isl", "osl", "chunk", "measured",
-                                         "arrivals", "percentile", "lengths"};
+                                         "arrivals", "percentile", "lengths", "max_tokens"};
 
 static void read_measurement(struct doc_reader *r, const struct doc_node *item, struct entry *e, struct measurement *m)
 {
@@ -221,6 +222,16 @@ static void read_measurement(struct doc_reader *r, const struct doc_node *item, 
         m->arrivals = SERVE_CONSTANT;
     else if (arrivals && strcmp(arrivals->text, "closed") != 0)
         doc_error_at(r, arrivals, "field 'arrivals' must be poisson, constant or closed, not '%s'", arrivals->text);
+    const struct doc_node *max_tokens = doc_get(item, "max_tokens");
+    if (max_tokens && !serving) {
+        doc_error_at(r, max_tokens, "max_tokens is of the requests an engine admits: give isl and osl too");
+    } else if (read_count(r, item, "max_tokens", false, LENGTHS_MAX_TOKENS, &m->max_tokens) && max_tokens) {
+        if (m->osl > m->max_tokens)
+            doc_error_at(r, max_tokens, "max_tokens %lld is below osl %lld: a request stops at its max_tokens",
+                         (long long)m->max_tokens, (long long)m->osl);
+        e->max_tokens_line = max_tokens->line;
+        e->max_tokens_col = max_tokens->col;
+    }
     if (doc_get(item, "percentile") && !serving)
         doc_error_at(r, doc_get(item, "percentile"), "percentile is of a serving target: give isl and osl too");
     else
@@ -281,6 +292,17 @@ static int load(const char *path, struct entry **entries, struct measurement **m
             diags_release(&d);
             if (read != LENGTHS_OK)
                 return read == LENGTHS_IO_ERROR ? EXIT_IO : EXIT_INVALID;
+            int64_t longest = length_mix_osl_quantile(&e->lengths, 1);
+            if ((*measurements)[i].max_tokens > 0 && longest > (*measurements)[i].max_tokens) {
+                diags_init(&d);
+                diags_add(&d, path, e->max_tokens_line, e->max_tokens_col,
+                          "max_tokens %lld is below the longest output of %s, %lld tokens: a request stops at its "
+                          "max_tokens",
+                          (long long)(*measurements)[i].max_tokens, e->lengths_path, (long long)longest);
+                diags_print(&d, stderr);
+                diags_release(&d);
+                return EXIT_INVALID;
+            }
             struct serve_workload means = {0};
             serve_workload_set_lengths(&means, &e->lengths);
             (*measurements)[i].isl = means.isl;

@@ -592,7 +592,7 @@ static void text_none(FILE *out, const struct answer *a)
         const struct topology *t = r->prefill_short ? a->prefill_topology : a->topology;
         int64_t budget = r->prefill_short ? a->prefill_budget : a->budget;
         char context[32];
-        format_count((double)(r->prefill_short ? w->isl : w->isl + w->osl), context, sizeof context);
+        format_count((double)(r->prefill_short ? w->isl : serve_held_context(w)), context, sizeof context);
         if (r->min_devices > 0) {
             int64_t domains = (r->min_devices + t->domain_devices - 1) / t->domain_devices;
             fprintf(out, "does not fit: %s's weights and one %s of %s tokens need %lld devices of %s (%lld domain%s); "

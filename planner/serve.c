@@ -129,17 +129,18 @@ void serve_workload_set_lengths(struct serve_workload *w, const struct length_mi
         total += m->classes[i].weight;
     for (int64_t i = 0; i < m->count; i++) {
         const struct length_class *c = &m->classes[i];
-        double p = c->weight / total, in = (double)c->isl, out = (double)c->osl;
+        double p = c->weight / total, in = (double)c->isl, out = (double)c->osl,
+               reserved = (double)(w->max_tokens > 0 ? w->max_tokens : c->osl);
         isl += p * in;
         osl += p * out;
         isl2 += p * in * in;
         decode += p * out * (in + out / 2);
-        held += p * out * (in + out);
-        held2 += p * out * (in + out) * (in + out);
-        held2_long += p * out * out * (in + out) * (in + out);
+        held += p * out * (in + reserved);
+        held2 += p * out * (in + reserved) * (in + reserved);
+        held2_long += p * out * out * (in + reserved) * (in + reserved);
         both += p * in * out;
-        held_both += p * in * out * (in + out);
-        held_prefilling += p * in * (in + out);
+        held_both += p * in * out * (in + reserved);
+        held_prefilling += p * in * (in + reserved);
         items[i] = (struct weighted){out, p};
     }
     s->bins = bin_lengths(items, m->count, SERVE_LENGTH_BINS, NULL, s->osl, s->osl_weight);
@@ -173,7 +174,7 @@ int64_t serve_decode_context(const struct serve_workload *w)
 
 int64_t serve_held_context(const struct serve_workload *w)
 {
-    return w->lengths.bins > 0 ? w->lengths.held_context : w->isl + w->osl;
+    return w->lengths.bins > 0 ? w->lengths.held_context : w->isl + (w->max_tokens > 0 ? w->max_tokens : w->osl);
 }
 
 /* A prompt token computed in prefill attends on average to the cached prefix and half of the
@@ -1464,7 +1465,23 @@ struct occupancy_ask {
     double cap_sd, arrivals_per_s, y;
     bool prefilling;
     const double *levels;
+    /* a rank's law where the instance deals its requests to its ranks in turn: the rank's mean
+     * count and the peakedness of its arrivals (dealt_peakedness; 1: a Poisson stream) */
+    double rank_mean, peakedness;
 };
+
+/* The peakedness (variance over mean) of the count of a rank that takes every dp-th of a
+ * Poisson stream of requests, as an instance's controller deals them to its ranks in turn
+ * (SGLang's round-robin default): its arrivals are Erlang-dp, c_a^2 = 1 / dp, and an
+ * infinite-server system's count varies z = 1 + (c_a^2 - 1) k times its mean, k = E[min(S1, S2)]
+ * / E[S] over two lives (1 for lives alike: a window of dp-th arrivals; 1/2 for exponential
+ * lives, z = (1 + c_a^2) / 2) (Whitt, "Heavy-traffic approximations for service systems with
+ * blocking", AT&T Bell Labs Tech. J. 63 (1984), peakedness of G/GI/infinity). */
+static double dealt_peakedness(const struct serve_workload *w, double dp)
+{
+    double overlap = w->lengths.bins > 0 ? w->lengths.life_overlap : 1;
+    return dp > 1 ? 1 + (1 / dp - 1) * overlap : 1;
+}
 
 /* The occupancy of `ranks` queues alike, each at lambda / ranks with a ranks-th of the cap, from
  * the instance's settled steps `all`, a rank's count n stepping as the instance at fixed + slope
@@ -1490,9 +1507,16 @@ static void occupancy_over_ranks(const struct settled *all, const struct occupan
             rank_cap = kept > 1 ? (int64_t)kept : 1;
     }
     for (int shifted = 0; shifted < 2; shifted++) {
-        occupancy_of(&g, rank_cap > 1 ? rank_cap : 1, a->cap_sd / sqrt(ranks), w->lengths.held_relaxation_tokens,
-                     a->arrivals_per_s / ranks, (double)w->osl, a->y, prompt_scv(w),
-                     w->lengths.bins > 0 ? w->lengths.life_overlap : 1, a->levels, out, slot);
+        /* arrivals dealt in turn narrow a rank's count by sqrt(z) about its mean: the birth-death
+         * law of Poisson arrivals, reached at a cap as many of its sd away as the rank's cap is of
+         * the narrower law's (the cap's own sd alike) */
+        double stretch = !apart && a->peakedness > 0 && a->peakedness < 1 ? 1 / sqrt(a->peakedness) : 1;
+        int64_t law_cap = rank_cap;
+        if (stretch > 1 && (double)rank_cap > a->rank_mean)
+            law_cap = (int64_t)llround(a->rank_mean + ((double)rank_cap - a->rank_mean) * stretch);
+        occupancy_of(&g, law_cap > 1 ? law_cap : 1, a->cap_sd / sqrt(ranks) * stretch,
+                     w->lengths.held_relaxation_tokens, a->arrivals_per_s / ranks, (double)w->osl, a->y,
+                     prompt_scv(w), w->lengths.bins > 0 ? w->lengths.life_overlap : 1, a->levels, out, slot);
         int64_t held = a->prefilling ? clustered_cap(w, out, rank_cap) : rank_cap;
         if (held >= rank_cap)
             break;
@@ -1637,6 +1661,11 @@ static bool instance_occupancy(const struct serve_pool *pool, const struct roof_
             struct serve_occupancy by_rank, widest;
             struct queue_wait rank_slot, widest_slot;
             double dp = (double)l->dp, m = out->sequences_mean / dp;
+            ask.rank_mean = m;
+            /* aggregated, each request joins as it arrives, dealt to the next rank; a decode
+             * instance's join in its prefill batches, clumps that dealing spreads but does not
+             * make regular: a Poisson stream thinned there */
+            ask.peakedness = prefilling ? dealt_peakedness(w, dp) : 1;
             /* rho 1 first: its tail the widest, where it has next to no waits none has */
             occupancy_over_ranks(&g, &ask, dp, false, 0, dp, &widest, &widest_slot);
             by_rank = widest;
@@ -4290,9 +4319,12 @@ enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const
                                                   SERVE_KV_BLOCK_TOKENS;
     c.kv_capacity_tokens = most_held(&decode_on, &decode_shape.topology, l, held) / prices.rank_instances * paged;
     c.kv_block_tokens = SERVE_KV_BLOCK_TOKENS;
+    c.reserve_output_tokens = w->max_tokens;
     int64_t longest = 0;
-    for (int64_t i = 0; i < classes; i++)
-        longest = isl[i] + osl[i] > longest ? isl[i] + osl[i] : longest;
+    for (int64_t i = 0; i < classes; i++) {
+        int64_t reserved = isl[i] + (w->max_tokens > 0 ? w->max_tokens : osl[i]);
+        longest = reserved > longest ? reserved : longest;
+    }
     /* ranks that step together are the simulation's ranks, each holding its own requests' KV, a
      * dp-th of the instance's; ranks that step on their own its instances (above) */
     bool together = !ranks_independent(&prices.decode);

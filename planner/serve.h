@@ -11,8 +11,10 @@
  * prompt is found in a prefix cache and not computed, so c = isl_eff = isl (1 - prefix_hit)
  * tokens are prefilled; loading the cached part takes prefix_load_s, added to TTFT (the device's
  * copy engines load while other requests compute: no step is lengthened). A sequence's KV grows from isl to isl + osl: decode reads it at the mean,
- * S = isl + osl / 2 (a mix: E[osl (isl + osl / 2)] / E[osl]), and HBM must hold it at isl + osl
- * (a mix: E[osl (isl + osl)] / E[osl]). With multi-token prediction (K draft tokens, each accepted
+ * S = isl + osl / 2 (a mix: E[osl (isl + osl / 2)] / E[osl]), and HBM must hold what admission
+ * reserves for it, r = isl + osl, or isl + max_tokens where the engine reserves the requests'
+ * max_tokens (serve_workload.max_tokens; a mix: E[osl r] / E[osl], the sequences in flight weighed
+ * by their lives). With multi-token prediction (K draft tokens, each accepted
  * with probability P in turn) a decode step verifies K + 1 tokens a sequence and yields
  * y = 1 + P + ... + P^K = (1 - P^(K+1)) / (1 - P) of them (Leviathan et al., 2023); else y = 1.
  *
@@ -124,8 +126,12 @@
  *   the instance's step, a rank's count n stepping as the instance at n + (dp - 1)(m + rho (n -
  *   m)), m a rank's mean and rho the ranks' correlation in [0, 1], what the instance's variance
  *   holds over that of dp ranks apart, each with the others at their mean (where rho = 1 gives a
- *   wait a chance under 1e-8, that law alone): its wait probability, mean and phases, the rest
- *   from the instance's; the batch's rate elasticity Var / (G mean) (a rank's where they step
+ *   wait a chance under 1e-8, that law alone), and, aggregated, the requests dealt to the ranks
+ *   in turn: a rank's arrivals Erlang-dp, its count z = 1 + (1 / dp - 1) k times as variable
+ *   about its mean as a Poisson stream's (k = serve_lengths.life_overlap, 1 for alike lives:
+ *   the peakedness of G/GI/infinity), so its law is reached at the cap m + (N_r - m) / sqrt(z)
+ *   (a decode instance's requests join in prefill batches: not narrowed): its wait probability,
+ *   mean and phases, the rest from the instance's; the batch's rate elasticity Var / (G mean) (a rank's where they step
  *   alone): a point past SERVE_MOST_RATE_ELASTICITY does not settle and does not meet the
  *   targets (the search leaves it out of the best and the frontiers and keeps the best such
  *   point, serve_result.unsettled);
@@ -148,7 +154,8 @@
  *   to the mean, variance and skewness of the bin's TPOT (the steps' units a compound Poisson sum,
  *   Poisson(n m / s_n) clumps of s_n = s g units, g the correlated factor above);
  *   the wait for a slot: a sequence reserves its prompt and output (the engine admits a request
- *   only while its KV can grow to its own length), so with lengths that vary the sequences the
+ *   only while its KV can grow to its own length; or to its prompt and max_tokens, where given:
+ *   serve_workload.max_tokens), so with lengths that vary the sequences the
  *   KV holds move with those in flight, slowly: about the cap N at the mean reservation m, sd
  *   sqrt(N) s / m (s the reservation's sd; both over the sequences in flight, weighed by osl:
  *   serve_lengths.held_sd), over relaxation_s = E[osl^2 r^2] / (2 E[osl r^2]) output tokens of
@@ -307,13 +314,15 @@ struct serve_lengths {
     double isl_tail[SERVE_PROMPT_TAIL_BINS], isl_tail_weight[SERVE_PROMPT_TAIL_BINS];
     double isl_second_moment;   /* E[isl^2] */
     int64_t decode_context;     /* E[osl (isl + osl / 2)] / E[osl]: the KV a decode token attends to */
-    int64_t held_context;       /* E[osl (isl + osl)] / E[osl]: the KV a sequence in flight reserves */
+    /* r = isl + the output tokens admission reserves: serve_workload.max_tokens where given, else
+     * the request's own osl */
+    int64_t held_context;       /* E[osl r] / E[osl]: the KV a sequence in flight reserves */
     double held_sd;             /* its standard deviation over the sequences in flight (weighed by osl) */
-    double held_prompt_context; /* E[isl osl (isl + osl)] / E[isl osl]: the same weighed by the prompt
+    double held_prompt_context; /* E[isl osl r] / E[isl osl]: the same weighed by the prompt
                                  * too, as a prompt's prefill hold brings the requests of a cluster */
-    double held_prefilling_context; /* E[isl (isl + osl)] / E[isl]: what a prompt being prefilled
+    double held_prefilling_context; /* E[isl r] / E[isl]: what a prompt being prefilled
                                      * reserves, weighed by how long its prefill holds it */
-    double held_relaxation_tokens; /* E[osl^2 (isl + osl)^2] / (2 E[osl (isl + osl)^2]): how long, in
+    double held_relaxation_tokens; /* E[osl^2 r^2] / (2 E[osl r^2]): how long, in
                                     * output tokens, the KV reserved in flight keeps its deviations */
     double life_overlap;        /* E[min(osl1, osl2)] / E[osl] over two requests: how long two that
                                  * start together stay together, in shares of a life */
@@ -338,6 +347,11 @@ struct serve_workload {
     int64_t mtp;        /* draft tokens a step; 0: none */
     double mtp_accept;  /* probability each draft token is accepted, (0, 1] */
     int64_t chunk_tokens; /* aggregated: prefill tokens a DP rank's step may carry */
+    int64_t max_tokens; /* the requests' max_tokens, at least every osl, where the engine reserves a
+                         * request's KV for its prompt and max_tokens when it admits it (TensorRT-LLM's
+                         * default capacity scheduler, GUARANTEED_NO_EVICT); 0: for its prompt and
+                         * its own output, as an engine that knew each length would. Set it before
+                         * serve_workload_set_lengths, which reads it */
     enum serve_mode mode;
     double rate;        /* requests/s to size for; 0: no sizing */
     bool spread_starts; /* closed loop, alike requests: their starts spread over a life, as where

@@ -634,7 +634,8 @@ void sim_config_init(struct sim_config *c)
 
 static int64_t reservation(const struct sim_config *c, int64_t i)
 {
-    int64_t block = c->kv_block_tokens > 0 ? c->kv_block_tokens : 1, tokens = c->isl[i] + c->osl[i];
+    int64_t block = c->kv_block_tokens > 0 ? c->kv_block_tokens : 1,
+            tokens = c->isl[i] + (c->reserve_output_tokens > 0 ? c->reserve_output_tokens : c->osl[i]);
     return (tokens + block - 1) / block * block;
 }
 
@@ -676,6 +677,12 @@ const char *sim_config_problem(const struct sim_config *c)
         return "decode_instances must be in [1, SIM_MAX_INSTANCES]";
     if (c->max_sequences < 0 || c->kv_capacity_tokens < 0 || c->kv_block_tokens < 0 || c->chunk_tokens < 0)
         return "max_sequences, kv_capacity_tokens, kv_block_tokens and chunk_tokens must be >= 0";
+    if (c->reserve_output_tokens < 0 || c->reserve_output_tokens > SIM_MAX_TOKENS)
+        return "reserve_output_tokens must be in [0, 2^32]";
+    if (c->reserve_output_tokens > 0)
+        for (int64_t i = 0; i < c->classes; i++)
+            if (c->osl[i] > c->reserve_output_tokens)
+                return "a class's osl exceeds reserve_output_tokens";
     if (c->ranks < 1 || c->ranks > SIM_MAX_INSTANCES)
         return "ranks must be in [1, SIM_MAX_INSTANCES]";
     if (c->dispatch_group < 0 || (c->dispatch_group > 1 && c->decode_instances % c->dispatch_group != 0))
@@ -683,8 +690,8 @@ const char *sim_config_problem(const struct sim_config *c)
     if (c->kv_capacity_tokens > 0)
         for (int64_t i = 0; i < c->classes; i++)
             if (reservation(c, i) > c->kv_capacity_tokens / c->ranks)
-                return "a class's isl + osl, rounded up to kv_block_tokens, exceeds a rank's share of "
-                       "kv_capacity_tokens";
+                return "a class's reservation (isl + osl or reserve_output_tokens), rounded up to "
+                       "kv_block_tokens, exceeds a rank's share of kv_capacity_tokens";
     if (c->mode == SIM_DISAGGREGATED) {
         if (c->prefill_instances < 1 || c->prefill_instances > SIM_MAX_INSTANCES)
             return "prefill_instances must be in [1, SIM_MAX_INSTANCES]";

@@ -47,8 +47,10 @@
  * first chunk can be scheduled, as SGLang's prefill adder and vLLM's scheduler allocate it; a
  * rank whose budget is spent admits none, and the others go on), while the rank's requests in
  * flight (prefilling + decoding) < its share of max_sequences and the KV they reserve plus the
- * next request's reservation <= its share of kv_capacity_tokens (a reservation is isl + osl
- * rounded up to kv_block_tokens: the engine admits only what can grow to its full length); a
+ * next request's reservation <= its share of kv_capacity_tokens (a reservation is isl + osl, or
+ * isl + reserve_output_tokens where given (TensorRT-LLM's GUARANTEED_NO_EVICT reserving the
+ * request's max_tokens), rounded up to kv_block_tokens: the engine admits only what can grow to
+ * its full length); a
  * rank's share is the instance's cap over ranks, rounded down (max_sequences at least 1): each
  * rank holds its own requests' KV (data-parallel attention keeps a request's KV on its rank), so
  * a rank that is full makes its requests wait while another has room. A request that arrives
@@ -179,6 +181,8 @@ struct sim_config {
                                  * 0: none. Every class's reservation must fit in a
                                  * rank's share */
     int64_t kv_block_tokens;  /* paged KV block; 0 is 1 */
+    int64_t reserve_output_tokens; /* the output tokens admission reserves a request, at least
+                                    * every class's osl (the requests' max_tokens); 0: its own osl */
     int64_t ranks;            /* an instance's data-parallel ranks that step together, each
                                * holding its own requests (aggregated: and chunking its own
                                * prompts), in [1, SIM_MAX_INSTANCES] */

@@ -388,6 +388,20 @@ static void admission(void)
     CHECK(by_rank == SIM_OK && t.max_in_flight == 2, "2 ranks of 3,071 tokens each: one request a rank, 2 in flight (%lld)",
           (long long)t.max_in_flight);
     c.ranks = 1;
+    /* requests whose max_tokens is 2,000 reserve 1,000 + 2,000 = 3,000 tokens each, 47 blocks of 64
+     * = 3,008 (TensorRT-LLM's GUARANTEED_NO_EVICT): the 6,143 that held 3 of their own length
+     * holds 2 (6,016), though each still ends at 500 */
+    c.reserve_output_tokens = 2000;
+    t = (struct timing){.constant_s = T_S, .isl = 1000};
+    CHECK(simulate(&c, &timing, &r, NULL) == SIM_OK && t.max_in_flight == 2 && r.max_decoding_sequences == 2,
+          "max_tokens 2,000 reserved: 2 in flight where 3 of their own length fit (%lld)",
+          (long long)t.max_in_flight);
+    /* 3 x 3,008 = 9,024 holds 3 again */
+    c.kv_capacity_tokens = 3 * 3008;
+    t = (struct timing){.constant_s = T_S, .isl = 1000};
+    CHECK(simulate(&c, &timing, &r, NULL) == SIM_OK && t.max_in_flight == 3, "9,024 tokens hold 3 of 3,008");
+    c.reserve_output_tokens = 0;
+    c.kv_capacity_tokens = 3 * 1536 + 1535;
     /* one block less and only 2 fit: 2 x 1536 + 1535 = 4607 */
     c.kv_capacity_tokens = 2 * 1536 + 1535;
     t = (struct timing){.constant_s = T_S, .isl = 1000};
@@ -824,6 +838,8 @@ static void refused(void)
         {"unknown arrivals", good}, {"constant, rate 0", good}, {"closed, concurrency 0", good},
         {"closed, negative concurrency", good}, {"closed, too many clients", good},
         {"no rank", good}, {"too many ranks", good}, {"KV below one request a rank", good},
+        {"reserved output below an osl", good}, {"negative reserved output", good},
+        {"KV below one reservation of max_tokens", good},
     };
     int i = 0;
     cases[i++].c.requests = 0;
@@ -865,6 +881,10 @@ static void refused(void)
     cases[i++].c.ranks = SIM_MAX_INSTANCES + 1;
     cases[i].c.ranks = 2; /* 300 holds a request of 224, but its half of 150 does not */
     cases[i++].c.kv_capacity_tokens = 300;
+    cases[i++].c.reserve_output_tokens = 19; /* the second class outputs 20 */
+    cases[i++].c.reserve_output_tokens = -1;
+    cases[i].c.reserve_output_tokens = 100; /* 200 + 100 = 300 in 16-token blocks: 304 */
+    cases[i++].c.kv_capacity_tokens = 303;
     for (int j = 0; j < i; j++) {
         memset(&r, 0xa5, sizeof r);
         before = r;
@@ -874,8 +894,15 @@ static void refused(void)
     }
     CHECK_STR(sim_config_problem(&cases[2].c), "arrivals_per_s must be > 0 and finite", "the rate's message");
     CHECK_STR(sim_config_problem(&cases[17].c),
-              "a class's isl + osl, rounded up to kv_block_tokens, exceeds a rank's share of kv_capacity_tokens",
+              "a class's reservation (isl + osl or reserve_output_tokens), rounded up to kv_block_tokens, exceeds "
+              "a rank's share of kv_capacity_tokens",
               "the KV's message");
+    CHECK_STR(sim_config_problem(&cases[32].c), "a class's osl exceeds reserve_output_tokens",
+              "max_tokens below an output's message");
+    CHECK_STR(sim_config_problem(&cases[34].c),
+              "a class's reservation (isl + osl or reserve_output_tokens), rounded up to kv_block_tokens, exceeds "
+              "a rank's share of kv_capacity_tokens",
+              "a reservation of max_tokens is checked against the KV");
     CHECK_STR(sim_config_problem(&cases[24].c), "arrivals must be SIM_POISSON, SIM_CONSTANT or SIM_CLOSED",
               "the arrivals' message");
     CHECK_STR(sim_config_problem(&cases[25].c), "arrivals_per_s must be > 0 and finite", "constant needs a rate");
@@ -892,7 +919,7 @@ static void refused(void)
     CHECK(sim_config_problem(&closed) == NULL, "closed, rate NaN: not read");
     CHECK(good.arrivals == SIM_POISSON && good.concurrency == 0 && good.ranks == 1,
           "sim_config_init: Poisson, concurrency 0, one rank");
-    CHECK_STR(sim_config_problem(&cases[i - 2].c), "ranks must be in [1, SIM_MAX_INSTANCES]", "the ranks' message");
+    CHECK_STR(sim_config_problem(&cases[30].c), "ranks must be in [1, SIM_MAX_INSTANCES]", "the ranks' message");
     struct sim_config no_rank = good;
     no_rank.mode = SIM_DISAGGREGATED;
     no_rank.ranks = 0;
