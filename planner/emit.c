@@ -164,6 +164,9 @@ static void comment_header(struct text *t, enum emit_engine engine, const struct
     text_add(t, "# workload: %lld prompt and %lld output tokens a request", (long long)p->isl, (long long)p->osl);
     if (p->mtp > 0)
         text_add(t, ", MTP %lld draft%s accepted at %.2f", (long long)p->mtp, p->mtp == 1 ? "" : "s", p->mtp_accept);
+    if (p->max_tokens > 0)
+        text_add(t, "\n# admission reserves a request's KV for its prompt and max_tokens %lld: send max_tokens <= %lld",
+                 (long long)p->max_tokens, (long long)p->max_tokens);
     text_add(t, "\n# targets: ");
     if (p->ttft_target_s > 0)
         text_add(t, "TTFT <= %.0f ms", p->ttft_target_s * 1e3);
@@ -598,6 +601,17 @@ static struct doc_node *trtllm_options(const struct emit_plan *p, const struct e
         if (r->kind == EMIT_PREFILL)
             put_bool(root, "disable_overlap_scheduler", true);
     }
+    if (r->kind != EMIT_PREFILL && p->max_tokens == 0) {
+        /* the plan admits a request while the KV can grow to its own length; the default capacity
+         * scheduler, GUARANTEED_NO_EVICT, reserves prompt + max_tokens for each (a request without
+         * max_tokens: the rest of max_seq_len), far fewer sequences than planned. MAX_UTILIZATION
+         * admits by what the KV holds now and pauses a request when it runs out, the nearer of
+         * the two (1.0.0: SchedulerConfig.capacity_scheduler_policy, status "prototype"; 1.3.0rc25's
+         * runtime-options page passes the same to LLM()); serve --max-tokens plans for the
+         * default instead */
+        struct doc_node *scheduler = doc_map_put(root, "scheduler_config", doc_new_map());
+        put_string(scheduler, "capacity_scheduler_policy", "MAX_UTILIZATION");
+    }
     return root;
 }
 
@@ -966,7 +980,7 @@ void emit_plan_of_serve(const struct model *m, const struct topology *topology, 
                               .experts = model_is_moe(m) ? m->moe.experts : 0, .mtp_layers = m->mtp_layers,
                               .kv = precisions->kv, .expert_weights = precisions->expert_weights,
                               .mxfp4_experts = precisions->expert_weights == PREC_FP4 && m->fp4_mxfp4,
-                              .isl = w->isl, .osl = w->osl, .mtp = w->mtp,
+                              .isl = w->isl, .osl = w->osl, .mtp = w->mtp, .max_tokens = w->max_tokens,
                               .mtp_accept = w->mtp_accept, .ttft_target_s = w->ttft_s, .tpot_target_s = w->tpot_s,
                               .ttft_s = p->ttft_s, .tpot_s = p->tpot_s,
                               .tokens_per_s_per_device = p->tokens_per_s_per_device,

@@ -59,7 +59,10 @@
  *   vLLM's batched tokens, kv_cache_config {dtype auto | fp8, free_gpu_memory_fraction
  *   K / (H - W - A) rounded up to 0.001: its fraction is of the memory left after the weights and
  *   activations}, cuda_graph_config {enable_padding, max_batch_size B_r} (aggregated, decode),
- *   speculative_config {decoding_type MTP, num_nextn_predict_layers K}; P/D:
+ *   speculative_config {decoding_type MTP, num_nextn_predict_layers K}, scheduler_config
+ *   {capacity_scheduler_policy MAX_UTILIZATION} for an aggregated or decode role unless the
+ *   workload gives max_tokens (the default, GUARANTEED_NO_EVICT, reserves prompt + max_tokens a
+ *   request, where the plan admits by each one's own length; the same in the 1.3.0rc25 YAMLs); P/D:
  *   cache_transceiver_config {max_tokens_in_buffer max(isl, max_num_tokens)} (its backend left to
  *   TensorRT-LLM's default, UCX at 1.0.0), the context server with disable_overlap_scheduler, and
  *   `trtllm-serve disaggregated -c disagg.yaml` {hostname, port, backend, context_servers,
@@ -157,6 +160,7 @@ struct emit_plan {
     enum precision expert_weights; /* the routed experts' weights (a MoE model's) */
     bool mxfp4_experts;            /* they are FP4 in MXFP4 (the model's fp4_format), not NVFP4 */
     int64_t isl, osl, mtp;
+    int64_t max_tokens;        /* the workload's: admission reserves prompt + max_tokens; 0: own output */
     double mtp_accept;
     double ttft_target_s, tpot_target_s; /* 0: none */
     double ttft_s, tpot_s, tokens_per_s_per_device, tokens_per_s; /* predicted */

@@ -362,7 +362,7 @@ void planning_emit_plan(const struct planning_request *r, const struct planning_
         .experts = p->moe ? m->moe.experts : 0, .mtp_layers = m->mtp_layers, .kv = p->workload.kv,
         .expert_weights = p->workload.expert_weights,
         .mxfp4_experts = p->workload.expert_weights == PREC_FP4 && m->fp4_mxfp4, .isl = s->isl,
-        .osl = s->osl, .mtp = s->mtp, .mtp_accept = s->mtp_accept, .ttft_target_s = s->ttft_s,
+        .osl = s->osl, .mtp = s->mtp, .max_tokens = s->max_tokens, .mtp_accept = s->mtp_accept, .ttft_target_s = s->ttft_s,
         .tpot_target_s = s->tpot_s, .ttft_s = p->ttft_s, .tpot_s = p->tpot_s,
         .tokens_per_s_per_device = p->step.tokens_per_s_per_device, .tokens_per_s = p->step.tokens_per_s,
         .bound = efficiency_is_bound(&r->efficiency), .role_count = 1, .expert_map = expert_map};

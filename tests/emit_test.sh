@@ -188,6 +188,20 @@ check "gpt-oss decode on GB200 NVL72 (EP $(json $work/oss-wide.json "d['layout']
     test "$(y $work/oss-wide/trtllm-decode.yaml "(d['moe_expert_parallel_size'] > 8, 'moe_config' in d)")" = "(True, False)"
 check "... and dynamo-trtllm (1.3.0rc25): TRTLLM" \
     test "$(y $work/oss-wide-dynamo/trtllm-decode.yaml "d.get('moe_config')")" = "{'backend': 'TRTLLM'}"
+# the plan admits each request by its own length: trtllm-serve 1.0.0's default scheduler,
+# GUARANTEED_NO_EVICT, reserves prompt + max_tokens for each, so the aggregated and decode roles get
+# MAX_UTILIZATION (trtllm-1.0.0.txt); a context server holds only prompts and keeps the default
+check "dsv3 trtllm decode: capacity_scheduler_policy MAX_UTILIZATION; prefill: the default" \
+    test "$(y $work/dsv3-trtllm/trtllm-decode.yaml "d['scheduler_config']"),$(y $work/dsv3-trtllm/trtllm-prefill.yaml "'scheduler_config' in d")" = \
+    "{'capacity_scheduler_policy': 'MAX_UTILIZATION'},False"
+$rackplan serve models/llama-3.1-70b.yaml topologies/hgx-h200.xml --racks 1 --isl 2048 --osl 1024 --tpot-ms 30 \
+    --max-tokens 4096 --mode aggregated --emit trtllm "$work/llama-max-tokens" >/dev/null 2>&1
+check "llama trtllm --max-tokens 4096: the default scheduler (no scheduler_config), the header says max_tokens" \
+    test "$(y $work/llama-max-tokens/trtllm-aggregated.yaml "'scheduler_config' in d"),$(grep -c "max_tokens 4096: send max_tokens <= 4096" $work/llama-max-tokens/trtllm-aggregated.yaml)" = False,1
+check "dsv3 dynamo-trtllm (1.3.0rc25) decode YAML: MAX_UTILIZATION; prefill: the default" \
+    test "$(y $work/dsv3-dynamo-trtllm/trtllm-decode.yaml "d['scheduler_config']['capacity_scheduler_policy']"),$(y $work/dsv3-dynamo-trtllm/trtllm-prefill.yaml "'scheduler_config' in d")" = MAX_UTILIZATION,False
+check "llama trtllm aggregated (no --max-tokens): MAX_UTILIZATION" \
+    test "$(y $work/llama-trtllm/trtllm-aggregated.yaml "d['scheduler_config']['capacity_scheduler_policy']")" = MAX_UTILIZATION
 check "llama trtllm (dense, H200): no moe_config" \
     test "$(y $work/llama-trtllm/trtllm-aggregated.yaml "'moe_config' in d")" = False
 check "dsv3 trtllm: the files name the version of the list they are checked against ($(basename $trtllm_list .txt))" \
