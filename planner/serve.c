@@ -1474,9 +1474,10 @@ struct occupancy_ask {
  * Poisson stream of requests, as an instance's controller deals them to its ranks in turn
  * (SGLang's round-robin default): its arrivals are Erlang-dp, c_a^2 = 1 / dp, and an
  * infinite-server system's count varies z = 1 + (c_a^2 - 1) k times its mean, k = E[min(S1, S2)]
- * / E[S] over two lives (1 for lives alike: a window of dp-th arrivals; 1/2 for exponential
- * lives, z = (1 + c_a^2) / 2) (Whitt, "Heavy-traffic approximations for service systems with
- * blocking", AT&T Bell Labs Tech. J. 63 (1984), peakedness of G/GI/infinity). */
+ * / E[S] = integral of P(S > t)^2 dt / E[S] over two lives (1 for lives alike: a window of dp-th
+ * arrivals; 1/2 for exponential lives, z = (1 + c_a^2) / 2): the variance of GI/GI/infinity's
+ * heavy-traffic limit, lambda (integral of G^c - G^c^2 + c_a^2 integral of G^c^2) (Borovkov 1967;
+ * Whitt 1982), which the simulation's ranks bear out (README, "Requests dealt to the ranks"). */
 static double dealt_peakedness(const struct serve_workload *w, double dp)
 {
     double overlap = w->lengths.bins > 0 ? w->lengths.life_overlap : 1;

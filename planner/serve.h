@@ -129,7 +129,7 @@
  *   wait a chance under 1e-8, that law alone), and, aggregated, the requests dealt to the ranks
  *   in turn: a rank's arrivals Erlang-dp, its count z = 1 + (1 / dp - 1) k times as variable
  *   about its mean as a Poisson stream's (k = serve_lengths.life_overlap, 1 for alike lives:
- *   the peakedness of G/GI/infinity), so its law is reached at the cap m + (N_r - m) / sqrt(z)
+ *   the variance of GI/GI/infinity's heavy-traffic limit), so its law is reached at the cap m + (N_r - m) / sqrt(z)
  *   (a decode instance's requests join in prefill batches: not narrowed): its wait probability,
  *   mean and phases, the rest from the instance's; the batch's rate elasticity Var / (G mean) (a rank's where they step
  *   alone): a point past SERVE_MOST_RATE_ELASTICITY does not settle and does not meet the
