@@ -1117,11 +1117,9 @@ int cli_serve_workload(const struct options *o, struct serve_workload *out, stru
 int cli_check_lengths(const struct command *c, const struct model *m, const struct serve_workload *w,
                       const struct length_mix *mix)
 {
-    int64_t longest_output = w->osl, longest_prompt = w->isl;
-    for (int64_t i = 0; i < mix->count; i++) {
-        longest_output = mix->classes[i].osl > longest_output ? mix->classes[i].osl : longest_output;
-        longest_prompt = mix->classes[i].isl > longest_prompt ? mix->classes[i].isl : longest_prompt;
-    }
+    bool mixed = mix->count > 0;
+    int64_t longest_output = mixed ? length_mix_osl_quantile(mix, 1) : w->osl,
+            longest_prompt = mixed ? length_mix_isl_quantile(mix, 1) : w->isl;
     if (w->max_tokens > 0 && longest_output > w->max_tokens)
         return cli_usage_error(c, "--max-tokens %lld is below the longest output, %lld tokens: a request stops at its "
                                   "max_tokens",

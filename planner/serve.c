@@ -118,6 +118,13 @@ static double lives_overlap(const struct weighted *sorted, int64_t n)
     return mean > 0 ? together / mean : 1;
 }
 
+/* The output tokens admission reserves a request of `osl`: the workload's max_tokens where given
+ * (serve_workload.max_tokens), else its own. */
+static int64_t reserved_output(const struct serve_workload *w, int64_t osl)
+{
+    return w->max_tokens > 0 ? w->max_tokens : osl;
+}
+
 void serve_workload_set_lengths(struct serve_workload *w, const struct length_mix *m)
 {
     struct serve_lengths *s = &w->lengths;
@@ -130,7 +137,7 @@ void serve_workload_set_lengths(struct serve_workload *w, const struct length_mi
     for (int64_t i = 0; i < m->count; i++) {
         const struct length_class *c = &m->classes[i];
         double p = c->weight / total, in = (double)c->isl, out = (double)c->osl,
-               reserved = (double)(w->max_tokens > 0 ? w->max_tokens : c->osl);
+               reserved = (double)reserved_output(w, c->osl);
         isl += p * in;
         osl += p * out;
         isl2 += p * in * in;
@@ -174,7 +181,7 @@ int64_t serve_decode_context(const struct serve_workload *w)
 
 int64_t serve_held_context(const struct serve_workload *w)
 {
-    return w->lengths.bins > 0 ? w->lengths.held_context : w->isl + (w->max_tokens > 0 ? w->max_tokens : w->osl);
+    return w->lengths.bins > 0 ? w->lengths.held_context : w->isl + reserved_output(w, w->osl);
 }
 
 /* A prompt token computed in prefill attends on average to the cached prefix and half of the
@@ -4323,7 +4330,7 @@ enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const
     c.reserve_output_tokens = w->max_tokens;
     int64_t longest = 0;
     for (int64_t i = 0; i < classes; i++) {
-        int64_t reserved = isl[i] + (w->max_tokens > 0 ? w->max_tokens : osl[i]);
+        int64_t reserved = isl[i] + reserved_output(w, osl[i]);
         longest = reserved > longest ? reserved : longest;
     }
     /* ranks that step together are the simulation's ranks, each holding its own requests' KV, a
