@@ -12,7 +12,7 @@ _rackplan_options() {
     local shared="-o --output -h --help"
     # the workload; targets where a batch is chosen (plan, compare, serve; compare has its own
     # --tpot-ms), a mode where one is (compare, serve)
-    local workload="--isl --osl --isl-dist --osl-dist --lengths --arrivals --prefix-hit --mtp --mtp-accept --chunk --max-tokens"
+    local workload="--isl --osl --isl-dist --osl-dist --lengths --osl-mean --arrivals --prefix-hit --mtp --mtp-accept --chunk --max-tokens"
     case $1 in
     model) echo "--weights --kv --context --format $shared" ;;
     topo) echo "--racks --format $shared" ;;
@@ -177,7 +177,7 @@ _rackplan() {
     --racks | --context | --batch | --reserve | --tp | --pp | --sweep | --eta-compute | \
         --eta-memory | --eta-network | --ep | --time-limit | --tpot-ms | \
         --domain-sizes | --devices | --shard | --isl | --osl | --ttft-ms | --prefix-hit | --mtp | \
-        --mtp-accept | --chunk | --max-tokens | --rate | --percentile | --simulate | --seed | --isl-dist | --osl-dist | \
+        --mtp-accept | --chunk | --max-tokens | --osl-mean | --rate | --percentile | --simulate | --seed | --isl-dist | --osl-dist | \
         --reuse | --tier-price)
         return 0 # a number: nothing to offer
         ;;

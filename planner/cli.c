@@ -10,6 +10,7 @@
 #include "serve.h"
 #include "topology.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -159,6 +160,10 @@ static void print_help(const struct command *c)
                "                   lognormal:MEAN:CV (cut into 16 classes a side, drawn independently)\n"
                "  --lengths FILE   the requests' lengths from a CSV: rows isl,osl,weight (classes)\n"
                "                   or isl,osl (requests); workloads/ has published datasets' mixes\n"
+               "  --osl-mean N     with --lengths: every output scaled by one factor so their mean\n"
+               "                   is N (none past --max-tokens), when the served model writes\n"
+               "                   longer or shorter answers than the file's (MLPerf's Llama 2 70B\n"
+               "                   writes 294.45 tokens where OpenOrca's GPT-4 answers hold 218.9)\n"
                "  --arrivals A     closed (default: a fixed number in flight, each replaced as it\n"
                "                   ends: a benchmark's concurrency, an offline batch, started\n"
                "                   together, so alike requests keep to cohorts), poisson\n"
@@ -286,7 +291,7 @@ enum { OPT_RACKS = 256, OPT_WEIGHTS, OPT_KV, OPT_CONTEXT, OPT_BATCH, OPT_FORMAT,
        OPT_ETA_NETWORK, OPT_LOADS, OPT_REDUNDANT, OPT_EP, OPT_TIME_LIMIT, OPT_EXPERT_MAP, OPT_REPORT, OPT_TRACE,
        OPT_OVERLAP, OPT_TPOT_MS, OPT_PRICE, OPT_DOMAIN_SIZES, OPT_DEVICES, OPT_SHARD, OPT_ESTIMATE,
        OPT_ISL, OPT_OSL, OPT_TTFT_MS, OPT_PREFIX_HIT, OPT_MTP, OPT_MTP_ACCEPT, OPT_MODE, OPT_CHUNK, OPT_MAX_TOKENS, OPT_RATE,
-       OPT_PREFILL_TOPOLOGY, OPT_TIMINGS, OPT_CHECK, OPT_LENGTHS, OPT_ISL_DIST, OPT_OSL_DIST, OPT_ARRIVALS,
+       OPT_PREFILL_TOPOLOGY, OPT_TIMINGS, OPT_CHECK, OPT_LENGTHS, OPT_OSL_MEAN, OPT_ISL_DIST, OPT_OSL_DIST, OPT_ARRIVALS,
        OPT_PERCENTILE, OPT_SIMULATE, OPT_SEED, OPT_REUSE, OPT_REUSE_INTERVAL, OPT_SIZE_TIERS, OPT_EMIT,
        OPT_TIER_PRICE };
 
@@ -403,6 +408,7 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         {{"max-tokens", required_argument, NULL, OPT_MAX_TOKENS}, OPTS_WORKLOAD},
         {{"rate", required_argument, NULL, OPT_RATE}, OPTS_SERVE},
         {{"lengths", required_argument, NULL, OPT_LENGTHS}, OPTS_WORKLOAD},
+        {{"osl-mean", required_argument, NULL, OPT_OSL_MEAN}, OPTS_WORKLOAD},
         {{"isl-dist", required_argument, NULL, OPT_ISL_DIST}, OPTS_WORKLOAD},
         {{"osl-dist", required_argument, NULL, OPT_OSL_DIST}, OPTS_WORKLOAD},
         {{"arrivals", required_argument, NULL, OPT_ARRIVALS}, OPTS_WORKLOAD},
@@ -558,6 +564,16 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
         case OPT_LENGTHS:
             o->lengths = arg;
             break;
+        case OPT_OSL_MEAN: {
+            char *end;
+            errno = 0;
+            double mean = strtod(arg, &end);
+            if (errno || end == arg || *end || !(mean >= 1 && mean <= LENGTHS_MAX_TOKENS))
+                return cli_usage_error(c, "--osl-mean takes the mean output tokens a request, from 1 to %d, not '%s'",
+                                       LENGTHS_MAX_TOKENS, arg);
+            o->osl_mean = mean;
+            break;
+        }
         case OPT_ISL_DIST:
         case OPT_OSL_DIST: {
             char why[160];
@@ -840,6 +856,12 @@ int cli_parse(const struct command *c, int argc, char **argv, struct options *o)
             return cli_usage_error(c, "--osl and --osl-dist both give the output lengths: give one");
         if (o->lengths && (prompt || output))
             return cli_usage_error(c, "--lengths gives both lengths: drop --isl, --osl, --isl-dist and --osl-dist");
+        if (o->osl_mean > 0 && !o->lengths)
+            return cli_usage_error(c, "--osl-mean scales the outputs of --lengths FILE; without a file, --osl N or "
+                                      "--osl-dist D gives the mean");
+        if (o->osl_mean > 0 && o->max_tokens > 0 && (double)o->max_tokens < o->osl_mean)
+            return cli_usage_error(c, "--osl-mean %g is above --max-tokens %lld: no output passes its max_tokens",
+                                   o->osl_mean, (long long)o->max_tokens);
         bool workload = o->lengths || prompt || output;
         if (!o->lengths && workload && !(prompt && output)) {
             if (!o->isl_dist_set && !o->osl_dist_set)
@@ -1100,6 +1122,11 @@ int cli_serve_workload(const struct options *o, struct serve_workload *out, stru
         diags_release(&d);
         if (status != LENGTHS_OK)
             return status == LENGTHS_IO_ERROR ? EXIT_IO : EXIT_INVALID;
+        if (o->osl_mean > 0) { /* the mean was checked when parsed: from 1 up, at most max_tokens */
+            bool scaled = length_mix_scale_osl(mix, o->osl_mean, o->max_tokens, NULL);
+            assert(scaled);
+            (void)scaled;
+        }
     } else if (o->isl_dist_set || o->osl_dist_set) {
         struct length_family isl = o->isl_dist, osl = o->osl_dist;
         if (!o->isl_dist_set)
@@ -1147,13 +1174,18 @@ int cli_check_lengths(const struct command *c, const struct model *m, const stru
 }
 
 int cli_serve_workload_checked(const struct command *c, const struct options *o, const struct model *m,
-                               struct serve_workload *out)
+                               struct serve_workload *out, struct cli_lengths *lengths)
 {
     struct length_mix mix;
     int status = cli_serve_workload(o, out, &mix);
     if (status >= 0)
         return status;
     status = out->isl > 0 ? cli_check_lengths(c, m, out, &mix) : -1;
+    if (lengths) {
+        *lengths = (struct cli_lengths){.classes = mix.count};
+        if (mix.count > 0)
+            snprintf(lengths->description, sizeof lengths->description, "%s", mix.description);
+    }
     length_mix_release(&mix);
     return status;
 }
@@ -1180,14 +1212,15 @@ void cli_text_serve_workload(FILE *out, const struct model *m, const struct serv
         fprintf(out, "none");
     fprintf(out, "; mode %s; weights %s, KV %s\n", serve_mode_name(w->mode), precision_name(precisions->weights),
             precision_name(precisions->kv));
-    cli_text_lengths(out, w, mix);
+    bool mixed = mix && mix->count > 0;
+    cli_text_lengths(out, w, mixed ? mix->description : NULL, mixed ? mix->count : 0);
 }
 
-void cli_text_lengths(FILE *out, const struct serve_workload *w, const struct length_mix *mix)
+void cli_text_lengths(FILE *out, const struct serve_workload *w, const char *description, int64_t classes)
 {
-    if (mix && mix->count > 0)
-        fprintf(out, "  lengths: %s (mean %lld prompt and %lld output tokens, %lld class%s)\n", mix->description,
-                (long long)w->isl, (long long)w->osl, (long long)mix->count, mix->count == 1 ? "" : "es");
+    if (description && classes > 0)
+        fprintf(out, "  lengths: %s (mean %lld prompt and %lld output tokens, %lld class%s)\n", description,
+                (long long)w->isl, (long long)w->osl, (long long)classes, classes == 1 ? "" : "es");
     if (w->max_tokens > 0) {
         char most[32];
         format_count((double)w->max_tokens, most, sizeof most);
@@ -1251,6 +1284,15 @@ void cli_json_serve_workload(struct json *j, const struct serve_workload *w)
     json_number(j, w->percentile > 0 ? w->percentile : 50);
     json_key(j, "arrivals");
     json_string(j, serve_arrivals_name(w->arrivals));
+}
+
+void cli_json_lengths(struct json *j, const char *description)
+{
+    json_key(j, "lengths");
+    if (description && *description)
+        json_string(j, description);
+    else
+        json_null(j);
 }
 
 void cli_json_tail(struct json *j, const struct serve_tail *t)

@@ -144,6 +144,7 @@ struct options {
     const char *prefill_topology;
     /* the requests' lengths (OPTS_WORKLOAD): a CSV, or a family a side beside --isl/--osl */
     const char *lengths;
+    double osl_mean;   /* --osl-mean: the mix's outputs scaled to this mean; 0: as the file has them */
     struct length_family isl_dist, osl_dist;
     bool isl_dist_set, osl_dist_set;
     int arrivals;      /* enum serve_arrivals */
@@ -220,13 +221,24 @@ struct model;
  * model's maximum context; -1 otherwise. */
 int cli_check_lengths(const struct command *c, const struct model *m, const struct serve_workload *w,
                       const struct length_mix *mix);
+/* What a command that keeps the workload's summary of a mix, not the mix, says of it: the mix's
+ * description (truncated to fit) and its classes; classes 0 with fixed --isl/--osl. */
+struct cli_lengths {
+    char description[1024];
+    int64_t classes;
+};
 /* cli_serve_workload and, with a workload, cli_check_lengths, for a command that keeps the
- * workload's summary of the mix and not the mix: -1 to go on, or an exit code. */
+ * workload's summary of the mix and not the mix (and, when `lengths` is not NULL, what to say of
+ * the mix): -1 to go on, or an exit code. */
 int cli_serve_workload_checked(const struct command *c, const struct options *o, const struct model *m,
-                               struct serve_workload *out);
-/* "lengths: DESCRIPTION (mean I prompt and O output tokens)" when the workload has a mix, with the
- * arrivals and the percentile when not the defaults; nothing otherwise. */
-void cli_text_lengths(FILE *out, const struct serve_workload *w, const struct length_mix *mix);
+                               struct serve_workload *out, struct cli_lengths *lengths);
+/* "lengths: DESCRIPTION (mean I prompt and O output tokens, N classes)" when the workload has a mix
+ * (description not NULL, classes > 0), then max_tokens, the percentile, the cohorts and the
+ * arrivals when not the defaults; nothing more otherwise. */
+void cli_text_lengths(FILE *out, const struct serve_workload *w, const char *description, int64_t classes);
+struct json;
+/* The key "lengths": the mix's description, or null without one (NULL or ""). */
+void cli_json_lengths(struct json *j, const char *description);
 /* The lines `serve` and `price` open with after the title: "workload: I prompt and O output tokens
  * a request" (the prefix hit and the drafts), "targets: TTFT ..., TPOT ...; mode; weights, KV",
  * and cli_text_lengths's. */

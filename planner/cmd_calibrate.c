@@ -11,6 +11,7 @@
 
 #include "../reports/json.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -26,6 +27,7 @@ struct entry {
     struct topology topology;
     struct length_mix lengths;
     int max_tokens_line, max_tokens_col; /* where max_tokens is given, to check it against the lengths */
+    double osl_mean;                      /* the lengths' outputs scaled to this mean; 0: as the file has them */
 };
 
 static void entries_release(struct entry *entries, int count)
@@ -121,7 +123,7 @@ static void relative_to(const char *data_path, const char *path, char *out, size
 static const char *const known_keys[] = {"id", "source", "note", "assumed", "model", "topology", "racks",
                                          "devices", "tp", "pp", "weights", "kv", "phase", "context",
                                          "batch", "max_batch", "tpot_ms", "ttft_ms", "isl", "osl", "chunk", "measured",
-                                         "arrivals", "percentile", "lengths", "max_tokens"};
+                                         "arrivals", "percentile", "lengths", "osl_mean", "max_tokens"};
 
 static void read_measurement(struct doc_reader *r, const struct doc_node *item, struct entry *e, struct measurement *m)
 {
@@ -232,6 +234,13 @@ static void read_measurement(struct doc_reader *r, const struct doc_node *item, 
         e->max_tokens_line = max_tokens->line;
         e->max_tokens_col = max_tokens->col;
     }
+    const struct doc_node *osl_mean = doc_get(item, "osl_mean");
+    if (osl_mean && !lengths)
+        doc_error_at(r, osl_mean, "osl_mean scales the outputs of lengths (a CSV): without one, osl is the mean");
+    else if (read_number(r, item, "osl_mean", false, 1, LENGTHS_MAX_TOKENS, &e->osl_mean) && osl_mean &&
+             m->max_tokens > 0 && (double)m->max_tokens < e->osl_mean)
+        doc_error_at(r, osl_mean, "osl_mean %g is above max_tokens %lld: no output passes its max_tokens",
+                     e->osl_mean, (long long)m->max_tokens);
     if (doc_get(item, "percentile") && !serving)
         doc_error_at(r, doc_get(item, "percentile"), "percentile is of a serving target: give isl and osl too");
     else
@@ -292,6 +301,11 @@ static int load(const char *path, struct entry **entries, struct measurement **m
             diags_release(&d);
             if (read != LENGTHS_OK)
                 return read == LENGTHS_IO_ERROR ? EXIT_IO : EXIT_INVALID;
+            if (e->osl_mean > 0) { /* checked when read: from 1 up, at most max_tokens */
+                bool scaled = length_mix_scale_osl(&e->lengths, e->osl_mean, (*measurements)[i].max_tokens, NULL);
+                assert(scaled);
+                (void)scaled;
+            }
             int64_t longest = length_mix_osl_quantile(&e->lengths, 1);
             if ((*measurements)[i].max_tokens > 0 && longest > (*measurements)[i].max_tokens) {
                 diags_init(&d);

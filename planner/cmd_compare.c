@@ -28,6 +28,7 @@ struct report {
     int64_t best;        /* the row marked best; -1: none fits (and meets the target) */
     bool by_domain_size; /* rows in --domain-sizes order, one topology's domain varied */
     const struct serve_workload *serving; /* --isl/--osl: rows are deployments; NULL: decode steps */
+    const struct cli_lengths *lengths;    /* what the serving rows' mix is */
 };
 
 static bool is_best(const struct report *r, int64_t rank)
@@ -57,6 +58,7 @@ static void write_serving_fields(struct json *j, const struct report *r, const s
     json_key(j, "workload");
     json_begin_object(j);
     cli_json_serve_workload(j, r->serving);
+    cli_json_lengths(j, r->lengths->description);
     json_end_object(j);
     json_key(j, "fits");
     json_bool(j, x->fits);
@@ -376,6 +378,7 @@ static void serving_heading(FILE *out, const struct report *r)
     else if (r->options->devices > 0 && !r->by_domain_size)
         fprintf(out, ", budget --devices %lld", (long long)r->options->devices);
     fprintf(out, "\n");
+    cli_text_lengths(out, w, r->lengths->description, r->lengths->classes);
 }
 
 /* A serving row's cells: the deployment serve finds. */
@@ -984,7 +987,8 @@ int cmd_compare(int argc, char **argv)
     struct workload w;
     cli_workload(&o, &w);
     struct serve_workload serving;
-    if ((status = cli_serve_workload_checked(o.command, &o, &m, &serving)) >= 0)
+    struct cli_lengths lengths;
+    if ((status = cli_serve_workload_checked(o.command, &o, &m, &serving, &lengths)) >= 0)
         goto done;
     status = EXIT_OK;
     for (int i = 0; i < topologies && status == EXIT_OK; i++) {
@@ -1031,7 +1035,7 @@ int cmd_compare(int argc, char **argv)
     struct report r = {.model = &m, .options = &o, .workload = &w, .rows = rows, .topology_of = topology_of,
                        .row_of = row_of, .order = order, .count = count, .by_domain_size = by_domain_size,
                        .best = count > 0 && rows[order[0]].fits && rows[order[0]].tpot_met ? order[0] : -1,
-                       .serving = serving.isl > 0 ? &serving : NULL};
+                       .serving = serving.isl > 0 ? &serving : NULL, .lengths = &lengths};
     if (by_domain_size)
         for (int64_t i = 0; i < count; i++)
             order[i] = i;

@@ -99,6 +99,7 @@ struct plan_output {
     const struct options *options;
     const struct emit_output *emitted; /* --emit: the files written; NULL: none */
     const char *expert_map;            /* --emit's expert map, written beside them; NULL: none */
+    const struct cli_lengths *lengths; /* what the serving workload's mix is */
 };
 
 static void write_tree(FILE *out, enum json_syntax syntax, const struct plan_output *o)
@@ -290,6 +291,7 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct plan_out
         json_key(&j, "workload");
         json_begin_object(&j);
         cli_json_serve_workload(&j, r->serving);
+        cli_json_lengths(&j, o->lengths->description);
         json_end_object(&j);
         json_key(&j, "ttft_s");
         json_positive_or_null(&j, p->served ? p->ttft_s : 0);
@@ -411,12 +413,12 @@ static void write_text(FILE *out, const struct plan_output *o)
         cli_text_efficiency(out, &r->efficiency, o->calibration);
     format_count(p->step.tokens_per_s, a, sizeof a);
     format_count(p->step.tokens_per_s_per_device, b, sizeof b);
-    if (r->serving)
+    if (r->serving) {
         fprintf(out, "  serving %lld prompt and %lld output tokens a request: each step carries the decode batch and "
-                     "the prefill of the prompts that replace finished requests%s; tokens/s are output tokens\n",
-                (long long)r->serving->isl, (long long)r->serving->osl,
-                serve_workload_in_cohorts(r->serving) ? " (alike and started together: in cohorts that fill the chunk budget)"
-                                                      : "");
+                     "the prefill of the prompts that replace finished requests; tokens/s are output tokens\n",
+                (long long)r->serving->isl, (long long)r->serving->osl);
+        cli_text_lengths(out, r->serving, o->lengths->description, o->lengths->classes);
+    }
     fprintf(out, "  step %.4g ms, %s tokens/s, %s per device; %s binds; %s GB free per device\n",
             p->step.step_s * 1e3, a, b, roof_term_name(p->step.bound), gb);
     if (r->serving && p->served)
@@ -750,7 +752,7 @@ static int explain_unplanned(const struct options *o, const struct planning_requ
 
 /* Plans `r` and writes what the options ask for; returns the exit code. */
 static int plan_and_write(const struct options *o, const struct planning_request *r,
-                          const struct calibration *calibration)
+                          const struct calibration *calibration, const struct cli_lengths *lengths)
 {
     const struct model *m = r->model;
     struct planning_result p;
@@ -763,7 +765,7 @@ static int plan_and_write(const struct options *o, const struct planning_request
     int status = p.memory.free_bytes >= 0 ? EXIT_OK : EXIT_NO_FIT;
     struct plan_output output = {.request = r, .planned = &p, .calibration = calibration,
                                  .estimate = !efficiency_is_bound(&r->efficiency), .format = o->format,
-                                 .options = o};
+                                 .options = o, .lengths = lengths};
     /* --emit: the plan as one aggregated instance (its expert map beside SGLang's scripts) */
     struct emit_output emitted = {0};
     char map_path[4096] = "";
@@ -832,7 +834,8 @@ int cmd_plan(int argc, char **argv)
     if (status >= 0)
         return status;
     struct serve_workload serving;
-    if ((status = cli_serve_workload_checked(o.command, &o, &m, &serving)) >= 0)
+    struct cli_lengths lengths;
+    if ((status = cli_serve_workload_checked(o.command, &o, &m, &serving, &lengths)) >= 0)
         return status;
     if (o.emit_dir && serving.isl <= 0)
         return cli_usage_error(o.command, "--emit sizes the engine's batch and chunk for a workload: give --isl and --osl");
@@ -863,7 +866,7 @@ int cmd_plan(int argc, char **argv)
         }
         request.trace = &trace;
     }
-    status = plan_and_write(&o, &request, calibration);
+    status = plan_and_write(&o, &request, calibration, &lengths);
     loads_release(&loads);
     trace_release(&trace);
     return status;

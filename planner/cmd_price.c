@@ -276,11 +276,7 @@ static void json_forward_fields(struct json *j, const struct forward *a)
     json_key(j, "workload");
     json_begin_object(j);
     cli_json_serve_workload(j, a->workload);
-    json_key(j, "lengths");
-    if (a->mix && a->mix->count > 0)
-        json_string(j, a->mix->description);
-    else
-        json_null(j);
+    cli_json_lengths(j, a->mix && a->mix->count > 0 ? a->mix->description : NULL);
     json_key(j, "mode");
     json_string(j, serve_mode_name(a->workload->mode));
     json_end_object(j);

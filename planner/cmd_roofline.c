@@ -28,6 +28,7 @@ struct report {
     double floor_s, ideal_floor_s, bound_floor_s;
     int64_t crossover;
     const struct serve_workload *serving; /* --isl/--osl: each point a serving step; NULL: bare decode */
+    const struct cli_lengths *lengths;    /* what the serving workload's mix is */
     const struct serve_tail *tails;       /* serving decode points: TTFT and TPOT at p50 .. p99 (all 0
                                            * where the point does not fit); NULL: none */
 };
@@ -56,6 +57,7 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct report *
         json_key(&j, "workload");
         json_begin_object(&j);
         cli_json_serve_workload(&j, r->serving);
+        cli_json_lengths(&j, r->lengths->description);
         json_end_object(&j);
     }
     json_key(&j, "efficiency");
@@ -171,6 +173,7 @@ static void write_text(FILE *out, const struct report *r)
                 (long long)(r->serving->isl + r->serving->osl / 2));
         cli_text_mtp(out, r->model, r->serving);
         fprintf(out, "\n");
+        cli_text_lengths(out, r->serving, r->lengths->description, r->lengths->classes);
     }
     if (r->options->prefill) {
         format_count((double)r->setup->workload.context, a, sizeof a);
@@ -261,7 +264,8 @@ int cmd_roofline(int argc, char **argv)
     cli_workload(&o, &s.workload);
     s.workload.batch = 1; /* the layout is chosen for the weights; each point has its batch */
     struct serve_workload serving;
-    if ((status = cli_serve_workload_checked(o.command, &o, &m, &serving)) >= 0)
+    struct cli_lengths lengths;
+    if ((status = cli_serve_workload_checked(o.command, &o, &m, &serving, &lengths)) >= 0)
         return status;
     if (serving.isl > 0) /* HBM holds a sequence at its longest, isl + osl (--phase prefill: the prompt) */
         s.workload.context = o.prefill ? serving.isl : serve_held_context(&serving);
@@ -337,7 +341,7 @@ int cmd_roofline(int argc, char **argv)
     if (serving.isl > 0)
         mean.workload.context = serve_decode_context(&serving);
     struct report r = {.model = &m, .topology = &t, .options = &o, .setup = &s, .points = points,
-                       .serving = serving.isl > 0 ? &serving : NULL, .tails = tails,
+                       .serving = serving.isl > 0 ? &serving : NULL, .lengths = &lengths, .tails = tails,
                        .bound_points = bound_points, .calibration = calibration,
                        .count = count, .floor_s = roof_latency_floor_s(&s),
                        .bound_floor_s = roof_latency_floor_s(&bound), .ideal_floor_s = roof_ideal_floor_s(&s),

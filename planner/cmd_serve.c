@@ -223,11 +223,7 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct answer *
     json_key(&j, "workload");
     json_begin_object(&j);
     cli_json_serve_workload(&j, a->workload);
-    json_key(&j, "lengths");
-    if (a->mix->count > 0)
-        json_string(&j, a->mix->description);
-    else
-        json_null(&j);
+    cli_json_lengths(&j, a->mix->count > 0 ? a->mix->description : NULL);
     json_key(&j, "rate");
     json_positive_or_null(&j, a->workload->rate);
     json_key(&j, "mode");

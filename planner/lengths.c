@@ -605,6 +605,55 @@ int64_t length_mix_osl_quantile(const struct length_mix *m, double p)
     return quantile_of(m, p, true);
 }
 
+/* ---- scaling the outputs ---- */
+
+static int64_t scaled_osl(int64_t osl, double factor, int64_t cap)
+{
+    int64_t tokens = whole_tokens(factor * (double)osl);
+    return cap > 0 && tokens > cap ? cap : tokens;
+}
+
+static double scaled_mean_osl(const struct length_mix *m, double factor, int64_t cap)
+{
+    double sum = 0, total = 0;
+    for (int64_t i = 0; i < m->count; i++) {
+        sum += m->classes[i].weight * (double)scaled_osl(m->classes[i].osl, factor, cap);
+        total += m->classes[i].weight;
+    }
+    return sum / total;
+}
+
+bool length_mix_scale_osl(struct length_mix *m, double mean, int64_t cap, double *factor)
+{
+    assert(m->count >= 1);
+    if (!(mean >= 1) || mean > LENGTHS_MAX_TOKENS || (cap > 0 && (double)cap < mean))
+        return false;
+    double shortest = (double)length_mix_osl_quantile(m, 0), before = length_mix_mean_osl(m);
+    /* The scaled mean is a step function of the factor, nondecreasing: bisect for the least
+     * factor that reaches `mean`, every class at least mean + 1/2 (or at the cap) at `high`. */
+    double low = 0, high = (cap > 0 ? (double)cap : mean + 1) / shortest + 1;
+    for (int i = 0; i < 200 && high - low > 1e-12 * high; i++) {
+        double middle = (low + high) / 2;
+        if (scaled_mean_osl(m, middle, cap) >= mean)
+            high = middle;
+        else
+            low = middle;
+    }
+    double chosen = mean - scaled_mean_osl(m, low, cap) < scaled_mean_osl(m, high, cap) - mean ? low : high;
+    for (int64_t i = 0; i < m->count; i++)
+        m->classes[i].osl = scaled_osl(m->classes[i].osl, chosen, cap);
+    m->count = finish_classes(m->classes, m->count);
+    char text[256];
+    int written = snprintf(text, sizeof text, "; outputs scaled x%.4g to a mean of %.1f tokens (from %.1f)%s", chosen,
+                           length_mix_mean_osl(m), before, cap > 0 ? ", none past max_tokens" : "");
+    size_t length = strlen(m->description);
+    m->description = xrealloc(m->description, length + (size_t)written + 1);
+    memcpy(m->description + length, text, (size_t)written + 1);
+    if (factor)
+        *factor = chosen;
+    return true;
+}
+
 void length_mix_release(struct length_mix *m)
 {
     if (!m)

@@ -125,6 +125,18 @@ double length_mix_mean_osl(const struct length_mix *m);
 int64_t length_mix_isl_quantile(const struct length_mix *m, double p);
 int64_t length_mix_osl_quantile(const struct length_mix *m, double p);
 
+/* Scales every class's output length by one factor f, each rounded to whole tokens (half away
+ * from zero), at least 1 and, when cap > 0, at most cap (a request stops at its max_tokens);
+ * f is the factor whose mix's mean output is nearest `mean` (on a tie, the one reaching it), found by
+ * bisection since that mean is a nondecreasing step function of f. For a dataset whose
+ * published outputs are another model's (OpenOrca's are GPT-4's: 218.9 tokens a request where
+ * Llama 2 70B writes 294.45, MLPerf's TOKENS_PER_SAMPLE): the shape kept, the mean the served
+ * model's. The classes are re-sorted and equal pairs merged (the mix's invariants hold); the
+ * description gains "; outputs scaled xF to a mean of M tokens (from M0)". *factor (when not
+ * NULL) gets f. Returns false, the mix untouched, when mean is below 1 or above
+ * LENGTHS_MAX_TOKENS, or cap > 0 and cap < mean (unreachable). The mix must have a class. */
+bool length_mix_scale_osl(struct length_mix *m, double mean, int64_t cap, double *factor);
+
 /* Frees the classes and the description and zeroes the mix; accepts a zeroed mix or NULL. */
 void length_mix_release(struct length_mix *m);
 

@@ -2,7 +2,8 @@
  * its error text, the quantile points of fixed, uniform and lognormal families, the standard
  * normal quantile, a hand-written CSV's means and quantiles, raw requests merged, every CSV error
  * with its exact `path:line:col` text, binning beyond LENGTHS_MAX_CLASSES, and the shipped
- * workloads/ CSVs against the means their sources publish.
+ * workloads/ CSVs against the means their sources publish, and a mix's outputs scaled to a mean
+ * (--osl-mean) on hand cases and on MLPerf's Llama 2 70B.
  *
  * Every expected number is worked out beside its check; none is pasted from a run. */
 #include "lengths.h"
@@ -373,6 +374,75 @@ static void shipped(void)
     }
 }
 
+/* ---- 7. outputs scaled to a mean (--osl-mean) ---- */
+
+static void scaled_outputs(void)
+{
+    struct length_mix m;
+    double factor = 0;
+    /* osl 100 and 300 at 1/2 each, mean 200; to a mean of 300: x1.5 gives 150 and 450. The least
+     * factor that reaches 300 is where 300 f rounds up to 450, f = 449.5 / 300 = 1.49833 (100 f
+     * then 149.83 -> 150): both classes as at 1.5 */
+    read_ok("# description: two\n10,100,1\n20,300,1\n", &m);
+    CHECK(length_mix_scale_osl(&m, 300, 0, &factor), "two classes to a mean of 300");
+    CHECK(m.count == 2 && m.classes[0].osl == 150 && m.classes[1].osl == 450 && m.classes[0].isl == 10 &&
+              m.classes[1].isl == 20 && m.classes[0].weight == 0.5,
+          "osl 100, 300 -> 150, 450, prompts and weights kept");
+    CHECK(factor >= 449.5 / 300 - 1e-9 && factor <= 1.5, "factor %.6f in [1.49833, 1.5]", factor);
+    CHECK_EQ(length_mix_mean_osl(&m), 300, "mean osl (150 + 450) / 2 = 300");
+    CHECK_STR(m.description, "two; outputs scaled x1.498 to a mean of 300.0 tokens (from 200.0)",
+              "the description says the factor and both means");
+    length_mix_release(&m);
+
+    /* the cap: osl 100 and 1,000, mean 550, to 700 with max_tokens 1,000: the long class stops at
+     * 1,000, so the short one must give 2 x 700 - 1,000 = 400: x4 (least: 100 f >= 399.5) */
+    read_ok("10,100,1\n10,1000,1\n", &m);
+    CHECK(length_mix_scale_osl(&m, 700, 1000, &factor), "to 700 within max_tokens 1,000");
+    CHECK(m.count == 2 && m.classes[0].osl == 400 && m.classes[1].osl == 1000, "osl 100, 1,000 -> 400, 1,000 (the cap)");
+    CHECK(factor >= 3.995 - 1e-9 && factor < 4.005, "factor %.6f about 4", factor);
+    CHECK(strstr(m.description, "none past max_tokens") != NULL, "the cap is said");
+    /* past the cap: 1,000 < 1,001 cannot be reached; a mean below 1 is no length */
+    struct length_class before[2] = {m.classes[0], m.classes[1]};
+    CHECK(!length_mix_scale_osl(&m, 1001, 1000, &factor) && !length_mix_scale_osl(&m, 0.5, 0, &factor) &&
+              m.count == 2 && m.classes[0].osl == before[0].osl && m.classes[1].osl == before[1].osl,
+          "a mean past max_tokens, or below 1, refused, the mix untouched");
+    length_mix_release(&m);
+
+    /* classes that round to one pair merge: osl 1 and 2 at the same prompt, to a mean of 1 -> one
+     * class (10, 1) of weight 1 */
+    read_ok("10,1,1\n10,2,1\n", &m);
+    CHECK(length_mix_scale_osl(&m, 1, 0, NULL), "to a mean of 1");
+    CHECK(m.count == 1 && m.classes[0].isl == 10 && m.classes[0].osl == 1 && m.classes[0].weight == 1,
+          "(10,1) and (10,2) both to (10,1): merged, weight 1");
+    length_mix_release(&m);
+
+    /* to its own mean: every class as it was (the least factor that keeps the mean is within half a
+     * token of 1 on the longest output) */
+    read_ok("5,7,1\n9,30,2\n40,123,1\n", &m);
+    struct length_class same[3] = {m.classes[0], m.classes[1], m.classes[2]};
+    CHECK(length_mix_scale_osl(&m, length_mix_mean_osl(&m), 0, &factor), "to its own mean");
+    CHECK(m.count == 3 && m.classes[0].osl == same[0].osl && m.classes[1].osl == same[1].osl &&
+              m.classes[2].osl == same[2].osl && fabs(factor - 1) <= 0.5 / 123,
+          "classes unchanged, factor %.6f within 0.5 / 123 of 1", factor);
+    length_mix_release(&m);
+
+    /* MLPerf's Llama 2 70B: OpenOrca's reference outputs average 218.9 tokens, the results count
+     * 294.45 a sample (TOKENS_PER_SAMPLE; the project's facts, hardware-models.md): scaled, the mean
+     * is 294.45 within half a token (each class rounds by at most that) and no prompt moves */
+    struct diags d;
+    diags_init(&d);
+    if (CHECK(length_mix_read_csv("workloads/mlperf-llama2-70b.csv", &m, &d) == LENGTHS_OK, "the Llama 2 mix reads")) {
+        double isl = length_mix_mean_isl(&m);
+        CHECK(length_mix_scale_osl(&m, 294.45, 0, &factor), "Llama 2 70B to 294.45");
+        CHECK(fabs(length_mix_mean_osl(&m) - 294.45) <= 0.5, "mean osl %.3f within 0.5 of 294.45",
+              length_mix_mean_osl(&m));
+        CHECK_REL(factor, 294.45 / 218.88, 0.005, "factor about 294.45 / 218.88 = 1.345");
+        CHECK_EQ(length_mix_mean_isl(&m), isl, "the prompts' mean unchanged");
+        length_mix_release(&m);
+    }
+    diags_release(&d);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && chdir(argv[1]) != 0)
@@ -384,5 +454,6 @@ int main(int argc, char **argv)
     csv_errors();
     binning();
     shipped();
+    scaled_outputs();
     return tap_done();
 }
