@@ -279,6 +279,8 @@ static void write_tree(FILE *out, enum json_syntax syntax, const struct answer *
     } else {
         json_null(&j);
     }
+    json_key(&j, "chunks_on_ranks_in_step"); /* the caution's: serve_chunks_on_ranks_in_step */
+    json_bool(&j, r->found && serve_chunks_on_ranks_in_step(a->model, a->workload, &r->best));
     json_key(&j, "left_out_unsettled"); /* text_unsettled's point */
     if (r->found && r->unsettled &&
         r->unsettled_best.tokens_per_s_per_device > r->best.tokens_per_s_per_device * (1 + 1e-6)) {
@@ -512,6 +514,12 @@ static void text_point(FILE *out, const struct answer *a, const struct serve_poi
                     "prefill), which sets TTFT's p%g (README, \"Tail latency\"): check it with --simulate\n",
                     t->slot_wait_probability * 100, serve_workload_percentile(a->workload));
     }
+    if (serve_chunks_on_ranks_in_step(a->model, a->workload, p))
+        fprintf(out, "  caution: prompts of %.3g chunks arriving at random on %lld ranks that step together: here the "
+                     "analysis' TPOT has run 5-20%% below the simulation's, the sequences in flight with it (README, "
+                     "\"Tail latency\"): check it with --simulate\n",
+                a->workload->isl * (1 - a->workload->prefix_hit) / (double)a->workload->chunk_tokens,
+                (long long)p->decode.layout.dp);
     if (p->cost_per_mtok > 0)
         fprintf(out, "  $%.3f per million output tokens", p->cost_per_mtok);
     else

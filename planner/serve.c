@@ -4207,6 +4207,12 @@ bool serve_ttft_on_slot_waits(const struct serve_workload *w, const struct serve
     return p->tail.slot_wait_probability >= (1 - serve_workload_percentile(w) / 100) / SERVE_SLOT_WAITS_NEAR;
 }
 
+bool serve_chunks_on_ranks_in_step(const struct model *m, const struct serve_workload *w, const struct serve_point *p)
+{
+    return p->mode == SERVE_AGGREGATED && w->arrivals == SERVE_POISSON && model_is_moe(m) &&
+           p->decode.layout.dp > 1 && prefilled_tokens(w) > (double)w->chunk_tokens;
+}
+
 struct serve_settling serve_simulation_settles(const struct serve_workload *w, const struct serve_point *p)
 {
     struct serve_settling s = {.life_s = p->tail.ttft_mean_s + fmax((double)w->osl - 1, 0) * p->tail.tpot_mean_s,

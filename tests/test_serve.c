@@ -2177,6 +2177,30 @@ static void kv_slot_wait(void)
     CHECK(serve_ttft_on_slot_waits(&p50, &at), "p50 (percentile 0), 13%% wait: set by the waits");
     at.tail.slot_wait_probability = 0.12;
     CHECK(!serve_ttft_on_slot_waits(&p50, &at), "p50, 12%% wait: not");
+
+    /* where serve cautions that the analysis has run below the simulation (README, "Tail latency"):
+     * aggregated, Poisson, an MoE model on dp > 1 ranks, prompts past the 8,192-token chunk; each
+     * condition dropped in turn, not */
+    struct model dense = fixture_model("models/llama-3.1-70b.yaml");
+    struct serve_workload long_prompts = workload(16000, 1000);
+    long_prompts.arrivals = SERVE_POISSON;
+    struct serve_point ranks = {.mode = SERVE_AGGREGATED, .decode.layout = {.tp = 4, .dp = 4, .pp = 1, .ep = 16}};
+    CHECK(serve_chunks_on_ranks_in_step(&ds, &long_prompts, &ranks),
+          "DeepSeek-V3, 16,000-token prompts (1.95 chunks), Poisson, TP 4 x DP 4: cautioned");
+    CHECK(!serve_chunks_on_ranks_in_step(&dense, &long_prompts, &ranks), "a dense model's ranks step on their own: not");
+    struct serve_point one_rank = ranks, disaggregated = ranks;
+    one_rank.decode.layout.dp = 1;
+    disaggregated.mode = SERVE_DISAGGREGATED;
+    CHECK(!serve_chunks_on_ranks_in_step(&ds, &long_prompts, &one_rank) &&
+              !serve_chunks_on_ranks_in_step(&ds, &long_prompts, &disaggregated),
+          "one rank, or disaggregated: not");
+    struct serve_workload closed = long_prompts, short_prompts = long_prompts, hit = long_prompts;
+    closed.arrivals = SERVE_CLOSED;
+    short_prompts.isl = 8192;
+    hit.prefix_hit = 0.5; /* 8,000 computed tokens, within the chunk */
+    CHECK(!serve_chunks_on_ranks_in_step(&ds, &closed, &ranks) && !serve_chunks_on_ranks_in_step(&ds, &short_prompts, &ranks) &&
+              !serve_chunks_on_ranks_in_step(&ds, &hit, &ranks),
+          "closed loop, a prompt of one chunk (8,192), or half of 16,000 from a prefix cache: not");
 }
 
 /* The same mix served disaggregated on two H200 nodes, 1P1D (prefill DP 8 x EP 8, 8 prompts a
