@@ -66,6 +66,8 @@ static void write_serving_fields(struct json *j, const struct report *r, const s
     json_int(j, x->min_devices);
     json_key(j, "tpot_met");
     json_bool(j, met);
+    json_key(j, "chunks_on_ranks_in_step"); /* the "~" of the text */
+    json_bool(j, met && serve_chunks_on_ranks_in_step(r->model, r->serving, &x->served));
     json_key(j, "binding_target"); /* serve's name for it */
     if (x->binding == SERVE_BINDS_NONE)
         json_null(j);
@@ -440,7 +442,8 @@ static void serving_row_cells(const struct report *r, int64_t rank, struct servi
     format_ttft_ms(p->ttft_s, c->ttft, sizeof c->ttft);
     if (serve_ttft_on_slot_waits(r->serving, p))
         strncat(c->ttft, "!", sizeof c->ttft - strlen(c->ttft) - 1);
-    snprintf(c->tpot, sizeof c->tpot, "%.2f", p->tpot_s * 1e3);
+    snprintf(c->tpot, sizeof c->tpot, "%.2f%s", p->tpot_s * 1e3,
+             serve_chunks_on_ranks_in_step(r->model, r->serving, p) ? "~" : "");
     snprintf(c->user, sizeof c->user, "%.1f", p->tokens_per_s_per_user);
     format_count(p->tokens_per_s_per_device, c->per_device, sizeof c->per_device);
     if (x->cost_per_mtok > 0)
@@ -463,6 +466,20 @@ static void serving_row_cells(const struct report *r, int64_t rank, struct servi
     "  aggregated, TTFT's percentile is that wait, a cliff which a few tenths of a percent more\n"                      \
     "  waiting move; disaggregated, it is the decode pool's, which the engines take before\n"                           \
     "  prefill (README, \"Tail latency\"): check the row with rackplan serve --simulate."
+
+/* The note a TPOT marked "~" refers to (serve_chunks_on_ranks_in_step). */
+#define CHUNKS_ON_RANKS_NOTE                                                                                            \
+    "aggregated, prompts longer than a rank's chunk arriving at random on ranks that step together:\n"                  \
+    "  there the analysis' TPOT has run 5-20% below the simulation's (README, \"Tail latency\"):\n"                     \
+    "  check the row with rackplan serve --simulate."
+
+static bool any_chunks_on_ranks(const struct report *r)
+{
+    for (int64_t i = 0; i < r->count; i++)
+        if (r->rows[i].tpot_met && serve_chunks_on_ranks_in_step(r->model, r->serving, &r->rows[i].served))
+            return true;
+    return false;
+}
 
 /* Whether some row meeting the targets has its TTFT percentile set by waits for a KV slot. */
 static bool any_slot_waits(const struct report *r)
@@ -503,6 +520,8 @@ static void write_serving_text(FILE *out, const struct report *r)
                      "  over which tok/s/dev is counted.\n");
     if (any_slot_waits(r))
         fprintf(out, "! %s\n", SLOT_WAITS_NOTE);
+    if (any_chunks_on_ranks(r))
+        fprintf(out, "~ %s\n", CHUNKS_ON_RANKS_NOTE);
 }
 
 static void write_serving_markdown(FILE *out, const struct report *r)
@@ -530,6 +549,8 @@ static void write_serving_markdown(FILE *out, const struct report *r)
                       : "Every number is a roofline bound (efficiency 1).");
     if (any_slot_waits(r))
         fprintf(out, "\n! %s\n", SLOT_WAITS_NOTE);
+    if (any_chunks_on_ranks(r))
+        fprintf(out, "\n~ %s\n", CHUNKS_ON_RANKS_NOTE);
 }
 
 static void write_serving_csv(FILE *out, const struct report *r)
