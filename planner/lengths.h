@@ -127,8 +127,8 @@ int64_t length_mix_osl_quantile(const struct length_mix *m, double p);
 
 /* Scales every class's output length by one factor f, each rounded to whole tokens (half away
  * from zero), at least 1 and, when cap > 0, at most cap (a request stops at its max_tokens);
- * f is the factor whose mix's mean output is nearest `mean` (on a tie, the one reaching it), found by
- * bisection since that mean is a nondecreasing step function of f. For a dataset whose
+ * f is the factor whose mix's mean output is nearest `mean` (on a tie, the one reaching it),
+ * found by bisection since that mean is a nondecreasing step function of f. For a dataset whose
  * published outputs are another model's (OpenOrca's are GPT-4's: 218.9 tokens a request where
  * Llama 2 70B writes 294.45, MLPerf's TOKENS_PER_SAMPLE): the shape kept, the mean the served
  * model's. The classes are re-sorted and equal pairs merged (the mix's invariants hold); the

@@ -171,8 +171,8 @@ const struct command command_serve = {
     .name = "serve",
     .run = cmd_serve,
     .summary = "serve a workload: the best deployment under TTFT/TPOT targets, its frontier, sizing",
-    .usage = "rackplan serve MODEL TOPOLOGY (--isl N | --isl-dist D) (--osl N | --osl-dist D) | --lengths FILE [--osl-mean N]\n"
-             "                      [--ttft-ms X] [--tpot-ms Y] [--percentile P] [--rate R]\n"
+    .usage = "rackplan serve MODEL TOPOLOGY (--isl N | --isl-dist D) (--osl N | --osl-dist D) | --lengths FILE\n"
+             "                      [--osl-mean N] [--ttft-ms X] [--tpot-ms Y] [--percentile P] [--rate R]\n"
              "                      [--arrivals poisson|constant|closed] [--simulate N [--seed S]]\n"
              "                      [--mode aggregated|disaggregated|best] [--prefix-hit F]\n"
              "                      [--mtp K --mtp-accept P] [--chunk N] [--racks N | --devices N] [--estimate]\n"
@@ -207,8 +207,9 @@ const struct command command_price = {
     .name = "price",
     .run = cmd_price,
     .summary = "the price sheet a deployment implies, or a published sheet run backwards",
-    .usage = "rackplan price MODEL TOPOLOGY (--isl N | --isl-dist D) (--osl N | --osl-dist D) | --lengths FILE [--osl-mean N]\n"
-             "                      [--ttft-ms X] [--tpot-ms Y] [--percentile P] [--arrivals poisson|constant|closed]\n"
+    .usage = "rackplan price MODEL TOPOLOGY (--isl N | --isl-dist D) (--osl N | --osl-dist D) | --lengths FILE\n"
+             "                      [--osl-mean N] [--ttft-ms X] [--tpot-ms Y] [--percentile P]\n"
+             "                      [--arrivals poisson|constant|closed]\n"
              "                      [--mode aggregated|disaggregated|best] [--prefix-hit F] [--mtp K --mtp-accept P]\n"
              "                      [--chunk N] [--racks N | --devices N] [--price DEVICE=USD_PER_HOUR] [--estimate]\n"
              "                      [--weights PREC] [--kv PREC] [--tp N] [--pp N] [--reserve R]\n"

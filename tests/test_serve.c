@@ -2198,7 +2198,8 @@ static void kv_slot_wait(void)
     closed.arrivals = SERVE_CLOSED;
     short_prompts.isl = 8192;
     hit.prefix_hit = 0.5; /* 8,000 computed tokens, within the chunk */
-    CHECK(!serve_chunks_on_ranks_in_step(&ds, &closed, &ranks) && !serve_chunks_on_ranks_in_step(&ds, &short_prompts, &ranks) &&
+    CHECK(!serve_chunks_on_ranks_in_step(&ds, &closed, &ranks) &&
+              !serve_chunks_on_ranks_in_step(&ds, &short_prompts, &ranks) &&
               !serve_chunks_on_ranks_in_step(&ds, &hit, &ranks),
           "closed loop, a prompt of one chunk (8,192), or half of 16,000 from a prefix cache: not");
 }
