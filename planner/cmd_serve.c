@@ -518,7 +518,7 @@ static void text_point(FILE *out, const struct answer *a, const struct serve_poi
         fprintf(out, "  caution: prompts of %.3g chunks arriving at random on %lld ranks that step together: here the "
                      "analysis' TPOT has run 5-20%% below the simulation's, the sequences in flight with it (README, "
                      "\"Tail latency\"): check it with --simulate\n",
-                a->workload->isl * (1 - a->workload->prefix_hit) / (double)a->workload->chunk_tokens,
+                serve_prompt_chunks(a->workload),
                 (long long)p->decode.layout.dp);
     if (p->cost_per_mtok > 0)
         fprintf(out, "  $%.3f per million output tokens", p->cost_per_mtok);

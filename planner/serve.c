@@ -4207,10 +4207,15 @@ bool serve_ttft_on_slot_waits(const struct serve_workload *w, const struct serve
     return p->tail.slot_wait_probability >= (1 - serve_workload_percentile(w) / 100) / SERVE_SLOT_WAITS_NEAR;
 }
 
+double serve_prompt_chunks(const struct serve_workload *w)
+{
+    return prefilled_tokens(w) / (double)w->chunk_tokens;
+}
+
 bool serve_chunks_on_ranks_in_step(const struct model *m, const struct serve_workload *w, const struct serve_point *p)
 {
     return p->mode == SERVE_AGGREGATED && w->arrivals == SERVE_POISSON && model_is_moe(m) &&
-           p->decode.layout.dp > 1 && prefilled_tokens(w) > (double)w->chunk_tokens;
+           p->decode.layout.dp > 1 && serve_prompt_chunks(w) > 1;
 }
 
 struct serve_settling serve_simulation_settles(const struct serve_workload *w, const struct serve_point *p)

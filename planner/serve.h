@@ -712,6 +712,8 @@ bool serve_ttft_on_slot_waits(const struct serve_workload *w, const struct serve
  * NVL72, 4 x TP 4 x DP 4: TPOT p50 -10%, 297 sequences against 341; at 20,000/1,000 on 8 H200
  * ranks: p50 -9%, p99 -13%). `serve` says so and to simulate it. */
 bool serve_chunks_on_ranks_in_step(const struct model *m, const struct serve_workload *w, const struct serve_point *p);
+/* The chunks a mean prompt's computed tokens fill: isl (1 - prefix_hit) / chunk_tokens. */
+double serve_prompt_chunks(const struct serve_workload *w);
 
 /* The requests a simulation of point `p` needs before what it measures is the steady state: its
  * warm-up, a fifth of them, spanning SERVE_SIM_SETTLE times the longer of a request's life (its
