@@ -26,7 +26,7 @@ static void shipped(void)
     const char *files[] = {"hgx-h100",        "hgx-h200",     "hgx-h800",       "hgx-b200",
                            "gb200-nvl72",     "gb300-nvl72",  "vr200-nvl144",   "rubin-ultra-nvl576",
                            "tpu-v5p-pod",     "tpu-v6e-256",  "tpu7x-ironwood-pod", "mi300x",
-                           "mi355x",          "trn2-ultraserver"};
+                           "mi355x",          "trn2-ultraserver", "hgx-b300",   "mi325x"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char path[128];
         snprintf(path, sizeof path, "topologies/%s.xml", files[i]);
@@ -73,6 +73,23 @@ static void shipped(void)
     struct topology mi300x = fixture_topology("topologies/mi300x.xml");
     CHECK(mi300x.kind == DOMAIN_MESH && topology_scale_up_bytes_per_s(&mi300x) == 7 * 64e9,
           "MI300X: Infinity Fabric mesh, 7 links x 64 GB/s per direction");
+
+    /* HGX B300 datasheet (topologies/hgx-b300.xml): 270 GB a GPU, "Total Memory 2.1 TB" an 8-GPU board
+     * (8 x 270 = 2,160 GB); FP4 108 PF dense a board / 8 = 13.5 PF; NVLink 5 as B200's, 900 GB/s per
+     * direction; ConnectX-8 800 Gb/s = 100 GB/s: 9x slower (facts D3) */
+    struct topology b300 = fixture_topology("topologies/hgx-b300.xml");
+    CHECK_EQ(b300.domain_devices * b300.hbm_bytes, 2160e9, "HGX B300: 8 x 270 GB = 2,160 GB");
+    CHECK_EQ(b300.peak_flops_per_s[PREC_FP4], 108e15 / 8, "B300 dense FP4 108 PF a board / 8");
+    CHECK_EQ(topology_scale_up_bytes_per_s(&b300) / topology_scale_out_bytes_per_s(&b300), 9,
+             "HGX B300: leaving the node is 9x slower");
+    CHECK(!b300.announced && b300.tier_count == 1 && b300.tiers[0].bytes_per_device == 250e9,
+          "HGX B300 ships; DGX B300's 2 TB of host memory is 250 GB a GPU");
+    /* MI325X (topologies/mi325x.xml): the MI300X's die and fabric, 256 GB at 6 TB/s: 2 TB a platform */
+    struct topology mi325x = fixture_topology("topologies/mi325x.xml");
+    CHECK_EQ(mi325x.domain_devices * mi325x.hbm_bytes, 2048e9, "MI325X platform: 8 x 256 GB = 2,048 GB");
+    CHECK(mi325x.kind == DOMAIN_MESH && topology_scale_up_bytes_per_s(&mi325x) == topology_scale_up_bytes_per_s(&mi300x) &&
+              mi325x.peak_flops_per_s[PREC_FP8] == 2614.9e12 && strcmp(mi325x.family, mi300x.family) == 0,
+          "MI325X: the MI300X's mesh, FP8 peak and family (its efficiency rows)");
     enum precision used;
     CHECK(topology_peak_flops_per_s(&h100, PREC_FP4, &used) == 1979e12 && used == PREC_FP8,
           "H100 has no FP4: FP4 weights run FP8 matmuls");
