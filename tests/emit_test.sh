@@ -212,11 +212,12 @@ check "dsv3 trtllm disagg.yaml: context servers = prefill instances" \
 check "dsv3 dynamo: decode replicas = decode instances" \
     test "$(dyn $work/dsv3-dynamo/dynamo-sglang.yaml decode "c['replicas']")" = "$(json $d "d['layout']['decode']['instances']")"
 # a pod takes a host's GPUs (4 on GB200 NVL72), and a role wider than a host is multinode with the
-# hosts it spans: nodeCount x the main container's nvidia.com/gpu = the instance's devices
+# hosts it spans: nodeCount (1 without multinode) x the main container's nvidia.com/gpu = the
+# instance's devices, and multinode only where the instance is wider than a host
 for role in prefill decode; do
-    check "dsv3 dynamo $role: multinode.nodeCount x nvidia.com/gpu = $role devices" \
-        test "$(dyn $work/dsv3-dynamo/dynamo-sglang.yaml $role "c['multinode']['nodeCount'] * int(m['resources']['limits']['nvidia.com/gpu'])")" = \
-        "$(json $d "d['layout']['$role']['instance_devices']")"
+    check "dsv3 dynamo $role: multinode.nodeCount x nvidia.com/gpu = $role devices, multinode past 4" \
+        test "$(dyn $work/dsv3-dynamo/dynamo-sglang.yaml $role "(c.get('multinode', {}).get('nodeCount', 1) * int(m['resources']['limits']['nvidia.com/gpu']), 'multinode' in c)")" = \
+        "$(json $d "(d['layout']['$role']['instance_devices'], d['layout']['$role']['instance_devices'] > 4)")"
 done
 # Dynamo's workers name their role with --disaggregation-mode (Dynamo's vLLM backend_args.py at
 # d195d280 deprecates --is-prefill-worker); SGLang's router gets each prefill's bootstrap port

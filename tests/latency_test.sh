@@ -44,7 +44,7 @@ step "Llama 3.1 70B on 8 x MI300X, TP 8" 9.3 models/llama-3.1-70b.yaml topologie
 # toward ~10), --tp 8, no MTP: 125 tok/s at concurrency 1, 8.0 ms a token (the vLLM blog,
 # vllm-project/vllm-project.github.io _posts/2026-05-11-vllm-tops-artificial-analysis.md; facts
 # row C21). Precision and lengths are not published: FP8 (the released checkpoint) and a context
-# of 1,500 taken. The estimate is about +34% (10.7 ms): the chain counts DSA's indexer as 3
+# of 1,500 taken. The estimate is about +33% (10.7 ms): the chain counts DSA's indexer as 3
 # kernels a layer more than DeepSeek-V3's 14, where this vLLM fused the indexer's norm and RoPE
 # with the attention path's (README, "Latency"), so only the bound is asserted.
 TOLERANCE=none step "DeepSeek-V3.2 on 8 x B300, TP 8 (bound only)" 8.0 models/deepseek-v3.2.yaml topologies/hgx-b300.xml --weights fp8 --tp 8 \
@@ -52,7 +52,7 @@ TOLERANCE=none step "DeepSeek-V3.2 on 8 x B300, TP 8 (bound only)" 8.0 models/de
 # gpt-oss-120b, MXFP4, 8 x B200, SGLang 0.5.6 --tp 8, ShareGPT at concurrency 1 (mean 332 in,
 # 213 out): TPOT 2.31 ms (sgl-cookbook docs/autoregressive/OpenAI/GPT-OSS.md, section 5.1.1).
 # No primary source publishes gpt-oss-120b on one GPU at batch 1 (README, "Latency").
-# The estimate misses both gpt-oss figures (about +110% and +75%), so only the bound is asserted:
+# The estimate misses both gpt-oss figures (about +100% and +75%), so only the bound is asserted:
 # the MXFP4 groups' factors come from TensorRT-LLM's max-throughput runs (a memory efficiency
 # of 0.28 on B200, 0.1 on Hopper, which reads dequantised MXFP4), and SGLang's fused gpt-oss
 # layers take about 1.3 times the floors where the family's factor is 2.5-3 (README, "Latency").

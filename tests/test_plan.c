@@ -24,25 +24,27 @@ static void llama_405b(void)
     struct workload w = workload(&m, 1, 4096);
     struct fit f;
 
-    /* ~811.7 GB at BF16 over 8 GPUs by TP 8 = 101.5 GB per GPU > 80 GB: no fit on one HGX H100 */
+    /* ~811.7 GB at BF16 over 8 GPUs by TP 8 = 101.5 GB per GPU > the H100's 85.5 GB (81,559 MiB,
+     * topologies/hgx-h100.xml): no fit on one HGX H100 */
     CHECK(plan_fit(&m, &h100, 1, &w, &f), "Llama 3.1 405B on HGX H100: a layout exists");
-    CHECK(!f.fits, "Llama 3.1 405B BF16 does not fit one HGX H100 (811.7 GB > 640 GB)");
+    CHECK(!f.fits, "Llama 3.1 405B BF16 does not fit one HGX H100 (811.7 GB > 684.2 GB)");
     CHECK(f.layout.tp == 8 && f.layout.pp == 1, "dense model: TP 8 across the node");
     CHECK_EQ(f.memory.weights_bytes, p.total * 2 / 8, "weights per GPU = 2 B x 405.85e9 / 8");
     CHECK_EQ(f.max_batch, 0, "no batch fits when the weights alone do not");
     CHECK(f.min_devices == 16 && f.min_racks == 2 && f.min_layout.pp == 2,
           "min devices: 16 (two nodes, pipelined): 811.7 GB / 16 = 50.7 GB per GPU");
 
-    /* On one HGX H200 (141 GB GPUs): free for KV = 141e9 x 0.9 - 101.46e9 = 25.44e9.
+    /* On one HGX H200 (143,771 MiB = 150,754,820,096 B a GPU): free for KV = 150.75e9 x 0.9 -
+     * 101.46e9 = 34.22e9.
      * Per sequence of 4,096 tokens: KV 4096 x 516,096 / 8 (8 KV heads over TP 8) = 264,241,152 B
      * plus activations 2 B x (2 x 16384 + 2 x 53248 / 8) + 4 B x 128256 / 8 = 156,288 B. */
     CHECK(plan_fit(&m, &h200, 1, &w, &f) && f.fits,
           "Llama 3.1 405B BF16 fits one HGX H200 with a small batch at 4k context");
     double per_sequence = 4096.0 * 516096 / 8 + 2 * (2 * 16384.0 + 2 * 53248.0 / 8) + 4 * 128256.0 / 8;
     CHECK_EQ(plan_activation_bytes_per_token(&m, &f.layout), 156288, "activation bytes per token, 405B TP 8");
-    double free_for_batch = 141e9 * 0.9 - p.total * 2 / 8;
-    CHECK_EQ(f.max_batch, floor(free_for_batch / per_sequence), "max batch = free / bytes per sequence (~96)");
-    CHECK(f.max_batch >= 90 && f.max_batch <= 100, "max batch at 4k on H200 is about 96 (%lld)", (long long)f.max_batch);
+    double free_for_batch = 150754820096.0 * 0.9 - p.total * 2 / 8;
+    CHECK_EQ(f.max_batch, floor(free_for_batch / per_sequence), "max batch = free / bytes per sequence (~129)");
+    CHECK(f.max_batch >= 125 && f.max_batch <= 133, "max batch at 4k on H200 is about 129 (%lld)", (long long)f.max_batch);
 
     /* Pipelining over two nodes halves weights per GPU; the heavier stage holds 63 layers and
      * the LM head plus the final norm (the first holds the same-sized embedding). */
@@ -77,12 +79,16 @@ static void deepseek_v3(void)
      * + 4 B x 129280 logits = 791,552 B; KV per 8k sequence: 8192 x 70,272 B */
     CHECK_EQ(plan_activation_bytes_per_token(&m, &f.layout), 791552, "DeepSeek-V3 activation bytes per token");
     double per_sequence = 8192.0 * 70272 + 791552;
-    double per_gpu = floor((186e9 * 0.9 - weights) / per_sequence);
+    double per_gpu = floor((198674743296.0 * 0.9 - weights) / per_sequence); /* 189,471 MiB a GB200 */
     CHECK_EQ(f.max_batch, 72 * per_gpu, "max batch = 72 GPUs x floor(free / per sequence)");
     CHECK(f.max_batch > 10000, "room for thousands of 8k-token sequences (%lld)", (long long)f.max_batch);
-    /* fewest GPUs: 17.12e9 + 58 x ceil(256 / n) x 44.04e6 + 0.58e9 + 18.6e9 <= 186e9 needs
-     * ceil(256 / n) <= 58.6: n = 5 gives 52 experts a layer (133 GB), n = 4 gives 64 (163 GB) */
-    CHECK_EQ(f.min_devices, 5, "min devices for one sequence: 5 GPUs");
+    /* fewest GPUs: at TP 2 x DP 2 the 17.12e9 not in routed experts halves, and 8.56e9 + 58 x 64
+     * x 44.04e6 (163.5e9) + 0.58e9 of KV fits 198.67e9 x 0.9 = 178.8e9 on 4 GPUs; on 3, 86
+     * experts a layer (219.7e9) do not. vLLM serves DeepSeek-V3.2 (the same weights) on 4 GB200s
+     * (facts row C20: vllm-project.github.io, 2026-05-11, 109.3 tok/s at TP 4) */
+    CHECK(f.min_devices == 4 && f.min_layout.tp == 2 && f.min_layout.dp == 2,
+          "min devices for one sequence: 4 GPUs, TP 2 x DP 2 (%lld, TP %lld x DP %lld)", (long long)f.min_devices,
+          (long long)f.min_layout.tp, (long long)f.min_layout.dp);
 
     /* MLA's latent is shared by all heads: TP replicates it instead of dividing it */
     w.tp = 8;
@@ -164,11 +170,11 @@ static void recurrent_state(void)
     double state = 36 * (32.0 * 128 * 128 * 4 + 8192.0 * 3 * 2);
     CHECK_EQ(f.memory.kv_bytes, 262144.0 * 12 * 2048 + state, "one sequence: 12 layers of KV + 36 states");
     double per_sequence = 262144.0 * 12 * 2048 + state + plan_activation_bytes_per_token(&m, &f.layout);
-    double per_gpu = floor((141e9 * 0.9 - weights) / per_sequence);
+    double per_gpu = floor((150754820096.0 * 0.9 - weights) / per_sequence);
     CHECK_EQ(f.max_batch, 8 * per_gpu, "max batch at 256K = 8 GPUs x floor(free / (KV + state + activations))");
     /* read as 48 full-attention layers, as rackplan did before, a sequence would hold
-     * 262144 x 48 x 2,048 B = 25.8 GB and a GPU 3 of them instead of 14 */
-    double as_attention = floor((141e9 * 0.9 - weights) / (262144.0 * 48 * 2048));
+     * 262144 x 48 x 2,048 B = 25.8 GB and a GPU 4 of them instead of 17 */
+    double as_attention = floor((150754820096.0 * 0.9 - weights) / (262144.0 * 48 * 2048));
     CHECK(per_gpu >= 4 * as_attention,
           "the linear layers' fixed state lets %.0f sequences a GPU where full attention fits %.0f",
           per_gpu, as_attention);

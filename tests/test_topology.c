@@ -38,11 +38,12 @@ static void shipped(void)
         diags_release(&d);
     }
 
-    /* facts A1/A2/D3: GB200 NVL72, 72 GPUs of 186 GB at 8 TB/s, NVLink 18 x 50 GB/s = 900 GB/s
+    /* facts A1/A2/D3: GB200 NVL72, 72 GPUs of "186 GB" (189,471 MiB as the driver counts it,
+     * topologies/gb200-nvl72.xml) at 8 TB/s, NVLink 18 x 50 GB/s = 900 GB/s
      * per direction, one 400 Gb/s NIC = 50 GB/s: 18x slower */
     struct topology gb200 = fixture_topology("topologies/gb200-nvl72.xml");
     CHECK_EQ(gb200.domain_devices, 72, "GB200 NVL72 has 72 GPUs in its domain");
-    CHECK_EQ(gb200.hbm_bytes, 186e9, "GB200 HBM 186 GB");
+    CHECK_EQ(gb200.hbm_bytes, 189471.0 * 1048576, "GB200 HBM 189,471 MiB");
     CHECK_EQ(gb200.hbm_bytes_per_s, 8e12, "GB200 HBM 8 TB/s");
     CHECK_EQ(topology_scale_up_bytes_per_s(&gb200), 900e9, "GB200 NVLink 900 GB/s per direction");
     CHECK_EQ(topology_scale_out_bytes_per_s(&gb200), 50e9, "GB200 scale-out 50 GB/s per direction");
@@ -51,11 +52,12 @@ static void shipped(void)
     CHECK_EQ(gb200.peak_flops_per_s[PREC_FP8], 5e15, "GB200 dense FP8 5 PFLOP/s");
     CHECK(!gb200.announced && gb200.kind == DOMAIN_SWITCHED, "GB200 ships, switched fabric");
 
-    /* issue #2: one HGX H100 holds 640 GB, one HGX H200 1,128 GB */
+    /* issue #2: one HGX H100 holds 640 GB, one HGX H200 1,128 GB, as their datasheets round them;
+     * the driver counts 81,559 and 143,771 MiB a GPU (the files' sources), 684.2 and 1,206.0 GB */
     struct topology h100 = fixture_topology("topologies/hgx-h100.xml");
     struct topology h200 = fixture_topology("topologies/hgx-h200.xml");
-    CHECK_EQ(h100.domain_devices * h100.hbm_bytes, 640e9, "HGX H100: 8 x 80 GB = 640 GB");
-    CHECK_EQ(h200.domain_devices * h200.hbm_bytes, 1128e9, "HGX H200: 8 x 141 GB = 1,128 GB");
+    CHECK_EQ(h100.domain_devices * h100.hbm_bytes, 8 * 81559.0 * 1048576, "HGX H100: 8 x 81,559 MiB = 684.2 GB");
+    CHECK_EQ(h200.domain_devices * h200.hbm_bytes, 8 * 143771.0 * 1048576, "HGX H200: 8 x 143,771 MiB = 1,206.0 GB");
     CHECK_EQ(topology_scale_up_bytes_per_s(&h100), 450e9, "H100 NVLink 18 x 25 GB/s = 450 GB/s per direction");
     struct topology h800 = fixture_topology("topologies/hgx-h800.xml");
     CHECK_EQ(topology_scale_up_bytes_per_s(&h800), 200e9, "H800 NVLink 400 GB/s both ways = 200 per direction");
@@ -74,19 +76,19 @@ static void shipped(void)
     CHECK(mi300x.kind == DOMAIN_MESH && topology_scale_up_bytes_per_s(&mi300x) == 7 * 64e9,
           "MI300X: Infinity Fabric mesh, 7 links x 64 GB/s per direction");
 
-    /* HGX B300 datasheet (topologies/hgx-b300.xml): 270 GB a GPU, "Total Memory 2.1 TB" an 8-GPU board
-     * (8 x 270 = 2,160 GB); FP4 108 PF dense a board / 8 = 13.5 PF; NVLink 5 as B200's, 900 GB/s per
+    /* HGX B300 (topologies/hgx-b300.xml): 275,040 MiB a GPU as the driver counts it, the datasheet's
+     * "270 GB" and the board's "Total Memory 2.1 TB" in binary units (8 x 268.6 GiB = 2.1 TiB); FP4 108 PF dense a board / 8 = 13.5 PF; NVLink 5 as B200's, 900 GB/s per
      * direction; ConnectX-8 800 Gb/s = 100 GB/s: 9x slower (facts D3) */
     struct topology b300 = fixture_topology("topologies/hgx-b300.xml");
-    CHECK_EQ(b300.domain_devices * b300.hbm_bytes, 2160e9, "HGX B300: 8 x 270 GB = 2,160 GB");
+    CHECK_EQ(b300.domain_devices * b300.hbm_bytes, 8 * 275040.0 * 1048576, "HGX B300: 8 x 275,040 MiB = 2,307.2 GB");
     CHECK_EQ(b300.peak_flops_per_s[PREC_FP4], 108e15 / 8, "B300 dense FP4 108 PF a board / 8");
     CHECK_EQ(topology_scale_up_bytes_per_s(&b300) / topology_scale_out_bytes_per_s(&b300), 9,
              "HGX B300: leaving the node is 9x slower");
     CHECK(!b300.announced && b300.tier_count == 1 && b300.tiers[0].bytes_per_device == 250e9,
           "HGX B300 ships; DGX B300's 2 TB of host memory is 250 GB a GPU");
-    /* MI325X (topologies/mi325x.xml): the MI300X's die and fabric, 256 GB at 6 TB/s: 2 TB a platform */
+    /* MI325X (topologies/mi325x.xml): the MI300X's die and fabric, 256 GiB at 6 TB/s: 2 TiB a platform */
     struct topology mi325x = fixture_topology("topologies/mi325x.xml");
-    CHECK_EQ(mi325x.domain_devices * mi325x.hbm_bytes, 2048e9, "MI325X platform: 8 x 256 GB = 2,048 GB");
+    CHECK_EQ(mi325x.domain_devices * mi325x.hbm_bytes, 2048.0 * 1073741824, "MI325X platform: 8 x 256 GiB = 2,048 GiB");
     CHECK(mi325x.kind == DOMAIN_MESH && topology_scale_up_bytes_per_s(&mi325x) == topology_scale_up_bytes_per_s(&mi300x) &&
               mi325x.peak_flops_per_s[PREC_FP8] == 2614.9e12 && strcmp(mi325x.family, mi300x.family) == 0,
           "MI325X: the MI300X's mesh, FP8 peak and family (its efficiency rows)");
@@ -133,13 +135,13 @@ static const char *tier_error(const char *tiers)
 
 static void tiers(void)
 {
-    /* HBM is tier 0: GB200's 186 GB at 8 TB/s drains in 186e9 / 8e12 = 23.25 ms */
+    /* HBM is tier 0: GB200's 198.67 GB (189,471 MiB) at 8 TB/s drains in 198.67e9 / 8e12 = 24.83 ms */
     struct topology gb200 = fixture_topology("topologies/gb200-nvl72.xml");
     struct memory_tier m;
-    CHECK(topology_tier(&gb200, 0, &m) && m.kind == TIER_HBM && strcmp(m.name, "HBM") == 0 && m.bytes_per_device == 186e9 &&
+    CHECK(topology_tier(&gb200, 0, &m) && m.kind == TIER_HBM && strcmp(m.name, "HBM") == 0 && m.bytes_per_device == 189471.0 * 1048576 &&
               m.read_bytes_per_s_per_device == 8e12,
-          "tier 0 is HBM: 186 GB at 8 TB/s");
-    CHECK_REL(topology_tier_drain_s(&gb200, 0), 0.02325, 1e-12, "GB200 HBM drains in 186e9 / 8e12 = 23.25 ms");
+          "tier 0 is HBM: 189,471 MiB at 8 TB/s");
+    CHECK_REL(topology_tier_drain_s(&gb200, 0), 0.024834342912, 1e-12, "GB200 HBM drains in 198.67e9 / 8e12 = 24.83 ms");
     /* one Grace (480 GB LPDDR5X, 18.4 TB/s / 36 = 511 GB/s) per two GPUs: 240 GB and 255.5 GB/s a GPU, under the
      * NVLink-C2C share 900 GB/s bidirectional / 2 directions / 2 GPUs = 225 GB/s; 240e9 / 225e9 = 1.0667 s */
     CHECK_EQ(topology_tier_count(&gb200), 2, "GB200 NVL72: HBM and Grace LPDDR5X");

@@ -3,9 +3,9 @@
 # model: DeepSeek-V3 (deepseek-ai/DeepSeek-V3); topology: GB200 NVL72
 # workload: 4096 prompt and 1024 output tokens a request, MTP 1 draft accepted at 0.80
 # targets: none
-# predicted (roofline bound): TTFT 274.4 ms, TPOT 63.85 ms, 7891 output tokens/s per device, 568136 in all
-# aggregated: 1 x 72 devices, TP 1 x DP 72 x PP 1, EP 72, batch 27360 (this file)
-#   a device: weights 27.85 GB, KV 138.96 GB, activations 0.30 GB of 186.00 GB HBM
+# predicted (roofline bound): TTFT 277.3 ms, TPOT 69.04 ms, 7891 output tokens/s per device, 568136 in all
+# aggregated: 1 x 72 devices, TP 1 x DP 72 x PP 1, EP 72, batch 29592 (this file)
+#   a device: weights 27.85 GB, KV 150.30 GB, activations 0.33 GB of 198.67 GB HBM
 # flags checked against: SGLang main at 001067ff (python/sglang/srt/server_args.py)
 exec python3 -m sglang.launch_server \
   --model-path 'deepseek-ai/DeepSeek-V3' \
@@ -19,8 +19,8 @@ exec python3 -m sglang.launch_server \
   --deepep-mode 'auto' \
   --ep-num-redundant-experts '32' \
   --init-expert-location '@WORK@/emitted/expert-map.json' \
-  --max-running-requests '27360' \
-  --cuda-graph-max-bs '380' \
+  --max-running-requests '29592' \
+  --cuda-graph-max-bs '411' \
   --chunked-prefill-size '589824' \
   --kv-cache-dtype 'bf16' \
   --mem-fraction-static '0.897' \

@@ -3,11 +3,11 @@
 # model: DeepSeek-V3 (deepseek-ai/DeepSeek-V3); topology: GB200 NVL72
 # workload: 4096 prompt and 1024 output tokens a request, MTP 1 draft accepted at 0.80
 # targets: TTFT <= 2000 ms, TPOT <= 20.0 ms
-# predicted (roofline bound): TTFT 77.1 ms, TPOT 15.27 ms, 7734 output tokens/s per device, 309370 in all
-# prefill: 3 x 8 devices, TP 1 x DP 8 x PP 1, EP 8, prompts a batch 8
-#   a device: weights 100.60 GB, KV 0.29 GB, activations 0.00 GB of 186.00 GB HBM
-# decode: 1 x 16 devices, TP 1 x DP 16 x PP 1, EP 16, batch 4720 (this file)
-#   a device: weights 59.03 GB, KV 107.88 GB, activations 0.23 GB of 186.00 GB HBM
+# predicted (roofline bound): TTFT 38.7 ms, TPOT 16.87 ms, 7734 output tokens/s per device, 309370 in all
+# prefill: 6 x 4 devices, TP 2 x DP 2 x PP 1, EP 4, prompts a batch 2
+#   a device: weights 175.02 GB, KV 0.29 GB, activations 0.00 GB of 198.67 GB HBM
+# decode: 1 x 16 devices, TP 1 x DP 16 x PP 1, EP 16, batch 5216 (this file)
+#   a device: weights 59.03 GB, KV 119.22 GB, activations 0.26 GB of 198.67 GB HBM
 # flags checked against: vLLM main at 99d7eb5d (vllm/engine/arg_utils.py; vllm serve --port from entrypoints/openai/cli_args.py at 00522333)
 exec vllm serve 'deepseek-ai/DeepSeek-V3' \
   --port '8101' \
@@ -18,8 +18,8 @@ exec vllm serve 'deepseek-ai/DeepSeek-V3' \
   --data-parallel-start-rank "${DP_START_RANK:?set DP_START_RANK to this host's first DP rank}" \
   --enable-expert-parallel \
   --all2all-backend 'deepep_low_latency' \
-  --max-num-seqs '295' \
-  --max-num-batched-tokens '590' \
+  --max-num-seqs '326' \
+  --max-num-batched-tokens '652' \
   --kv-cache-dtype 'auto' \
   --gpu-memory-utilization '0.899' \
   --speculative-config '{"method":"deepseek_mtp","num_speculative_tokens":1}' \

@@ -5,7 +5,7 @@
 # targets: TPOT <= 50.0 ms
 # predicted (roofline bound): TTFT 156.3 ms, TPOT 49.96 ms, 1301 output tokens/s per device, 10404 in all
 # aggregated: 1 x 8 devices, TP 8 x DP 1 x PP 1, EP 1, batch 522 (this file)
-#   a device: weights 17.64 GB, KV 54.74 GB, activations 0.06 GB of 141.00 GB HBM
+#   a device: weights 17.64 GB, KV 54.74 GB, activations 0.06 GB of 150.75 GB HBM
 # flags checked against: SGLang main at 001067ff (python/sglang/srt/server_args.py)
 exec python3 -m sglang.launch_server \
   --model-path 'meta-llama/Llama-3.1-70B' \
@@ -16,4 +16,4 @@ exec python3 -m sglang.launch_server \
   --cuda-graph-max-bs '522' \
   --chunked-prefill-size '8192' \
   --kv-cache-dtype 'bf16' \
-  --mem-fraction-static '0.514'
+  --mem-fraction-static '0.481'
