@@ -54,7 +54,7 @@ TOLERANCE=none step "DeepSeek-V3.2 on 8 x B300, TP 8 (bound only)" 8.0 models/de
 # No primary source publishes gpt-oss-120b on one GPU at batch 1 (README, "Latency").
 # The estimate misses both gpt-oss figures (about +100% and +75%), so only the bound is asserted:
 # the MXFP4 groups' factors come from TensorRT-LLM's max-throughput runs (a memory efficiency
-# of 0.28 on B200, 0.1 on Hopper, which reads dequantised MXFP4), and SGLang's fused gpt-oss
+# of 0.42 on B200, 0.12 on Hopper, which reads dequantised MXFP4), and SGLang's fused gpt-oss
 # layers take about 1.3 times the floors where the family's factor is 2.5-3 (README, "Latency").
 TOLERANCE=none step "gpt-oss-120b on 8 x B200, TP 8 (bound only)" 2.31 models/gpt-oss-120b.yaml topologies/hgx-b200.xml --weights fp4 --tp 8 \
     --context 438
