@@ -159,6 +159,10 @@ serve_case "serve Llama 3.1 70B HGX H200, Poisson, p99, --simulate 100000" model
     --simulate 100000
 serve_case "serve Qwen3-30B-A3B HGX H200, 2k/512, Poisson, p99" models/qwen3-30b-a3b.yaml topologies/hgx-h200.xml \
     --isl 2048 --osl 512 --tpot-ms 20 --percentile 99 --arrivals poisson
+# a length mix on a rack whose prefill instances span it (batches of up to 2,880 prompts), estimated
+serve_case "serve DSV3 GB300 NVL72, MLPerf DeepSeek-R1 mix, Poisson, p99, --estimate" $dsv3 \
+    topologies/gb300-nvl72.xml --lengths workloads/mlperf-deepseek-r1.csv --tpot-ms 40 --ttft-ms 2000 \
+    --percentile 99 --arrivals poisson --estimate
 # the prefix cache (issue 27): the hit the rack's tiers hold, settled with the deployment, and
 # the host tier sized over eight capacities (each a settled search)
 serve_case "serve DSV3 GB200 NVL72, 8k/1k, --reuse 0.8 exp:300" $dsv3 $gb200 --isl 8192 --osl 1024 --tpot-ms 50 \

@@ -585,8 +585,10 @@ static enum batch_queue_status waits_at(const struct batch_queue_input *in, int6
     for (int64_t m = phases_within(&w, levels, rise); m != w.m;) {
         w.m = m;
         w.nu = (double)m * w.per_instance;
-        int64_t needed = levels_needed(&w, tail_decay(&w));
-        levels = needed > levels ? needed : levels;
+        if (reach >= w.b) { /* only a queue that reaches b meets the walk above it (batch_queue.h) */
+            int64_t needed = levels_needed(&w, tail_decay(&w));
+            levels = needed > levels ? needed : levels;
+        }
         m = phases_within(&w, levels, rise);
     }
     enum batch_queue_status status = BATCH_QUEUE_UNSTABLE;
