@@ -52,8 +52,8 @@
  * that walk is never met: N stays at r's, and the top's check below grows it if short (a GB200
  * or GB300 NVL72 prefill instance of the whole rack takes batches of up to 2,880 prompts; solved
  * on b + 4 levels where the queue reached a few dozen, one serve of DeepSeek-V3 with the MLPerf
- * DeepSeek-R1 mix and --estimate took 60 s and 2.1 GB, on its reach 6.5 s and 0.2 GB, the chosen
- * deployment the same). m is then the most the work allows at N,
+ * DeepSeek-R1 mix and --estimate took 60 s of CPU and 2.1 GB, on its reach 6.5 s and 0.2 GB, the
+ * chosen deployment the same). m is then the most the work allows at N,
  * and N is set again for it until m holds (fewer phases, a slower fall). Solved once: over 3,097
  * pools (the search's, and batches of 1 to 256 prompts at 0.3 to 0.995 busy) the top held at most
  * 0.76 of BATCH_QUEUE_MOST_TOP and N was 1.01 to 1.84 times the fewest levels that would do (1.06
