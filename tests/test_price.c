@@ -64,9 +64,9 @@ static void tiers(void)
     CHECK(c[0].cheaper_than_recompute && !c[1].cheaper_than_recompute, "3FS dearer than a $0.005 recompute");
 
     /* Storage per Mtok-hour = device $/h x (bytes a token x 1e6 / tier capacity per device):
-     *   HBM: 2 x 70,272e6 / 85,520,809,984 (81,559 MiB) = 2 x 0.821695 = 1.643389 $;
+     *   HBM: 2 x 70,272e6 / 85,520,809,984 (81,559 MiB) = 2 x 0.82169474322 = 1.64338948645 $;
      *   3FS: 2 x 70,272e6 / 19.93e12 = 2 x 3.52594e-3 = 7.05188e-3 $. */
-    CHECK_REL(c[0].storage_per_mtok_hour, 1.643389, 1e-6, "HBM: $2 x 70.272 GB / 85.52 GB = $1.6434 a Mtok-hour");
+    CHECK_REL(c[0].storage_per_mtok_hour, 1.64338948645, 1e-9, "HBM: $2 x 70.272 GB / 85.52 GB = $1.6434 a Mtok-hour");
     CHECK_REL(c[1].storage_per_mtok_hour, 7.05188e-3, 1e-5, "3FS: $2 x 70.272 GB / 19.93 TB = $0.00705");
     CHECK(!c[0].storage_from_tier_price && !c[1].storage_from_tier_price, "no tier price: the device's share");
     /* A tier with its own price: $0.01 a GB-hour x 70.272 GB a million tokens = $0.70272. */

@@ -77,8 +77,9 @@ static void shipped(void)
           "MI300X: Infinity Fabric mesh, 7 links x 64 GB/s per direction");
 
     /* HGX B300 (topologies/hgx-b300.xml): 275,040 MiB a GPU as the driver counts it, the datasheet's
-     * "270 GB" and the board's "Total Memory 2.1 TB" in binary units (8 x 268.6 GiB = 2.1 TiB); FP4 108 PF dense a board / 8 = 13.5 PF; NVLink 5 as B200's, 900 GB/s per
-     * direction; ConnectX-8 800 Gb/s = 100 GB/s: 9x slower (facts D3) */
+     * "270 GB" and the board's "Total Memory 2.1 TB" in binary units (8 x 268.6 GiB = 2.1 TiB);
+     * FP4 108 PF dense a board / 8 = 13.5 PF; NVLink 5 as B200's, 900 GB/s per direction;
+     * ConnectX-8 800 Gb/s = 100 GB/s: 9x slower (facts D3) */
     struct topology b300 = fixture_topology("topologies/hgx-b300.xml");
     CHECK_EQ(b300.domain_devices * b300.hbm_bytes, 8 * 275040.0 * 1048576, "HGX B300: 8 x 275,040 MiB = 2,307.2 GB");
     CHECK_EQ(b300.peak_flops_per_s[PREC_FP4], 108e15 / 8, "B300 dense FP4 108 PF a board / 8");
