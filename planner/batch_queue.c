@@ -21,10 +21,11 @@ static void poisson_law(double mean, int64_t most, double *p)
     if (mode > most)
         mode = most;
     p[mode] = exp(-mean + (double)mode * log(mean) - arith_log_factorial((double)mode));
+    /* each ratio apart from the running product, so that the divisions do not wait on it */
     for (int64_t n = mode; n > 0; n--)
-        p[n - 1] = p[n] * (double)n / mean;
+        p[n - 1] = p[n] * ((double)n / mean);
     for (int64_t n = mode; n < most; n++)
-        p[n + 1] = p[n] * mean / (double)(n + 1);
+        p[n + 1] = p[n] * (mean / (double)(n + 1));
 }
 
 /* The most events worth following in a window of `mean` events: mean + 9 sd + 6 (the chance
@@ -45,10 +46,9 @@ struct batch_law {
 
 struct work {
     const struct batch_queue_input *in;
-    int64_t x, m, b, sizes; /* sizes: batch sizes with laws, min(b, N) */
+    int64_t x, m, b, sizes; /* sizes: batch sizes the chain takes, min(b, levels) */
     int64_t most_phases;
     double nu, per_instance, full_mean_s, full_sd_s;
-    struct batch_law *laws; /* [(k - 1) atoms + r] */
 };
 
 static double batch_s(const struct work *w, int64_t k, int r)
@@ -77,52 +77,77 @@ static int64_t arrivals_most(const struct work *w, double t)
     return (int64_t)ceil(mean + 8 * sqrt(mean) + 1);
 }
 
-static bool laws_make(struct work *w)
+/* The events a batch of k at time atom r is followed to. */
+static int64_t law_most(const struct work *w, int64_t k, int r)
 {
-    int atoms = w->in->atoms;
-    w->laws = calloc((size_t)(w->sizes * atoms), sizeof *w->laws);
-    if (!w->laws)
-        return false;
+    return events_most(w->nu * batch_s(w, k, r)) + w->m;
+}
+
+/* The most events any batch the chain takes is followed to. */
+static int64_t laws_most(const struct work *w)
+{
+    int64_t most = 0;
     for (int64_t k = 1; k <= w->sizes; k++)
-        for (int r = 0; r < atoms; r++) {
-            struct batch_law *l = &w->laws[(k - 1) * atoms + r];
-            double mean = w->nu * batch_s(w, k, r);
-            l->most = events_most(mean) + w->m;
-            l->events = malloc((size_t)(l->most + 1) * sizeof *l->events);
-            l->beyond = malloc((size_t)(l->most + 1) * sizeof *l->beyond);
-            l->in_share = malloc((size_t)((l->most + 1) * BATCH_QUEUE_SHARES) * sizeof *l->in_share);
-            if (!l->events || !l->beyond || !l->in_share)
-                return false;
-            /* P(N(u) >= n) at the shares' ends, u = s t / BATCH_QUEUE_SHARES, into `beyond` */
-            for (int s = 0; s <= BATCH_QUEUE_SHARES; s++) {
-                double above = 1;
-                poisson_law(mean * s / BATCH_QUEUE_SHARES, l->most, l->events);
-                for (int64_t n = 0; n <= l->most; n++) {
-                    double reached = above > 0 ? above : 0;
-                    if (s > 0)
-                        l->in_share[n * BATCH_QUEUE_SHARES + s - 1] = reached - l->beyond[n];
-                    l->beyond[n] = reached;
-                    above -= l->events[n];
-                }
-            }
-            double sum = 0; /* the last share's law is the batch's: its tail lumped at the top */
-            for (int64_t n = 0; n < l->most; n++)
-                sum += l->events[n];
-            l->events[l->most] = fmax(1 - sum, 0);
-        }
+        for (int r = 0; r < w->in->atoms; r++)
+            most = law_most(w, k, r) > most ? law_most(w, k, r) : most;
+    return most;
+}
+
+/* Room for the laws of one batch size's time atoms, each up to `most` events: a batch size's laws
+ * are made when it is reached and dropped for the next, since a rack-wide pool's hundreds of sizes
+ * held at once ran to hundreds of MB (batch_queue.h). */
+struct laws {
+    struct batch_law atom[BATCH_QUEUE_ATOMS];
+    double *room;
+};
+
+static bool laws_alloc(struct laws *l, int64_t most)
+{
+    size_t each = (size_t)(most + 1) * (2 + BATCH_QUEUE_SHARES);
+    l->room = malloc(each * BATCH_QUEUE_ATOMS * sizeof *l->room);
+    if (!l->room)
+        return false;
+    for (int r = 0; r < BATCH_QUEUE_ATOMS; r++) {
+        l->atom[r].events = l->room + each * (size_t)r;
+        l->atom[r].beyond = l->atom[r].events + most + 1;
+        l->atom[r].in_share = l->atom[r].beyond + most + 1;
+    }
     return true;
 }
 
-static void laws_free(struct work *w)
+/* The events of a batch of k at time atom r alone, its tail lumped at the top: the chain's law. */
+static int64_t law_events(const struct work *w, int64_t k, int r, double *events)
 {
-    if (w->laws)
-        for (int64_t i = 0; i < w->sizes * w->in->atoms; i++) {
-            free(w->laws[i].events);
-            free(w->laws[i].beyond);
-            free(w->laws[i].in_share);
+    int64_t most = law_most(w, k, r);
+    poisson_law(w->nu * batch_s(w, k, r), most, events);
+    double sum = 0;
+    for (int64_t n = 0; n < most; n++)
+        sum += events[n];
+    events[most] = fmax(1 - sum, 0);
+    return most;
+}
+
+/* The whole law of a batch of k at time atom r: its events, their tail and their shares. */
+static void law_make(const struct work *w, int64_t k, int r, struct batch_law *l)
+{
+    double mean = w->nu * batch_s(w, k, r);
+    l->most = law_most(w, k, r);
+    /* P(N(u) >= n) at the shares' ends, u = s t / BATCH_QUEUE_SHARES, into `beyond` */
+    for (int s = 0; s <= BATCH_QUEUE_SHARES; s++) {
+        double above = 1;
+        poisson_law(mean * s / BATCH_QUEUE_SHARES, l->most, l->events);
+        for (int64_t n = 0; n <= l->most; n++) {
+            double reached = above > 0 ? above : 0;
+            if (s > 0)
+                l->in_share[n * BATCH_QUEUE_SHARES + s - 1] = reached - l->beyond[n];
+            l->beyond[n] = reached;
+            above -= l->events[n];
         }
-    free(w->laws);
-    w->laws = NULL;
+    }
+    double sum = 0; /* the last share's law is the batch's: its tail lumped at the top */
+    for (int64_t n = 0; n < l->most; n++)
+        sum += l->events[n];
+    l->events[l->most] = fmax(1 - sum, 0);
 }
 
 /* The chain on levels 1 .. levels, m phases each, in a band of `lower` and `upper` states. */
@@ -181,7 +206,7 @@ static bool chain_solve(struct work *w, int64_t levels, struct chain *c)
     int64_t most_up = 0, upper = 0;
     for (int64_t k = 1; k <= w->sizes; k++)
         for (int r = 0; r < atoms; r++) {
-            int64_t most = w->laws[(k - 1) * atoms + r].most;
+            int64_t most = law_most(w, k, r);
             most_up = most > most_up ? most : most_up;
             upper = most - k * m > upper ? most - k * m : upper;
         }
@@ -191,9 +216,11 @@ static bool chain_solve(struct work *w, int64_t levels, struct chain *c)
     c->p = calloc((size_t)(c->states * c->width), sizeof *c->p);
     c->out = malloc((size_t)c->states * sizeof *c->out);
     c->pi = malloc((size_t)c->states * sizeof *c->pi);
-    double *events = malloc((size_t)(most_up + 1) * sizeof *events);
-    if (!c->p || !c->out || !c->pi || !events) {
+    double *events = malloc((size_t)(most_up + 1) * sizeof *events),
+           *law = malloc((size_t)(most_up + 1) * sizeof *law);
+    if (!c->p || !c->out || !c->pi || !events || !law) {
         free(events);
+        free(law);
         return false;
     }
     for (int64_t k = 1; k <= w->sizes; k++) {
@@ -204,10 +231,10 @@ static bool chain_solve(struct work *w, int64_t levels, struct chain *c)
             double weight = batch_weight(w, k, r);
             if (weight <= 0)
                 continue;
-            const struct batch_law *l = &w->laws[(k - 1) * atoms + r];
-            for (int64_t n = 0; n <= l->most; n++)
-                events[n] += weight * l->events[n];
-            most = l->most > most ? l->most : most;
+            int64_t law_top = law_events(w, k, r, law);
+            for (int64_t n = 0; n <= law_top; n++)
+                events[n] += weight * law[n];
+            most = law_top > most ? law_top : most;
         }
         int64_t first = (k - 1) * m, last = k < w->b ? k * m : c->states;
         for (int64_t i = first; i < last; i++)
@@ -221,6 +248,7 @@ static bool chain_solve(struct work *w, int64_t levels, struct chain *c)
             }
     }
     free(events);
+    free(law);
     /* Grassmann-Taksar-Heyman: states eliminated from the top, each row's mass to the states
      * below it kept as the divisor; then pi forwards from pi(0) = 1 */
     for (int64_t n = c->states - 1; n > 0; n--) {
@@ -258,46 +286,57 @@ static double top_mass(const struct work *w, const struct chain *c)
     return top;
 }
 
-/* E[min(c, A)] and E[min(c, A)^2], A = floor(n / m), n ~ Poisson(nu t), for c = 0 .. b - 1, on a
- * grid of waits t: the prompts that join a waiting prompt's batch after it. */
+/* E[min(c, A)] and E[min(c, A)^2], A = floor(n / m), n ~ Poisson(nu t) followed to `most` events
+ * (the chance beyond, below 1e-13, left out), on a grid of waits t: the prompts that join a
+ * waiting prompt's batch after it, c = b - its place in its batch. Kept for the c a place below
+ * `places` can ask for, from first = max(1, b - places) on, and to c = most / m + 1 at most: A
+ * reaches most / m, so from there both stay as they are (a rack-wide pool's b = 2,880 had made
+ * each call write 6 MB for c that no place reached). */
 struct joiners {
-    int64_t points;
+    int64_t points, first, columns;
     double step_s;
-    double *mean, *second; /* [point b + c] */
+    double *mean, *second; /* [point columns + c - first] */
 };
 
 #define JOINER_POINTS 128
 
-static bool joiners_make(const struct work *w, double longest_wait_s, struct joiners *j)
+static bool joiners_make(const struct work *w, double longest_wait_s, int64_t places, struct joiners *j)
 {
     const int64_t b = w->b, m = w->m;
-    j->points = JOINER_POINTS;
-    j->step_s = longest_wait_s / (double)(JOINER_POINTS - 1);
-    j->mean = malloc((size_t)(JOINER_POINTS * b) * sizeof *j->mean);
-    j->second = malloc((size_t)(JOINER_POINTS * b) * sizeof *j->second);
-    if (!j->mean || !j->second)
-        return false;
     double mean_most = w->nu * longest_wait_s;
     int64_t most = events_most(mean_most);
     if (most > (b - 1) * m + m)
         most = (b - 1) * m + m;
+    const int64_t last = most / m + 1 < b - 1 ? most / m + 1 : b - 1; /* the last column kept */
+    j->points = JOINER_POINTS;
+    j->first = b - places > 1 ? b - places : 1;
+    j->first = j->first < last ? j->first : last;
+    j->columns = last >= 1 ? last - j->first + 1 : 0; /* none for b = 1, where none can join */
+    j->step_s = longest_wait_s / (double)(JOINER_POINTS - 1);
+    const int64_t first = j->first, columns = j->columns;
+    j->mean = malloc((size_t)(JOINER_POINTS * (columns > 0 ? columns : 1)) * sizeof *j->mean);
+    j->second = malloc((size_t)(JOINER_POINTS * (columns > 0 ? columns : 1)) * sizeof *j->second);
     double *p = malloc((size_t)(most + 1) * sizeof *p);
-    if (!p)
+    if (!j->mean || !j->second || !p) {
+        free(p);
         return false;
+    }
     for (int64_t g = 0; g < JOINER_POINTS; g++) {
         poisson_law(w->nu * j->step_s * (double)g, most, p);
         /* E[min(c, A)] = sum_{a < c} P(A > a), E[min(c, A)^2] = sum_{a < c} (2 a + 1) P(A > a),
-         * P(A > a) = P(n >= (a + 1) m) */
+         * P(A > a) = P(n >= (a + 1) m), 0 past the law */
         double below = 0, sum = 0, second = 0;
         int64_t n = 0;
-        j->mean[g * b] = j->second[g * b] = 0;
-        for (int64_t c = 1; c < b; c++) {
+        for (int64_t c = 1; c <= last; c++) {
             for (; n < c * m && n <= most; n++)
                 below += p[n];
-            sum += fmax(1 - below, 0);
-            second += (double)(2 * c - 1) * fmax(1 - below, 0);
-            j->mean[g * b + c] = sum;
-            j->second[g * b + c] = second;
+            double past = n <= most ? fmax(1 - below, 0) : 0;
+            sum += past;
+            second += (double)(2 * c - 1) * past;
+            if (c >= first) {
+                j->mean[g * columns + c - first] = sum;
+                j->second[g * columns + c - first] = second;
+            }
         }
     }
     free(p);
@@ -316,14 +355,16 @@ static void joiners_at(const struct joiners *j, int64_t b, int64_t in_batch, dou
         *second = base * base;
         return;
     }
+    c = c < j->first + j->columns - 1 ? c : j->first + j->columns - 1;
     double g = j->step_s > 0 ? wait_s / j->step_s : 0, f = 0;
     int64_t low = (int64_t)g, high = low + 1;
     if (g >= (double)(j->points - 1))
         low = high = j->points - 1;
     else
         f = g - (double)low;
-    double m1 = (1 - f) * j->mean[low * b + c] + f * j->mean[high * b + c];
-    double m2 = (1 - f) * j->second[low * b + c] + f * j->second[high * b + c];
+    const int64_t columns = j->columns, at = c - j->first;
+    double m1 = (1 - f) * j->mean[low * columns + at] + f * j->mean[high * columns + at];
+    double m2 = (1 - f) * j->second[low * columns + at] + f * j->second[high * columns + at];
     *mean = base + m1;
     *second = base * base + 2 * base * m1 + m2;
 }
@@ -366,6 +407,12 @@ static void shares_add(double *restrict to, const double *restrict chance, doubl
         to[s] += weight * chance[s];
 }
 
+/* The places in the queue an arrival can take: the levels and the most a batch brings. */
+static int64_t gather_places(const struct work *w, int64_t levels)
+{
+    return levels + laws_most(w) / w->m + 2;
+}
+
 /* The arrivals during the batches begun at each state: their waits into the bins. A wait depends
  * on the batch's size and time, the arrival's place in the queue and its share of the batch, not
  * on the state otherwise, so the chances are summed by (time atom, place, share) for each batch
@@ -374,16 +421,17 @@ static bool waits_gather(const struct work *w, const struct chain *c, const stru
                          double *busy_s, double *idle_s)
 {
     const int64_t m = w->m, b = w->b, atoms = w->in->atoms, shares = BATCH_QUEUE_SHARES;
-    int64_t most_up = 0;
-    for (int64_t i = 0; i < w->sizes * atoms; i++)
-        most_up = w->laws[i].most > most_up ? w->laws[i].most : most_up;
-    const int64_t places = c->levels + most_up / m + 2;
+    const int64_t most_up = laws_most(w), places = gather_places(w, c->levels);
     double *mass = calloc((size_t)(atoms * places * shares), sizeof *mass);
-    if (!mass)
+    struct laws laws;
+    if (!mass || !laws_alloc(&laws, most_up)) {
+        free(mass);
         return false;
+    }
     *busy_s = *idle_s = 0;
     for (int64_t k = 1; k <= w->sizes; k++) {
         int64_t last = 0; /* the last place with mass */
+        bool made[BATCH_QUEUE_ATOMS] = {false}; /* a size's laws only where its states hold mass */
         for (int64_t q = k; q <= (k < b ? k : c->levels); q++) {
             int64_t left = q - k;
             for (int64_t phase = 0; phase < m; phase++) {
@@ -394,7 +442,11 @@ static bool waits_gather(const struct work *w, const struct chain *c, const stru
                     double weight = pi * batch_weight(w, k, r);
                     if (weight < BATCH_QUEUE_CASE_LEAST)
                         continue;
-                    const struct batch_law *l = &w->laws[(k - 1) * atoms + r];
+                    struct batch_law *l = &laws.atom[r];
+                    if (!made[r]) {
+                        law_make(w, k, r, l);
+                        made[r] = true;
+                    }
                     *busy_s += weight * batch_s(w, k, r);
                     if (left == 0) { /* no arrival: idle until the next, which starts alone */
                         double none = 0;
@@ -448,6 +500,7 @@ static bool waits_gather(const struct work *w, const struct chain *c, const stru
         }
     }
     free(mass);
+    free(laws.room);
     return true;
 }
 
@@ -579,7 +632,9 @@ static enum batch_queue_status waits_at(const struct batch_queue_input *in, int6
             break;
         reach = next;
     }
-    int64_t rise = arrivals_most(&w, longest_s(&w, reach)), levels = reach + rise + 8;
+    /* a batch of reach brings at most reach (at mean + 8 sd), so the queue stays within it: levels
+     * beyond would only lower the phases the work allows (batch_queue.h) */
+    int64_t rise = arrivals_most(&w, longest_s(&w, reach)), levels = reach + 8;
     /* the levels the tail needs at the phases those levels allow: fewer phases, a longer tail,
      * so the phases only fall until they hold */
     for (int64_t m = phases_within(&w, levels, rise); m != w.m;) {
@@ -600,14 +655,12 @@ static enum batch_queue_status waits_at(const struct batch_queue_input *in, int6
         w.nu = (double)w.m * w.per_instance;
         w.sizes = levels < w.b ? levels : w.b;
         solves++;
-        if (!laws_make(&w) || !chain_solve(&w, levels, &c)) {
-            laws_free(&w);
+        if (!chain_solve(&w, levels, &c)) {
             chain_free(&c);
             return BATCH_QUEUE_INVALID;
         }
         if ((top = top_mass(&w, &c)) <= BATCH_QUEUE_MOST_TOP)
             break;
-        laws_free(&w);
         chain_free(&c);
         if (levels >= BATCH_QUEUE_MOST_LEVELS)
             return BATCH_QUEUE_UNSTABLE;
@@ -627,7 +680,7 @@ static enum batch_queue_status waits_at(const struct batch_queue_input *in, int6
     double longest_wait = longest + (double)((levels + most_arrivals) / w.b + 1) * (w.full_mean_s + 3 * w.full_sd_s);
     struct joiners join = {0};
     struct bins *bins = calloc(1, sizeof *bins);
-    if (!bins || (own_batches && !joiners_make(&w, longest_wait, &join))) {
+    if (!bins || (own_batches && !joiners_make(&w, longest_wait, gather_places(&w, levels), &join))) {
         status = BATCH_QUEUE_INVALID;
         goto done;
     }
@@ -663,7 +716,6 @@ done:
     free(join.mean);
     free(join.second);
     free(bins);
-    laws_free(&w);
     chain_free(&c);
     return status;
 }

@@ -1140,6 +1140,14 @@ int cmd_serve(int argc, char **argv)
     if (open_beside)
         serve_background_start(&beside, &decode_open, o.prefill_topology ? &prefill_open : NULL, &open_w, true,
                                &open);
+    /* the bound's search, which --estimate adds, beside the estimate's too unless it waits on the
+     * hit the estimate's settles */
+    struct serve_background bound_beside;
+    struct serve_workload bound_w = w;
+    bool bound_in_background = estimate && !derive;
+    if (bound_in_background)
+        serve_background_start(&bound_beside, &decode_bound, o.prefill_topology ? &prefill_bound : NULL, &bound_w,
+                               false, &bound);
     bool ok = (derive ? serve_with_reuse(&decode, o.prefill_topology ? &prefill : NULL, &w, &reuse, &result, &searched,
                                          &cache)
                       : serve_search(&decode, o.prefill_topology ? &prefill : NULL, &w, &result));
@@ -1152,7 +1160,10 @@ int cmd_serve(int argc, char **argv)
         if (kv_cache_input_of(&decode, o.prefill_topology ? &prefill : NULL, &w, &result.best, &reuse, &in))
             kv_cache_tiers(&in, &cache);
     }
-    ok = ok && (!estimate || serve_search(&decode_bound, o.prefill_topology ? &prefill_bound : NULL, &w, &bound));
+    if (bound_in_background)
+        ok = serve_background_join(&bound_beside) && ok;
+    else
+        ok = ok && (!estimate || serve_search(&decode_bound, o.prefill_topology ? &prefill_bound : NULL, &w, &bound));
     if (open_beside)
         ok = serve_background_join(&beside) && ok;
     else

@@ -654,13 +654,13 @@ bool serve_search(const struct serve_pool *decode_pool, const struct serve_pool 
 bool serve_search_best(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
                        const struct serve_workload *w, struct serve_result *out);
 
-/* A search on a helper thread, so that two independent searches (serve's answer and what more
- * hardware buys) use two cores: serve_background_start runs serve_search, or with best_only
- * serve_search_best, into *out on a new thread (or, when none can be started, at the join);
- * serve_background_join waits for it and returns what the search returned. The pools and the
- * workload must outlive the join. Searches share nothing but graph.c's calls into igraph, which
- * it serializes, and their memos are the thread's own: the answer is the one the search gives
- * alone. */
+/* A search on a helper thread, so that independent searches (serve's answer, the bound's beside
+ * an estimate, and what more hardware buys) use the cores there are: serve_background_start runs
+ * serve_search, or with best_only serve_search_best, into *out on a new thread (or, when none can
+ * be started, at the join); serve_background_join waits for it and returns what the search
+ * returned. The pools and the workload must outlive the join. Searches share nothing but
+ * graph.c's calls into igraph, which it serializes, and their memos are the thread's own: the
+ * answer is the one the search gives alone. */
 struct serve_background {
     const struct serve_pool *decode_pool, *prefill_pool;
     const struct serve_workload *w;
