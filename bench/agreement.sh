@@ -4,7 +4,7 @@
 # arrivals, the targets at p99. Prints one Markdown row a case: the chosen deployment, then
 # TTFT p50 and p99 and TPOT p50 and p99 as "analysis vs simulation (difference)", in ms.
 # Usage: bench/agreement.sh [CASE...] from anywhere after `ninja -C build` (cases by number,
-# default all; the DeepSeek-R1 mixes simulate 1,000,000 and 4,000,000 requests: minutes).
+# default all; the DeepSeek-R1 mixes simulate 1,000,000 to 4,000,000 requests: minutes).
 set -eu
 cd "$(dirname "$0")/.."
 rackplan=${RACKPLAN:-build/rackplan}
@@ -30,7 +30,7 @@ print("| %s (%s; %d requests) | %s | %s | %s | %s |" % (sys.argv[1], what, s["re
       cell("ttft_p99_s", 1), cell("tpot_p50_s", 2), cell("tpot_p99_s", 2)))' "$name"
 }
 
-cases=${*:-1 2 3 4 5 6 7 8}
+cases=${*:-1 2 3 4 5 6 7 8 9}
 echo '| case | TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 |'
 echo '| --- | ---: | ---: | ---: | ---: |'
 for c in $cases; do
@@ -55,6 +55,9 @@ for c in $cases; do
     8) row "DeepSeek-V3, HGX B200 (FP4), MLPerf DeepSeek-R1 mix, --max-tokens 32768, TPOT 80 ms / TTFT 1 s" \
         models/deepseek-v3.yaml topologies/hgx-b200.xml --weights fp4 --lengths workloads/mlperf-deepseek-r1.csv \
         --max-tokens 32768 --tpot-ms 80 --ttft-ms 1000 --simulate 1000000 ;;
+    9) row "DeepSeek-V3, GB300 NVL72, MLPerf DeepSeek-R1 mix, TPOT 40 ms / TTFT 2 s" models/deepseek-v3.yaml \
+        topologies/gb300-nvl72.xml --lengths workloads/mlperf-deepseek-r1.csv --tpot-ms 40 --ttft-ms 2000 \
+        --simulate 1000000 ;;
     *) echo "bench/agreement.sh: no case $c" >&2; exit 2 ;;
     esac
 done

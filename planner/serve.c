@@ -2676,16 +2676,54 @@ static int64_t prompts_per_rank(const struct serve_workload *w)
     return most > 0 ? most : 1;
 }
 
+/* The prefill of `prompts` prompts each `ratio` times the mean's length (its computed tokens and
+ * the context they attend to alike). */
+static void prefill_step_at(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
+                            const struct serve_workload *w, int64_t prompts, double ratio, struct roof_point *out)
+{
+    struct roof_setup s = setup_of(pool, g, l);
+    int64_t context = ratio == 1 ? prefill_context(w) : (int64_t)llround((double)prefill_context(w) * ratio);
+    struct roof_step step = {.sequences = (double)prompts, .tokens_per_sequence = prefilled_tokens(w) * ratio,
+                             .context = context > 0 ? context : 1, .prefilling = true};
+    roof_step(&s, &step, out);
+    set_rates(pool, l, (double)prompts * prefilled_tokens(w) * ratio, out);
+}
+
 void serve_prefill_step(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
                         const struct serve_workload *w, int64_t prompts, struct roof_point *out)
 {
-    struct roof_setup s = setup_of(pool, g, l);
-    struct roof_step step = {.sequences = (double)prompts, .tokens_per_sequence = prefilled_tokens(w),
-                             .context = prefill_context(w), .prefilling = true};
-    roof_step(&s, &step, out);
-    set_rates(pool, l, (double)prompts * prefilled_tokens(w), out);
+    prefill_step_at(pool, g, l, w, prompts, 1, out);
     int64_t rank_prompts = (prompts + l->dp * l->pp - 1) / (l->dp * l->pp);
     out->fits = rank_prompts <= prompts_per_rank(w) && holds(pool, pool->topology, l, prompts, w->isl);
+}
+
+/* The lengths a prefill batch's time is kept at besides the mean's (serve_instance): the shortest
+ * prompt bin's and the longest tail bin's, with two between evenly in its log, as ratios to the
+ * mean; none for prompts alike. */
+static int prefill_length_ratios(const struct serve_workload *w, double *ratio)
+{
+    double isl[SERVE_PROMPT_TAIL_BINS], weight[SERVE_PROMPT_TAIL_BINS], mean = (double)w->isl;
+    int64_t bins = prompt_tail_bins(w, isl, weight);
+    double shortest = INFINITY, longest = 0;
+    for (int64_t i = 0; i < bins; i++) {
+        shortest = fmin(shortest, isl[i]);
+        longest = fmax(longest, isl[i]);
+    }
+    bins = prompt_bins(w, isl, weight);
+    for (int64_t i = 0; i < bins; i++)
+        shortest = fmin(shortest, isl[i]);
+    int n = 0;
+    if (!(mean > 0) || bins < 2)
+        return 0;
+    if (shortest / mean < 1 - 1e-9)
+        ratio[n++] = shortest / mean;
+    if (longest / mean > 1 + 1e-9) {
+        double top = longest / mean;
+        ratio[n++] = cbrt(top);
+        ratio[n++] = cbrt(top) * cbrt(top);
+        ratio[n++] = top;
+    }
+    return n;
 }
 
 bool serve_prefill_instance(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
@@ -2703,6 +2741,7 @@ bool serve_prefill_instance(const struct serve_pool *pool, const struct graph_su
     p.batch_points = w->arrivals != SERVE_POISSON ? 1
                      : prompts < SERVE_PREFILL_BATCH_POINTS ? (int)prompts
                                                            : SERVE_PREFILL_BATCH_POINTS;
+    p.length_points = prefill_length_ratios(w, p.length_ratio);
     for (int i = 0; i < p.batch_points; i++) {
         int64_t k = p.batch_points == 1 ? prompts : 1 + (prompts - 1) * i / (p.batch_points - 1);
         struct roof_point at;
@@ -2712,22 +2751,68 @@ bool serve_prefill_instance(const struct serve_pool *pool, const struct graph_su
             serve_prefill_step(pool, g, l, w, k, &at);
         p.batch_prompts[i] = k;
         p.batch_times_s[i] = at.step_s;
+        for (int j = 0; j < p.length_points; j++) {
+            prefill_step_at(pool, g, l, w, k, p.length_ratio[j], &at);
+            p.length_times_s[i][j] = at.step_s;
+        }
     }
     *out = p;
     return true;
 }
 
-/* A prefill batch of k prompts (1 <= k <= the instance's batch, fractional between): its time,
+/* A prefill batch of k prompts (fractional between the kept counts; beyond them, on along the
+ * last two) at the kept length `length` (-1: the mean's, else length_ratio[length]): its time,
  * linear between the kept counts. */
-static double prefill_batch_s(const struct serve_instance *p, double k)
+static double kept_batch_s(const struct serve_instance *p, double k, int length)
 {
+    const double *times = length < 0 ? p->batch_times_s : NULL;
+    double kept[SERVE_PREFILL_BATCH_POINTS];
+    if (!times) {
+        for (int i = 0; i < p->batch_points; i++)
+            kept[i] = p->length_times_s[i][length];
+        times = kept;
+    }
     int i = 1;
     while (i < p->batch_points - 1 && (double)p->batch_prompts[i] < k)
         i++;
     if (p->batch_points == 1)
-        return p->batch_times_s[0];
+        return times[0];
     double k0 = (double)p->batch_prompts[i - 1], k1 = (double)p->batch_prompts[i];
-    return p->batch_times_s[i - 1] + (p->batch_times_s[i] - p->batch_times_s[i - 1]) * (k - k0) / (k1 - k0);
+    return times[i - 1] + (times[i] - times[i - 1]) * (k - k0) / (k1 - k0);
+}
+
+/* A prefill batch of k prompts at the mean's length. */
+static double prefill_batch_s(const struct serve_instance *p, double k)
+{
+    return kept_batch_s(p, k, -1);
+}
+
+double serve_prefill_batch_at(const struct serve_instance *p, double k, double ratio)
+{
+    if (p->length_points == 0)
+        return prefill_batch_s(p, k) * ratio; /* prompts alike: a batch off the mean only by a split */
+    double x[SERVE_PREFILL_LENGTH_POINTS + 1], y[SERVE_PREFILL_LENGTH_POINTS + 1];
+    int n = 0;
+    bool mean_in = false;
+    for (int j = 0; j < p->length_points; j++) {
+        if (!mean_in && p->length_ratio[j] > 1) {
+            x[n] = 1;
+            y[n++] = prefill_batch_s(p, k);
+            mean_in = true;
+        }
+        x[n] = p->length_ratio[j];
+        y[n++] = kept_batch_s(p, k, j);
+    }
+    if (!mean_in) {
+        x[n] = 1;
+        y[n++] = prefill_batch_s(p, k);
+    }
+    if (ratio <= x[0])
+        return y[0]; /* a shorter prompt (a split's part) as the shortest bin's */
+    int i = 1;
+    while (i < n - 1 && x[i] < ratio)
+        i++;
+    return fmax(y[i - 1] + (y[i] - y[i - 1]) * (ratio - x[i - 1]) / (x[i] - x[i - 1]), 0);
 }
 
 /* Devices that hold one sequence's KV: its DP rank's TP group (GQA splits it by KV heads; an MLA
@@ -2767,12 +2852,12 @@ static void decode_tpot(const struct serve_workload *w, const struct serve_insta
     tpot_tail(w, &d->occupancy, NULL, true, target_only, at, mean_s);
 }
 
-/* A prompt of isl tokens (mean isl_mean) in a prefill batch of k prompts: the batch's time at
- * mean lengths, in proportion to the batch's tokens with this prompt's own. */
+/* A prompt of isl tokens (mean isl_mean) in a prefill batch of k prompts, the others at the mean:
+ * the batch's time at its prompts' mean length. */
 static double own_batch_s(const struct serve_instance *prefill, double k, double isl, double isl_mean)
 {
-    double scale = isl_mean > 0 && k >= 1 ? ((k - 1) * isl_mean + isl) / (k * isl_mean) : 1;
-    return prefill_batch_s(prefill, k) * scale;
+    double ratio = isl_mean > 0 && k >= 1 ? ((k - 1) * isl_mean + isl) / (k * isl_mean) : 1;
+    return serve_prefill_batch_at(prefill, k, ratio);
 }
 
 /* The instances whose arrivals' regularity a round-robin pool of x is priced at: x up to
@@ -2802,14 +2887,12 @@ static bool round_robin_ttft(const struct serve_workload *w, const struct serve_
     int atoms = (int)bins;
     double *times = xmalloc((size_t)(b * atoms) * sizeof *times);
     double *chances = xmalloc((size_t)(b * atoms) * sizeof *chances);
-    for (int64_t k = 1; k <= b; k++) {
-        double full = prefill_batch_s(prefill, (double)k);
+    for (int64_t k = 1; k <= b; k++)
         for (int r = 0; r < atoms; r++) {
             double drawn_in = mean + (isl[r] - mean) / sqrt((double)k);
-            times[(k - 1) * atoms + r] = full * (mean > 0 ? drawn_in / mean : 1);
+            times[(k - 1) * atoms + r] = serve_prefill_batch_at(prefill, (double)k, mean > 0 ? drawn_in / mean : 1);
             chances[(k - 1) * atoms + r] = weight[r];
         }
-    }
     int64_t priced = priced_instances(instances); /* the same share, at the regularity priced */
     struct batch_queue_input in = {.arrivals_per_s = arrivals_per_s * (double)priced / (double)instances,
                                    .instances = priced, .batch = b, .atoms = atoms, .batch_s = times,
@@ -4089,13 +4172,12 @@ enum { SIM_PRICES_KEPT = 1 << 16, SIM_PRICE_PROBES = 16 };
 
 struct sim_prices {
     const struct serve_workload *w;
-    struct roof_setup decode, prefill;
+    struct roof_setup decode;
+    const struct serve_instance *prefill; /* disaggregated: the point's prefill instance */
     int64_t room;                      /* entries of the caches, by sequences */
     struct composition *steps;         /* count 0 until priced */
     double *context_slope_s;
     struct step_price *kept;           /* SIM_PRICES_KEPT, open addressing; NULL: none kept */
-    int64_t prefill_room;
-    double *prefill_s;                 /* by prompts: NAN until priced */
     bool prefilling;                   /* aggregated: steps carry prompts */
     int64_t rank_instances;            /* a dense model's ranks simulated as instances of their own:
                                         * dp (a step of b sequences priced as the instance's of
@@ -4167,30 +4249,14 @@ static double sim_step_price(void *context, const struct sim_step *step)
     return fmax(t, 0);
 }
 
+/* A prefill batch of `prompts` prompts and `tokens` computed tokens: the analysis' batch of that
+ * many prompts at their mean length (serve_prefill_batch_at), so that the simulation checks the
+ * queue, not the step. */
 static double sim_prefill_price(void *context, int64_t prompts, int64_t tokens)
 {
     struct sim_prices *p = context;
-    if (prompts >= p->prefill_room) {
-        int64_t room = 2 * prompts + 16;
-        double *grown = realloc(p->prefill_s, (size_t)room * sizeof *grown);
-        if (!grown) {
-            p->short_of_memory = true;
-            return NAN;
-        }
-        for (int64_t i = p->prefill_room; i < room; i++)
-            grown[i] = NAN;
-        p->prefill_s = grown;
-        p->prefill_room = room;
-    }
-    if (isnan(p->prefill_s[prompts])) {
-        struct roof_step s = {.sequences = (double)prompts, .tokens_per_sequence = prefilled_tokens(p->w),
-                              .context = prefill_context(p->w), .prefilling = true};
-        struct roof_point r;
-        roof_step(&p->prefill, &s, &r);
-        p->prefill_s[prompts] = r.step_s;
-    }
     double mean = (double)prompts * prefilled_tokens(p->w);
-    return p->prefill_s[prompts] * (mean > 0 ? (double)tokens / mean : 1);
+    return serve_prefill_batch_at(p->prefill, (double)prompts, mean > 0 ? (double)tokens / mean : 1);
 }
 
 /* A simulation's warm-up is requests / SIM_WARMUP_PARTS of them (serve.h). */
@@ -4278,19 +4344,14 @@ enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const
 {
     if (!prefill_pool)
         prefill_pool = decode_pool;
-    struct shape decode_shape, prefill_shape;
-    if (!instance_shape(decode_pool->topology, &p->decode.layout, &decode_shape) ||
-        (p->mode == SERVE_DISAGGREGATED &&
-         !instance_shape(prefill_pool->topology, &p->prefill.layout, &prefill_shape)))
+    struct shape decode_shape;
+    if (!instance_shape(decode_pool->topology, &p->decode.layout, &decode_shape))
         return SERVE_SIM_NO_MEMORY;
-    struct serve_pool decode_on = *decode_pool, prefill_on = *prefill_pool;
+    struct serve_pool decode_on = *decode_pool;
     decode_on.topology = &decode_shape.topology;
-    struct sim_prices prices = {.w = w, .prefilling = p->mode == SERVE_AGGREGATED, .rank_instances = 1};
+    struct sim_prices prices = {.w = w, .prefilling = p->mode == SERVE_AGGREGATED, .rank_instances = 1,
+                                .prefill = &p->prefill};
     prices.decode = setup_of(&decode_on, &decode_shape.graph, &p->decode.layout);
-    if (p->mode == SERVE_DISAGGREGATED) {
-        prefill_on.topology = &prefill_shape.topology;
-        prices.prefill = setup_of(&prefill_on, &prefill_shape.graph, &p->prefill.layout);
-    }
     const struct layout *l = &p->decode.layout;
 
     int64_t classes = mix && mix->count > 0 ? mix->count : 1;
@@ -4372,7 +4433,6 @@ enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const
     free(prices.steps);
     free(prices.context_slope_s);
     free(prices.kept);
-    free(prices.prefill_s);
     if (status == SIM_OK)
         return SERVE_SIM_OK;
     return status == SIM_NO_MEMORY || prices.short_of_memory ? SERVE_SIM_NO_MEMORY : SERVE_SIM_INVALID;

@@ -417,6 +417,11 @@ struct serve_occupancy {
  * batch (all of them when fewer), for the pool's queue (batch_queue.h), linear between; else at
  * the batch alone. */
 #define SERVE_PREFILL_BATCH_POINTS 8
+/* Where prompt lengths vary a prefill batch's time is also kept at this many lengths a prompt
+ * other than the mean's (the shortest prompt bin's, and the longest tail bin's and two between,
+ * evenly in its log), linear between: a batch's time is its prompts' step at their tokens, which
+ * where the weights' read binds does not grow with them (serve_prefill_batch_at). */
+#define SERVE_PREFILL_LENGTH_POINTS 4
 /* Under Poisson arrivals and a TTFT target, the fewest prefill instances are sought from those
  * that keep the pool at most this busy (of what full batches serve): beyond it a prompt waits
  * many batches (M/D/1 at 0.97: 16 services on average), which no TTFT target a deployment is
@@ -464,6 +469,12 @@ struct serve_instance {
     int batch_points;      /* prefill: a batch of batch_prompts[i] prompts takes batch_times_s[i] */
     int64_t batch_prompts[SERVE_PREFILL_BATCH_POINTS];
     double batch_times_s[SERVE_PREFILL_BATCH_POINTS];
+    /* prefill, prompts whose lengths vary: a batch of batch_prompts[i] prompts each of
+     * length_ratio[j] times the mean's computed tokens takes length_times_s[i][j] (ratios rising,
+     * 1 not among them: that is batch_times_s); none (length_points 0) for prompts alike */
+    int length_points;
+    double length_ratio[SERVE_PREFILL_LENGTH_POINTS];
+    double length_times_s[SERVE_PREFILL_BATCH_POINTS][SERVE_PREFILL_LENGTH_POINTS];
 };
 
 /* A point's times at serve_percentile_levels and their means; ttft_s and tpot_s in serve_point are
@@ -603,6 +614,18 @@ bool serve_decode_instance(const struct serve_pool *pool, const struct graph_sum
                            const struct serve_workload *w, int64_t batch, struct serve_instance *out);
 bool serve_prefill_instance(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
                             const struct serve_workload *w, int64_t prompts, struct serve_instance *out);
+
+/* A prefill instance's batch of k prompts (fractional between the kept counts, on along the last
+ * two beyond them) whose mean length is `ratio` times the workload's mean: the step of k prompts
+ * of that length (their tokens and the context they attend to), linear between the kept counts
+ * and lengths, on along the last two lengths above them and the shortest's time below. It is not
+ * the mean's batch scaled by its tokens: where the weights' read binds that was wrong both ways
+ * (DeepSeek-V3 on 4 GB300s at data-parallel attention: one prompt of the DeepSeek-R1 mix's mean
+ * 804 tokens or of its longest bin's 1,487 takes 22.5 ms, scaled 41.6; eight of 100 tokens 22.5
+ * ms, scaled 3.1); where compute binds the two agree. Prompts alike (length_points 0): the mean's
+ * batch times ratio. The pool's chain (round-robin, the batch's prompts drawn in to the mean by
+ * sqrt(k)), a prompt's own batch and the simulation's batches all read it. */
+double serve_prefill_batch_at(const struct serve_instance *p, double k, double ratio);
 
 /* A prefill batch of `prompts` prompts as a roofline point: tokens_per_s counts computed prompt
  * tokens; fits false when a DP rank would take more than SERVE_PREFILL_TOKENS_PER_RANK tokens

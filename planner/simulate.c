@@ -175,7 +175,7 @@ struct sim {
     /* closed loop, disaggregated: each prefill server's next request (its own, j mod x = server)
      * and when it is free; `pool` holds the servers whose next request has been sent, by when
      * their next batch starts */
-    int64_t *server_next;
+    int64_t *server_next, *server_carried; /* carried: the next request's tokens computed (split) */
     double *server_free_s;
     struct heap pool;
     int64_t max_decoding, steps, batches;
@@ -420,21 +420,34 @@ static enum sim_status run_instance(struct sim *s, struct inst *in, bool prefill
 }
 
 /* A prefill batch of one server's requests, q, q + stride, ... (round-robin: the server's own
- * queue), those before `limit` that have arrived by `by_s`, in order, while their computed tokens
- * total at most prefill_batch_tokens (always one). Returns how many, their tokens into *tokens. */
+ * queue), those before `limit` that have arrived by `by_s`, in order, up to prefill_batch_tokens
+ * computed tokens: the prompt that passes them is split there, its first part in this batch and
+ * the rest heading the next (chunked prefill, simulate.h). The head q has `carried` of its tokens
+ * computed already. Returns the prompts the batch finishes; *tokens the tokens it computes,
+ * *touched its prompts (a split one too) and *carried_next what the next batch's head (q + the
+ * finished ones) has computed. */
 static int64_t prefill_batch(const struct sim *s, int64_t q, int64_t stride, int64_t limit, double by_s,
-                             int64_t *tokens)
+                             int64_t carried, int64_t *tokens, int64_t *touched, int64_t *carried_next)
 {
-    int64_t prompts = 0;
-    *tokens = 0;
+    int64_t finished = 0, room = s->c->prefill_batch_tokens;
+    *tokens = *touched = *carried_next = 0;
     for (int64_t j = q; j < limit && s->req[j].arrival_s <= by_s; j += stride) {
-        int64_t more = s->info[s->req[j].cls].computed;
-        if (prompts > 0 && *tokens + more > s->c->prefill_batch_tokens)
-            break;
-        *tokens += more;
-        prompts++;
+        int64_t done = j == q ? carried : 0, left = s->info[s->req[j].cls].computed - done;
+        if (left <= room) {
+            *tokens += left;
+            room -= left;
+            ++*touched;
+            finished++;
+            continue;
+        }
+        if (room > 0) {
+            *tokens += room;
+            ++*touched;
+        }
+        *carried_next = done + room;
+        break;
     }
-    return prompts;
+    return finished;
 }
 
 /* Ends a batch of `prompts` of a server's requests from q (stride apart) at end_s: each prompt's
@@ -457,15 +470,17 @@ static enum sim_status run_prefill(struct sim *s)
     const int64_t x = s->c->prefill_instances;
     for (int64_t server = 0; server < x && server < s->total; server++) {
         double free_s = 0;
+        int64_t carried = 0;
         for (int64_t q = server; q < s->total;) {
             double start_s = fmax(free_s, s->req[q].arrival_s);
-            int64_t tokens, prompts = prefill_batch(s, q, x, s->total, start_s, &tokens);
-            double d_s = s->t->prefill_s(s->t->context, prompts, tokens);
+            int64_t tokens, touched,
+                finished = prefill_batch(s, q, x, s->total, start_s, carried, &tokens, &touched, &carried);
+            double d_s = s->t->prefill_s(s->t->context, touched, tokens);
             if (!isfinite(d_s) || d_s < 0)
                 return SIM_BAD_TIME;
             free_s = start_s + d_s;
-            prefill_done(s, q, x, prompts, free_s);
-            q += prompts * x;
+            prefill_done(s, q, x, finished, free_s);
+            q += finished * x;
         }
     }
     return SIM_OK;
@@ -500,10 +515,11 @@ static enum sim_status run_closed(struct sim *s)
         s->pool.e = malloc(servers * sizeof *s->pool.e);
         s->server_next = malloc(servers * sizeof *s->server_next);
         s->server_free_s = calloc(servers, sizeof *s->server_free_s);
+        s->server_carried = calloc(servers, sizeof *s->server_carried);
     }
     enum sim_status status = SIM_NO_MEMORY;
     if (!s->inst || !queues || !decode || !lane || !joins.e || !s->events.e || (g > 1 && !s->group_turn) ||
-        (servers && (!s->pool.e || !s->server_next || !s->server_free_s)))
+        (servers && (!s->pool.e || !s->server_next || !s->server_free_s || !s->server_carried)))
         goto done;
     status = SIM_OK;
     /* group j / g's clients: those of the first `clients` requests with i mod groups = j / g (with
@@ -558,18 +574,19 @@ static enum sim_status run_closed(struct sim *s)
             struct heap_entry server = heap_pop(&s->pool);
             int64_t q = s->server_next[server.id];
             /* every request sent so far has arrived */
-            int64_t tokens, prompts = prefill_batch(s, q, x, s->issued, INFINITY, &tokens);
-            double d_s = s->t->prefill_s(s->t->context, prompts, tokens);
+            int64_t tokens, touched, finished = prefill_batch(s, q, x, s->issued, INFINITY, s->server_carried[server.id],
+                                                              &tokens, &touched, &s->server_carried[server.id]);
+            double d_s = s->t->prefill_s(s->t->context, touched, tokens);
             if (!isfinite(d_s) || d_s < 0) {
                 status = SIM_BAD_TIME;
                 goto done;
             }
             double end_s = batch_s + d_s;
-            prefill_done(s, q, x, prompts, end_s);
-            for (int64_t i = 0, j = q; i < prompts; i++, j += x)
+            prefill_done(s, q, x, finished, end_s);
+            for (int64_t i = 0, j = q; i < finished; i++, j += x)
                 heap_push(&joins, s->req[j].ready_s, j);
             s->server_free_s[server.id] = end_s;
-            s->server_next[server.id] = q + prompts * x;
+            s->server_next[server.id] = q + finished * x;
             if (s->server_next[server.id] < s->issued)
                 heap_push(&s->pool, fmax(end_s, s->req[s->server_next[server.id]].arrival_s), server.id);
         }
@@ -586,6 +603,7 @@ done:
     free(s->pool.e);
     free(s->server_next);
     free(s->server_free_s);
+    free(s->server_carried);
     return status;
 }
 

@@ -67,9 +67,14 @@
  * Disaggregated (SIM_DISAGGREGATED): the router sends the requests to the prefill_instances servers
  * in turn, request j (in arrival order, from 0) to server j mod prefill_instances (round-robin,
  * Dynamo's default routing), and each server keeps its own FCFS queue: free and with prompts
- * waiting, it takes them in order while their computed tokens total at most prefill_batch_tokens
- * (always at least one prompt); the batch takes prefill_s(prompts, tokens). Each prompt's first
- * token counts kv_transfer_s after the batch ends (TTFT = batch end + kv_transfer_s - arrival),
+ * waiting, it takes them in order up to prefill_batch_tokens computed tokens, the prompt that
+ * passes them split there: its first part in this batch, the rest heading the next (chunked
+ * prefill: SGLang's PrefillAdder truncates the request that passes the remaining chunk budget and
+ * carries it as its chunked request, python/sglang/srt/managers/schedule_policy.py at 00550cd1,
+ * add_one_req and add_chunked_req; whole prompts only had lost the room a long prompt left, a
+ * DeepSeek-R1 mix's server busier than its tokens make it); the batch takes prefill_s(prompts,
+ * tokens), a split prompt one of its prompts. Each prompt's first token counts kv_transfer_s
+ * after the batch that carries its last part ends (TTFT = batch end + kv_transfer_s - arrival),
  * when the request joins its decode instance, the instance's i-th join (from 0, in the order they
  * join) going to its rank i mod ranks (each rank holds its own requests' KV: data-parallel
  * attention), waiting FCFS there for a slot and KV on that rank's share as above (a full rank's

@@ -2408,6 +2408,58 @@ static void settles_with_clumps(void)
     }
 }
 
+/* ---- a prefill batch at its prompts' length (serve_prefill_batch_at) ---- */
+
+static void prefill_batch_lengths(void)
+{
+    /* by hand: a kept table at 1 and 8 prompts, ratios 0.5 and 2 beside the mean's 1. One
+     * prompt: knots (0.5, 18 ms), (1, 20), (2, 32); at 1.5 halfway, 26 ms; below 0.5 the
+     * shortest's 18; at 3 on along the last two, 32 + 12 = 44. Four and a half prompts, halfway
+     * between the kept counts: (0.5, 22), (1, 25), (2, 41); at 0.75, 23.5 ms */
+    struct serve_instance t = {.batch = 8, .batch_points = 2, .batch_prompts = {1, 8}, .batch_times_s = {0.020, 0.030},
+                               .length_points = 2, .length_ratio = {0.5, 2},
+                               .length_times_s = {{0.018, 0.032}, {0.026, 0.050}}};
+    CHECK_REL(serve_prefill_batch_at(&t, 1, 1.5), 0.026, 1e-12, "one prompt at 1.5 x the mean: 26 ms");
+    CHECK_REL(serve_prefill_batch_at(&t, 1, 0.25), 0.018, 1e-12, "below the shortest kept: its 18 ms");
+    CHECK_REL(serve_prefill_batch_at(&t, 1, 3), 0.044, 1e-12, "above the longest kept: on along the last two, 44 ms");
+    CHECK_REL(serve_prefill_batch_at(&t, 4.5, 0.75), 0.0235, 1e-12, "4.5 prompts at 0.75: 23.5 ms");
+    CHECK_REL(serve_prefill_batch_at(&t, 8, 1), 0.030, 1e-12, "the mean's kept batch at 1");
+    t.length_points = 0;
+    CHECK_REL(serve_prefill_batch_at(&t, 4.5, 1.5), 0.025 * 1.5, 1e-12, "prompts alike: the mean's batch x the ratio");
+
+    /* the roofline's: DeepSeek-V3 on 4 GPUs of a GB300 NVL72 at data-parallel attention, the
+     * MLPerf DeepSeek-R1 mix (mean 804 tokens). One prompt's 804 tokens pick 8 of 256 routed
+     * experts each, so the step reads about every weight and the read binds: a prompt of the
+     * longest tail bin costs what the mean's does (scaled by its tokens it had been charged its
+     * ratio over). Eight prompts are compute-bound, and at the longest bin's length they compute
+     * more than its ratio times the mean's (attention grows with the square of the length). */
+    struct model ds = fixture_model("models/deepseek-v3.yaml");
+    struct topology rack = fixture_topology("topologies/gb300-nvl72.xml"), slice;
+    struct graph_summary g;
+    struct length_mix mix;
+    if (!mix_read("workloads/mlperf-deepseek-r1.csv", "DeepSeek-R1", &mix) ||
+        !CHECK(topology_slice(&rack, 4, &slice), "4 GPUs of the rack"))
+        return;
+    analyse(&slice, 1, &g);
+    struct serve_pool pool = pool_of(&ds, &slice);
+    struct serve_workload w = mix_workload(&mix, 0, 0);
+    const struct layout dp4 = {.racks = 1, .devices = 4, .tp = 1, .pp = 1, .dp = 4, .ep = 4};
+    struct serve_instance pre;
+    if (CHECK(serve_prefill_instance(&pool, &g, &dp4, &w, 8, &pre) && pre.length_points == 4 &&
+                  pre.length_ratio[0] < 1 && pre.length_ratio[3] > 1.5,
+              "8 prompts a batch: 4 lengths kept, the shortest below the mean, the longest above 1.5 x")) {
+        double top = pre.length_ratio[3];
+        double one = serve_prefill_batch_at(&pre, 1, 1), one_long = serve_prefill_batch_at(&pre, 1, top);
+        CHECK(one_long <= one * 1.001, "one prompt: %.2f ms at %.2f x the mean's length, %.2f ms at the mean",
+              one_long * 1e3, top, one * 1e3);
+        double eight = serve_prefill_batch_at(&pre, 8, 1), eight_long = serve_prefill_batch_at(&pre, 8, top);
+        CHECK(pre.point.bound == ROOF_COMPUTE && eight_long >= top * eight,
+              "eight prompts, compute-bound: %.2f ms at %.2f x, at least %.2f x the mean's %.2f ms", eight_long * 1e3,
+              top, top, eight * 1e3);
+    }
+    length_mix_release(&mix);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && chdir(argv[1]) != 0)
@@ -2441,5 +2493,6 @@ int main(int argc, char **argv)
     work_conserving();
     clustered_cap();
     settles_with_clumps();
+    prefill_batch_lengths();
     return tap_done();
 }

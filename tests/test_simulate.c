@@ -25,6 +25,8 @@ struct timing {
     int64_t max_sequences, max_in_flight, max_prompts, max_tokens;
     int64_t logged;          /* the first steps, as called */
     struct sim_step log[8];
+    int64_t prefills;        /* the first prefill batches, as called: prompts, tokens */
+    int64_t prefill_log[8][2];
     double bad_s;            /* returned instead when not 0 */
 };
 
@@ -50,6 +52,11 @@ static double prefill_time(void *context, int64_t prompts, int64_t tokens)
         t->max_prompts = prompts;
     if (tokens > t->max_tokens)
         t->max_tokens = tokens;
+    if (t->prefills < 8) {
+        t->prefill_log[t->prefills][0] = prompts;
+        t->prefill_log[t->prefills][1] = tokens;
+    }
+    t->prefills++;
     return t->prefill_s;
 }
 
@@ -952,6 +959,48 @@ static void refused(void)
     CHECK(simulate(&disaggregated, &timing, &r, NULL) == SIM_BAD_TIME, "an infinite prefill: SIM_BAD_TIME");
 }
 
+/* ---- a prefill batch's budget splits the prompt that passes it ---- */
+
+static void chunked_prefill(void)
+{
+    /* SGLang's PrefillAdder splits the request that passes the remaining chunk budget (its first
+     * part in this batch, the rest heading the next: schedule_policy.py, add_one_req and
+     * add_chunked_req). One prefill server, a budget of 600 tokens, one request of 1000: two
+     * batches, 600 then 400 tokens, each of one prompt taking P = 0.1 s, so TTFT = 2 P. */
+    static const int64_t isl[] = {1000}, osl[] = {2};
+    static const double weight[] = {1};
+    const double p_s = 0.1;
+    struct sim_config c = config_of(isl, osl, weight, 1, 1, 1); /* arriving near 1 s: TTFT to a few ulp */
+    c.mode = SIM_DISAGGREGATED;
+    c.warmup = 0;
+    c.prefill_batch_tokens = 600;
+    struct timing t = {.constant_s = 1e-6, .prefill_s = p_s};
+    struct sim_timing timing = timing_of(&t);
+    struct sim_result r;
+    CHECK(simulate(&c, &timing, &r, NULL) == SIM_OK, "chunked, open: simulated");
+    CHECK_EQ(r.prefill_batches, 2, "chunked, open: 1000 tokens in batches of at most 600: two");
+    CHECK(t.prefills == 2 && t.prefill_log[0][0] == 1 && t.prefill_log[0][1] == 600 && t.prefill_log[1][0] == 1 &&
+              t.prefill_log[1][1] == 400,
+          "chunked, open: 600 tokens of the prompt, then its other 400");
+    CHECK_REL(r.ttft_s.p50, 2 * p_s, 1e-12, "chunked, open: TTFT two batches, 2 P");
+
+    /* closed loop, two clients sending at 0 to one server with a budget of 1500: the first batch
+     * holds A's 1000 and B's first 500 (2 prompts, 1500 tokens), the second B's other 500 (1
+     * prompt): A's TTFT P, B's 2 P (the p50 and p99 of two by nearest rank) */
+    c = config_of(isl, osl, weight, 1, 2, 0);
+    c.arrivals = SIM_CLOSED;
+    c.mode = SIM_DISAGGREGATED;
+    c.concurrency = 2;
+    c.warmup = 0;
+    c.prefill_batch_tokens = 1500;
+    t = (struct timing){.constant_s = 1e-6, .prefill_s = p_s};
+    CHECK(simulate(&c, &timing, &r, NULL) == SIM_OK, "chunked, closed: simulated");
+    CHECK(t.prefills == 2 && t.prefill_log[0][0] == 2 && t.prefill_log[0][1] == 1500 && t.prefill_log[1][0] == 1 &&
+              t.prefill_log[1][1] == 500,
+          "chunked, closed: 1000 + 500 tokens of two prompts, then 500 of the second");
+    CHECK(r.ttft_s.p50 == p_s && r.ttft_s.p99 == 2 * p_s, "chunked, closed: TTFT P and 2 P");
+}
+
 int main(void)
 {
     isolated();
@@ -966,5 +1015,6 @@ int main(void)
     closed_loop();
     ranks();
     refused();
+    chunked_prefill();
     return tap_done();
 }
