@@ -417,10 +417,8 @@ static void sglang_args(const struct emit_plan *p, const struct emit_role *r, bo
         arg(a, "--max-running-requests", "%lld", (long long)r->running_cap);
         arg(a, "--cuda-graph-max-bs", "%lld", (long long)rank_batch);
     }
-    if (r->kind == EMIT_AGGREGATED)
+    if (r->kind != EMIT_DECODE)
         arg(a, "--chunked-prefill-size", "%lld", (long long)(r->chunk_tokens * r->dp));
-    else if (r->kind == EMIT_PREFILL)
-        arg(a, "--chunked-prefill-size", "%lld", (long long)SERVE_PREFILL_TOKENS_PER_RANK * r->dp);
     arg(a, "--kv-cache-dtype", "%s", sglang_kv(p->kv));
     arg(a, "--mem-fraction-static", "%.3f", fraction_up((r->weights_bytes + r->kv_bytes) / r->hbm_bytes));
     if (r->kind != EMIT_AGGREGATED) {
@@ -449,7 +447,7 @@ static void sglang_args(const struct emit_plan *p, const struct emit_role *r, bo
 static int64_t batched_tokens(const struct emit_plan *p, const struct emit_role *r)
 {
     if (r->kind == EMIT_PREFILL)
-        return SERVE_PREFILL_TOKENS_PER_RANK;
+        return r->chunk_tokens; /* V1 chunks the prompt that passes it, as its default */
     int64_t tokens = ceil_div(r->running_cap, r->dp) * (1 + p->mtp);
     return tokens + (r->kind == EMIT_AGGREGATED ? r->chunk_tokens : 0);
 }
@@ -546,7 +544,9 @@ static struct doc_node *trtllm_options(const struct emit_plan *p, const struct e
         put_int(root, "moe_expert_parallel_size", r->ep);
     put_bool(root, "enable_attention_dp", attention_dp);
     put_int(root, "max_batch_size", ceil_div(r->running_cap, r->dp));
-    put_int(root, "max_num_tokens", batched_tokens(p, r));
+    /* a context server's budget stays a rank's whole: a prompt past max_num_tokens needs
+     * TensorRT-LLM's chunked prefill, off by default and not among the options checked here */
+    put_int(root, "max_num_tokens", r->kind == EMIT_PREFILL ? SERVE_PREFILL_TOKENS_PER_RANK : batched_tokens(p, r));
     /* the KV dtype is KvCacheConfig.dtype (1.0.0: the PyTorch backend's; auto = the model's; the
      * 1.3.0rc25 DeepSeek-R1 guide writes "dtype: fp8", its default "auto") */
     struct doc_node *kv = doc_map_put(root, "kv_cache_config", doc_new_map());
@@ -589,7 +589,7 @@ static struct doc_node *trtllm_options(const struct emit_plan *p, const struct e
          * is the engine's default and the backend what Dynamo's 1.5.0-era TRT-LLM templates write
          * for these workers, DEFAULT (prefill.yaml and decode.yaml of disagg-multinode.yaml) */
         struct doc_node *cache = doc_map_put(root, "cache_transceiver_config", doc_new_map());
-        int64_t step = batched_tokens(p, r);
+        int64_t step = r->kind == EMIT_PREFILL ? SERVE_PREFILL_TOKENS_PER_RANK : batched_tokens(p, r);
         if (dynamo)
             put_string(cache, "backend", "DEFAULT");
         else
@@ -961,10 +961,15 @@ static void role_of_serve(const struct model *m, const struct topology *t, const
     at.mtp = w->mtp > 0;
     struct device_memory memory;
     plan_memory(m, t, &x->layout, &at, &memory);
+    /* a prefill batch's tokens on a DP rank: the plan's batch (its memory and the pool's queue
+     * are worked out at it), a prompt that passes it split there */
+    int64_t computed = (int64_t)ceil((double)w->isl * (1 - w->prefix_hit));
+    int64_t chunk = kind == EMIT_PREFILL ? (x->batch + x->layout.dp - 1) / x->layout.dp * (computed > 0 ? computed : 1)
+                    : w->chunk_tokens              ? w->chunk_tokens
+                                                   : SERVE_DEFAULT_CHUNK_TOKENS;
     *out = (struct emit_role){.kind = kind, .tp = x->layout.tp, .dp = x->layout.dp, .pp = x->layout.pp,
                               .ep = x->layout.ep, .devices = x->layout.devices, .instances = instances,
-                              .batch = x->batch, .running_cap = admitted,
-                              .chunk_tokens = w->chunk_tokens ? w->chunk_tokens : SERVE_DEFAULT_CHUNK_TOKENS,
+                              .batch = x->batch, .running_cap = admitted, .chunk_tokens = chunk,
                               .weights_bytes = memory.weights_bytes, .kv_bytes = memory.kv_bytes,
                               .activation_bytes = memory.activation_bytes, .hbm_bytes = memory.hbm_bytes,
                               .topology_name = t->name, .family = t->family};

@@ -23,7 +23,10 @@
  *                    holds, as serve's analysis admits (global: SGLang divides it by dp under DP
  *                    attention)
  *   --chunked-prefill-size  chunk_tokens x dp (global: divided by dp under DP attention);
- *                    prefill role: SERVE_PREFILL_TOKENS_PER_RANK x dp
+ *                    prefill role: its chunk_tokens are the plan's batch on a rank, ceil(batch /
+ *                    dp) prompts of the mean's computed tokens (its memory and the pool's queue
+ *                    are worked out at that batch; a longer prompt is split there, as the
+ *                    simulation splits it)
  *   --cuda-graph-max-bs     B_r (aggregated, decode)
  *   --kv-cache-dtype bf16 | fp8_e4m3 | fp4_e2m1 (FP4 on Blackwell and later only)
  *   --mem-fraction-static   (W + K) / H rounded up to 0.001: SGLang's static pool is the weights
@@ -42,8 +45,10 @@
  *   --tensor-parallel-size tp, --data-parallel-size dp, --pipeline-parallel-size pp (> 1),
  *   --enable-expert-parallel (MoE, ep > 1), --all2all-backend deepep_high_throughput (prefill) |
  *   deepep_low_latency (decode) on NVIDIA; --max-num-seqs R_r = ceil(R / dp) (vLLM's scheduler is
- *   per DP rank); --max-num-batched-tokens R_r y + chunk_tokens (the token budget holds decode tokens too;
- *   prefill role: SERVE_PREFILL_TOKENS_PER_RANK); --kv-cache-dtype auto (bf16) | fp8;
+ *   per DP rank); --max-num-batched-tokens R_r y + chunk_tokens (the token budget holds decode
+ *   tokens too; prefill role: its chunk_tokens, as SGLang's, which V1's chunked prefill, on by
+ *   default (docs/configuration/optimization.md), splits a longer prompt at); --kv-cache-dtype
+ *   auto (bf16) | fp8;
  *   --gpu-memory-utilization (W + K + A) / H rounded up to 0.001 (vLLM's share covers all it
  *   allocates); --speculative-config {"method":"deepseek_mtp","num_speculative_tokens":K};
  *   P/D: --kv-transfer-config {"kv_connector":"NixlConnector","kv_role":"kv_both"};
@@ -56,7 +61,9 @@
  *   `trtllm-serve MODEL --backend pytorch --extra_llm_api_options FILE.yaml`, the YAML:
  *   tensor_parallel_size (tp x dp with attention DP, as SGLang), pipeline_parallel_size,
  *   moe_expert_parallel_size ep, enable_attention_dp, max_batch_size R_r, max_num_tokens as
- *   vLLM's batched tokens, kv_cache_config {dtype auto | fp8, free_gpu_memory_fraction
+ *   vLLM's batched tokens (a context server's SERVE_PREFILL_TOKENS_PER_RANK: a prompt past it
+ *   would need TensorRT-LLM's chunked prefill, off by default and not among the keys checked),
+ *   kv_cache_config {dtype auto | fp8, free_gpu_memory_fraction
  *   K / (H - W - A) rounded up to 0.001: its fraction is of the memory left after the weights and
  *   activations}, cuda_graph_config {enable_padding, max_batch_size B_r} (aggregated, decode),
  *   speculative_config {decoding_type MTP, num_nextn_predict_layers K}, scheduler_config
@@ -138,7 +145,7 @@ struct emit_role {
     int64_t running_cap;  /* the most sequences an instance admits (>= batch): the batch, or
                            * under random arrivals what its KV holds (serve_occupancy.running_cap);
                            * prefill: the batch */
-    int64_t chunk_tokens; /* aggregated: prefill tokens a DP rank's step */
+    int64_t chunk_tokens; /* prefill tokens a DP rank's step (prefill role: its batch's) */
     int64_t slots;        /* MoE: routed-expert slots a device (map width / ep); 0: no map */
     double weights_bytes, kv_bytes, activation_bytes, hbm_bytes; /* a device, plan_memory's */
     const char *topology_name; /* the role's topology (serve's --prefill-topology for prefill);

@@ -116,6 +116,14 @@ check "dsv3 sglang decode --ep-size = decode EP" \
     test "$(flag $s/sglang-decode.sh --ep-size)" = "$(json $d "d['layout']['decode']['layout']['ep']")"
 check "dsv3 sglang prefill --tp-size = prefill devices (DP attention)" \
     test "$(flag $s/sglang-prefill.sh --tp-size)" = "$(json $d "d['layout']['prefill']['instance_devices']")"
+# the prefill server's token budget is the plan's batch on a rank (emit.h): ceil(batch / DP)
+# prompts of ISL tokens (no prefix cache here), times DP for SGLang's global flag
+check "dsv3 sglang prefill --chunked-prefill-size = ceil(prefill batch / DP) x ISL x DP" \
+    test "$(flag $s/sglang-prefill.sh --chunked-prefill-size)" = \
+    "$(json $d "-(-d['layout']['prefill']['batch'] // d['layout']['prefill']['layout']['dp']) * d['workload']['isl'] * d['layout']['prefill']['layout']['dp']")"
+check "dsv3 vllm prefill --max-num-batched-tokens = ceil(prefill batch / DP) x ISL" \
+    test "$(flag $work/dsv3-vllm/vllm-prefill.sh --max-num-batched-tokens)" = \
+    "$(json $d "-(-d['layout']['prefill']['batch'] // d['layout']['prefill']['layout']['dp']) * d['workload']['isl']")"
 check "dsv3 sglang router: one --prefill an instance" \
     test "$(grep -c -- '  --prefill ' $s/sglang-router.sh)" = "$(json $d "d['layout']['prefill']['instances']")"
 check "dsv3 trtllm generation: max_batch_size = ceil(batch / DP)" \

@@ -20,7 +20,7 @@ exec python3 -m sglang.launch_server \
   --ep-size '4' \
   --moe-a2a-backend 'deepep' \
   --deepep-mode 'normal' \
-  --chunked-prefill-size '32768' \
+  --chunked-prefill-size '8192' \
   --kv-cache-dtype 'bf16' \
   --mem-fraction-static '0.883' \
   --disaggregation-mode 'prefill' \

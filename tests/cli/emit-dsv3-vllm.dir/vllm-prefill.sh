@@ -17,7 +17,7 @@ exec vllm serve 'deepseek-ai/DeepSeek-V3' \
   --enable-expert-parallel \
   --all2all-backend 'deepep_high_throughput' \
   --max-num-seqs '1' \
-  --max-num-batched-tokens '16384' \
+  --max-num-batched-tokens '4096' \
   --kv-cache-dtype 'auto' \
   --gpu-memory-utilization '0.883' \
   --speculative-config '{"method":"deepseek_mtp","num_speculative_tokens":1}' \
