@@ -30,7 +30,7 @@ print("| %s (%s; %d requests) | %s | %s | %s | %s |" % (sys.argv[1], what, s["re
       cell("ttft_p99_s", 1), cell("tpot_p50_s", 2), cell("tpot_p99_s", 2)))' "$name"
 }
 
-cases=${*:-1 2 3 4 5 6 7 8 9}
+cases=${*:-1 2 3 4 5 6 7 8 9 10}
 echo '| case | TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 |'
 echo '| --- | ---: | ---: | ---: | ---: |'
 for c in $cases; do
@@ -58,6 +58,9 @@ for c in $cases; do
     9) row "DeepSeek-V3, GB300 NVL72, MLPerf DeepSeek-R1 mix, TPOT 40 ms / TTFT 2 s" models/deepseek-v3.yaml \
         topologies/gb300-nvl72.xml --lengths workloads/mlperf-deepseek-r1.csv --tpot-ms 40 --ttft-ms 2000 \
         --simulate 1000000 ;;
+    10) row "Llama 3.1 405B, 4 MI300X platforms, Azure 2023 conversation mix, disaggregated, TPOT 50 ms / TTFT 2 s" \
+        models/llama-3.1-405b.yaml topologies/mi300x.xml --racks 4 --mode disaggregated \
+        --lengths workloads/azure-2023-conversation.csv --tpot-ms 50 --ttft-ms 2000 --simulate 200000 ;;
     *) echo "bench/agreement.sh: no case $c" >&2; exit 2 ;;
     esac
 done

@@ -2789,6 +2789,10 @@ static double prefill_batch_s(const struct serve_instance *p, double k)
 
 double serve_prefill_batch_at(const struct serve_instance *p, double k, double ratio)
 {
+    if (k > (double)p->batch) { /* more prompts than the batch: its count at the same tokens */
+        ratio *= k / (double)p->batch;
+        k = (double)p->batch;
+    }
     if (p->length_points == 0)
         return prefill_batch_s(p, k) * ratio; /* prompts alike: a batch off the mean only by a split */
     double x[SERVE_PREFILL_LENGTH_POINTS + 1], y[SERVE_PREFILL_LENGTH_POINTS + 1];

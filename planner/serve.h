@@ -615,10 +615,12 @@ bool serve_decode_instance(const struct serve_pool *pool, const struct graph_sum
 bool serve_prefill_instance(const struct serve_pool *pool, const struct graph_summary *g, const struct layout *l,
                             const struct serve_workload *w, int64_t prompts, struct serve_instance *out);
 
-/* A prefill instance's batch of k prompts (fractional between the kept counts, on along the last
- * two beyond them) whose mean length is `ratio` times the workload's mean: the step of k prompts
- * of that length (their tokens and the context they attend to), linear between the kept counts
- * and lengths, on along the last two lengths above them and the shortest's time below. It is not
+/* A prefill instance's batch of k prompts (fractional between the kept counts) whose mean length
+ * is `ratio` times the workload's mean: the step of k prompts of that length (their tokens and the
+ * context they attend to), linear between the kept counts and lengths, on along the last two
+ * lengths above them and the shortest's time below; more prompts than the instance's batch (short
+ * ones a token budget packs together, as the simulation's batches do) as the batch's count at the
+ * same tokens. It is not
  * the mean's batch scaled by its tokens: where the weights' read binds that was wrong both ways
  * (DeepSeek-V3 on 4 GB300s at data-parallel attention: one prompt of the DeepSeek-R1 mix's mean
  * 804 tokens or of its longest bin's 1,487 takes 22.5 ms, scaled 41.6; eight of 100 tokens 22.5

@@ -2412,7 +2412,7 @@ static void settles_with_clumps(void)
 
 static void prefill_batch_lengths(void)
 {
-    /* by hand: a kept table at 1 and 8 prompts, ratios 0.5 and 2 beside the mean's 1. One
+    /* by hand: a batch of 8 kept at 1 and 8 prompts, ratios 0.5 and 2 beside the mean's 1. One
      * prompt: knots (0.5, 18 ms), (1, 20), (2, 32); at 1.5 halfway, 26 ms; below 0.5 the
      * shortest's 18; at 3 on along the last two, 32 + 12 = 44. Four and a half prompts, halfway
      * between the kept counts: (0.5, 22), (1, 25), (2, 41); at 0.75, 23.5 ms */
@@ -2424,6 +2424,9 @@ static void prefill_batch_lengths(void)
     CHECK_REL(serve_prefill_batch_at(&t, 1, 3), 0.044, 1e-12, "above the longest kept: on along the last two, 44 ms");
     CHECK_REL(serve_prefill_batch_at(&t, 4.5, 0.75), 0.0235, 1e-12, "4.5 prompts at 0.75: 23.5 ms");
     CHECK_REL(serve_prefill_batch_at(&t, 8, 1), 0.030, 1e-12, "the mean's kept batch at 1");
+    /* sixteen prompts of half the mean (a token budget packing short ones): eight at the mean's
+     * tokens, 30 ms */
+    CHECK_REL(serve_prefill_batch_at(&t, 16, 0.5), 0.030, 1e-12, "16 prompts at 0.5 past a batch of 8: 8 at 1");
     t.length_points = 0;
     CHECK_REL(serve_prefill_batch_at(&t, 4.5, 1.5), 0.025 * 1.5, 1e-12, "prompts alike: the mean's batch x the ratio");
 
