@@ -30,7 +30,7 @@ print("| %s (%s; %d requests) | %s | %s | %s | %s |" % (sys.argv[1], what, s["re
       cell("ttft_p99_s", 1), cell("tpot_p50_s", 2), cell("tpot_p99_s", 2)))' "$name"
 }
 
-cases=${*:-1 2 3 4 5 6 7 8 9 10}
+cases=${*:-1 2 3 4 5 6 7 8 9 10 11 12}
 echo '| case | TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 |'
 echo '| --- | ---: | ---: | ---: | ---: |'
 for c in $cases; do
@@ -61,6 +61,12 @@ for c in $cases; do
     10) row "Llama 3.1 405B, 4 MI300X platforms, Azure 2023 conversation mix, disaggregated, TPOT 50 ms / TTFT 2 s" \
         models/llama-3.1-405b.yaml topologies/mi300x.xml --racks 4 --mode disaggregated \
         --lengths workloads/azure-2023-conversation.csv --tpot-ms 50 --ttft-ms 2000 --simulate 200000 ;;
+    11) row "Qwen3-30B-A3B, 2 H200 nodes, Azure 2023 conversation mix, disaggregated, TPOT 20 ms / TTFT 500 ms" \
+        models/qwen3-30b-a3b.yaml topologies/hgx-h200.xml --racks 2 --mode disaggregated \
+        --lengths workloads/azure-2023-conversation.csv --tpot-ms 20 --ttft-ms 500 --simulate 200000 ;;
+    12) row "DeepSeek-V3, prefill HGX B200, decode GB200 NVL72 (--racks 1), Azure 2023 code mix, TPOT 50 ms / TTFT 3 s" \
+        models/deepseek-v3.yaml topologies/gb200-nvl72.xml --prefill-topology topologies/hgx-b200.xml --racks 1 \
+        --lengths workloads/azure-2023-code.csv --tpot-ms 50 --ttft-ms 3000 --simulate 200000 ;;
     *) echo "bench/agreement.sh: no case $c" >&2; exit 2 ;;
     esac
 done
