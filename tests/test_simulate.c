@@ -80,6 +80,20 @@ static struct sim_config config_of(const int64_t *isl, const int64_t *osl, const
     return c;
 }
 
+/* One class, closed-loop, disaggregated: `concurrency` clients, `requests` measured after `warmup`,
+ * a prefill server's budget of `budget` tokens. */
+static struct sim_config closed_disaggregated(const int64_t *isl, const int64_t *osl, const double *weight,
+                                              int64_t requests, int64_t concurrency, int64_t warmup, int64_t budget)
+{
+    struct sim_config c = config_of(isl, osl, weight, 1, requests, 0);
+    c.arrivals = SIM_CLOSED;
+    c.mode = SIM_DISAGGREGATED;
+    c.concurrency = concurrency;
+    c.warmup = warmup;
+    c.prefill_batch_tokens = budget;
+    return c;
+}
+
 /* ---- 1. an isolated request, step by step ---- */
 
 static void isolated(void)
@@ -688,12 +702,7 @@ static void closed_loop(void)
      * P = 4 T), join the idle instance and decode 32 steps together to 36 T, then all 4 send
      * again: a cycle of 36 T, TPOT T, 4 x 33 tokens / 36 T, 4 x 32 / 36 decoding. 205 requests
      * (4 + 201): cycles 0 .. 50 of 4, then one; measured from 36 T to 51 x 36 T, 50 cycles. */
-    c = config_of(isl, osl, weight, 1, 201, 0);
-    c.arrivals = SIM_CLOSED;
-    c.mode = SIM_DISAGGREGATED;
-    c.concurrency = 4;
-    c.warmup = 4;
-    c.prefill_batch_tokens = 4000;
+    c = closed_disaggregated(isl, osl, weight, 201, 4, 4, 4000);
     t = (struct timing){.constant_s = T_S, .prefill_s = 4 * T_S};
     CHECK(simulate(&c, &timing, &r, NULL) == SIM_OK, "closed, disaggregated: simulated");
     CHECK(r.ttft_s.p50 == 4 * T_S && r.ttft_s.p99 == 4 * T_S, "closed, disaggregated: TTFT = P = 4 T");
@@ -987,12 +996,7 @@ static void chunked_prefill(void)
     /* closed loop, two clients sending at 0 to one server with a budget of 1500: the first batch
      * holds A's 1000 and B's first 500 (2 prompts, 1500 tokens), the second B's other 500 (1
      * prompt): A's TTFT P, B's 2 P (the p50 and p99 of two by nearest rank) */
-    c = config_of(isl, osl, weight, 1, 2, 0);
-    c.arrivals = SIM_CLOSED;
-    c.mode = SIM_DISAGGREGATED;
-    c.concurrency = 2;
-    c.warmup = 0;
-    c.prefill_batch_tokens = 1500;
+    c = closed_disaggregated(isl, osl, weight, 2, 2, 0, 1500);
     t = (struct timing){.constant_s = 1e-6, .prefill_s = p_s};
     CHECK(simulate(&c, &timing, &r, NULL) == SIM_OK, "chunked, closed: simulated");
     CHECK(t.prefills == 2 && t.prefill_log[0][0] == 2 && t.prefill_log[0][1] == 1500 && t.prefill_log[1][0] == 1 &&
