@@ -2789,7 +2789,7 @@ static double prefill_batch_s(const struct serve_instance *p, double k)
 
 double serve_prefill_batch_at(const struct serve_instance *p, double k, double ratio)
 {
-    if (k > (double)p->batch) { /* more prompts than the batch: its count at the same tokens */
+    if (p->batch > 0 && k > (double)p->batch) { /* more prompts than the batch: its count, the same tokens */
         ratio *= k / (double)p->batch;
         k = (double)p->batch;
     }
