@@ -544,8 +544,8 @@ static struct doc_node *trtllm_options(const struct emit_plan *p, const struct e
         put_int(root, "moe_expert_parallel_size", r->ep);
     put_bool(root, "enable_attention_dp", attention_dp);
     put_int(root, "max_batch_size", ceil_div(r->running_cap, r->dp));
-    /* a context server's budget stays a rank's whole: a prompt past max_num_tokens needs
-     * TensorRT-LLM's chunked prefill, off by default and not among the options checked here */
+    /* a context server's budget stays a rank's whole: 1.0.0 refuses a prompt past max_num_tokens
+     * unless enable_chunked_prefill (off by default; emit.h) */
     put_int(root, "max_num_tokens", r->kind == EMIT_PREFILL ? SERVE_PREFILL_TOKENS_PER_RANK : batched_tokens(p, r));
     /* the KV dtype is KvCacheConfig.dtype (1.0.0: the PyTorch backend's; auto = the model's; the
      * 1.3.0rc25 DeepSeek-R1 guide writes "dtype: fp8", its default "auto") */

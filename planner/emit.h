@@ -61,8 +61,10 @@
  *   `trtllm-serve MODEL --backend pytorch --extra_llm_api_options FILE.yaml`, the YAML:
  *   tensor_parallel_size (tp x dp with attention DP, as SGLang), pipeline_parallel_size,
  *   moe_expert_parallel_size ep, enable_attention_dp, max_batch_size R_r, max_num_tokens as
- *   vLLM's batched tokens (a context server's SERVE_PREFILL_TOKENS_PER_RANK: a prompt past it
- *   would need TensorRT-LLM's chunked prefill, off by default and not among the keys checked),
+ *   vLLM's batched tokens (a context server's SERVE_PREFILL_TOKENS_PER_RANK, not the plan's batch:
+ *   1.0.0's BaseLLM._check_arguments refuses a prompt past max_num_tokens unless
+ *   enable_chunked_prefill, a BaseLlmArgs key of default False, and whether 1.0.0's MLA context
+ *   runs chunked was not read, so a batch's budget that splits prompts is not written),
  *   kv_cache_config {dtype auto | fp8, free_gpu_memory_fraction
  *   K / (H - W - A) rounded up to 0.001: its fraction is of the memory left after the weights and
  *   activations}, cuda_graph_config {enable_padding, max_batch_size B_r} (aggregated, decode),
