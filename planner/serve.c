@@ -2760,25 +2760,25 @@ bool serve_prefill_instance(const struct serve_pool *pool, const struct graph_su
     return true;
 }
 
+/* The kept time of batch_prompts[i] prompts at the kept length `length` (-1: the mean's, else
+ * length_ratio[length]). */
+static double kept_s(const struct serve_instance *p, int i, int length)
+{
+    return length < 0 ? p->batch_times_s[i] : p->length_times_s[i][length];
+}
+
 /* A prefill batch of k prompts (fractional between the kept counts; beyond them, on along the
- * last two) at the kept length `length` (-1: the mean's, else length_ratio[length]): its time,
- * linear between the kept counts. */
+ * last two) at the kept length `length`: its time, linear between the kept counts. */
 static double kept_batch_s(const struct serve_instance *p, double k, int length)
 {
-    const double *times = length < 0 ? p->batch_times_s : NULL;
-    double kept[SERVE_PREFILL_BATCH_POINTS];
-    if (!times) {
-        for (int i = 0; i < p->batch_points; i++)
-            kept[i] = p->length_times_s[i][length];
-        times = kept;
-    }
+    if (p->batch_points == 1)
+        return kept_s(p, 0, length);
     int i = 1;
     while (i < p->batch_points - 1 && (double)p->batch_prompts[i] < k)
         i++;
-    if (p->batch_points == 1)
-        return times[0];
     double k0 = (double)p->batch_prompts[i - 1], k1 = (double)p->batch_prompts[i];
-    return times[i - 1] + (times[i] - times[i - 1]) * (k - k0) / (k1 - k0);
+    double t0 = kept_s(p, i - 1, length), t1 = kept_s(p, i, length);
+    return t0 + (t1 - t0) * (k - k0) / (k1 - k0);
 }
 
 /* A prefill batch of k prompts at the mean's length. */
@@ -2795,28 +2795,31 @@ double serve_prefill_batch_at(const struct serve_instance *p, double k, double r
     }
     if (p->length_points == 0)
         return prefill_batch_s(p, k) * ratio; /* prompts alike: a batch off the mean only by a split */
-    double x[SERVE_PREFILL_LENGTH_POINTS + 1], y[SERVE_PREFILL_LENGTH_POINTS + 1];
-    int n = 0;
+    /* the kept lengths by rising ratio, the mean's 1 among them; only the two about `ratio` are
+     * read (the pool's chain and the simulation ask at every batch) */
+    double x[SERVE_PREFILL_LENGTH_POINTS + 1];
+    int length[SERVE_PREFILL_LENGTH_POINTS + 1], n = 0;
     bool mean_in = false;
     for (int j = 0; j < p->length_points; j++) {
         if (!mean_in && p->length_ratio[j] > 1) {
             x[n] = 1;
-            y[n++] = prefill_batch_s(p, k);
+            length[n++] = -1;
             mean_in = true;
         }
         x[n] = p->length_ratio[j];
-        y[n++] = kept_batch_s(p, k, j);
+        length[n++] = j;
     }
     if (!mean_in) {
         x[n] = 1;
-        y[n++] = prefill_batch_s(p, k);
+        length[n++] = -1;
     }
     if (ratio <= x[0])
-        return y[0]; /* a shorter prompt (a split's part) as the shortest bin's */
+        return kept_batch_s(p, k, length[0]); /* a shorter prompt (a split's part) as the shortest bin's */
     int i = 1;
     while (i < n - 1 && x[i] < ratio)
         i++;
-    return fmax(y[i - 1] + (y[i] - y[i - 1]) * (ratio - x[i - 1]) / (x[i] - x[i - 1]), 0);
+    double y0 = kept_batch_s(p, k, length[i - 1]), y1 = kept_batch_s(p, k, length[i]);
+    return fmax(y0 + (y1 - y0) * (ratio - x[i - 1]) / (x[i] - x[i - 1]), 0);
 }
 
 /* Devices that hold one sequence's KV: its DP rank's TP group (GQA splits it by KV heads; an MLA
