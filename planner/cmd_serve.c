@@ -1209,8 +1209,7 @@ int cmd_serve(int argc, char **argv)
     struct sim_result simulated;
     bool simulating = o.simulate > 0 && (w.rate > 0 ? sizing->sized : result.found);
     if (simulating) {
-        enum serve_sim_status sim = serve_simulate(&decode, o.prefill_topology ? &prefill : NULL, &w, &mix,
-                                                   simulated_point, o.simulate, o.seed, &simulated);
+        enum serve_sim_status sim = serve_simulate(&decode, &w, &mix, simulated_point, o.simulate, o.seed, &simulated);
         if (sim != SERVE_SIM_OK) {
             fprintf(stderr, "rackplan serve: %s in the simulation\n",
                     sim == SERVE_SIM_NO_MEMORY ? "out of memory" : "internal error");

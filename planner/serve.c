@@ -4344,13 +4344,10 @@ double serve_free_hbm_bytes(const struct serve_pool *pool, const struct layout *
     return fmax(memory.free_bytes, 0);
 }
 
-enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
-                                     const struct serve_workload *w, const struct length_mix *mix,
-                                     const struct serve_point *p, int64_t requests, uint64_t seed,
-                                     struct sim_result *out)
+enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const struct serve_workload *w,
+                                     const struct length_mix *mix, const struct serve_point *p, int64_t requests,
+                                     uint64_t seed, struct sim_result *out)
 {
-    if (!prefill_pool)
-        prefill_pool = decode_pool;
     struct shape decode_shape;
     if (!instance_shape(decode_pool->topology, &p->decode.layout, &decode_shape))
         return SERVE_SIM_NO_MEMORY;

@@ -767,12 +767,11 @@ struct sim_result;
  * otherwise one queue with the budget dp C, a step's prompt tokens spread over the ranks as the
  * composition's whole counts, linear between. The decode context enters linearly about the
  * workload's mean (the derivative from one more roof_step at that batch, cached); a prefill batch
- * by its prompts at the mean prompt, scaled by its tokens. `prefill_pool` NULL: the decode pool's
- * hardware. Deterministic for a seed. */
-enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const struct serve_pool *prefill_pool,
-                                     const struct serve_workload *w, const struct length_mix *mix,
-                                     const struct serve_point *p, int64_t requests, uint64_t seed,
-                                     struct sim_result *out);
+ * as the analysis prices it on the point's prefill instance (serve_prefill_batch_at, whatever
+ * hardware that instance is on). Deterministic for a seed. */
+enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const struct serve_workload *w,
+                                     const struct length_mix *mix, const struct serve_point *p, int64_t requests,
+                                     uint64_t seed, struct sim_result *out);
 
 const char *serve_mode_name(enum serve_mode mode);
 const char *serve_arrivals_name(enum serve_arrivals arrivals);

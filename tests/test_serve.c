@@ -1366,8 +1366,8 @@ static void md1(void)
      * test_simulate), byte for byte the same on a second run with its seed */
     struct sim_result x, y;
     w.rate = R; /* the simulation's arrivals: the rate it was sized for */
-    CHECK(serve_simulate(&pool, NULL, &w, NULL, &p, 100000, 7, &x) == SERVE_SIM_OK &&
-              serve_simulate(&pool, NULL, &w, NULL, &p, 100000, 7, &y) == SERVE_SIM_OK,
+    CHECK(serve_simulate(&pool, &w, NULL, &p, 100000, 7, &x) == SERVE_SIM_OK &&
+              serve_simulate(&pool, &w, NULL, &p, 100000, 7, &y) == SERVE_SIM_OK,
           "the point simulated twice");
     CHECK(memcmp(&x, &y, sizeof x) == 0, "the same seed: the same result");
     CHECK(fabs(x.ttft_s.mean / p.tail.ttft_mean_s - 1) <= 0.03, "simulated mean TTFT %.3f ms, analysis %.3f ms",
@@ -1459,7 +1459,7 @@ static void cohorts_against_simulation(void)
         struct serve_point p;
         struct sim_result x;
         if (!CHECK(serve_aggregated(&pool, &g, cases[i].l, &w, cases[i].batch, &p) &&
-                       serve_simulate(&pool, NULL, &w, NULL, &p, 20000, 1, &x) == SERVE_SIM_OK,
+                       serve_simulate(&pool, &w, NULL, &p, 20000, 1, &x) == SERVE_SIM_OK,
                    "%sthe point and its simulation", cases[i].label))
             continue;
         tails_within(cases[i].label, &p, &x, cases[i].within);
@@ -1491,7 +1491,7 @@ static void cohorts_against_simulation(void)
         snprintf(label, sizeof label, "DP 8 x EP 8, %lld x 20000/500: ", (long long)together[i]);
         struct sim_result x;
         if (CHECK(serve_aggregated(&qwen_pool, &g, &dp8, &w, together[i], &p) &&
-                      serve_simulate(&qwen_pool, NULL, &w, NULL, &p, 20000, 1, &x) == SERVE_SIM_OK,
+                      serve_simulate(&qwen_pool, &w, NULL, &p, 20000, 1, &x) == SERVE_SIM_OK,
                   "%sthe point and its simulation", label))
             tails_within(label, &p, &x, 0.10);
     }
@@ -1548,7 +1548,7 @@ static void poisson_against_simulation(void)
     struct serve_point p;
     CHECK(serve_aggregated(&pool, &g, &tp8, &w, 400, &p), "400 sequences, Poisson arrivals: a point");
     struct sim_result x;
-    CHECK(serve_simulate(&pool, NULL, &w, NULL, &p, 100000, 1, &x) == SERVE_SIM_OK, "the point simulated");
+    CHECK(serve_simulate(&pool, &w, NULL, &p, 100000, 1, &x) == SERVE_SIM_OK, "the point simulated");
     const double within = 0.10;
     tails_within("", &p, &x, within);
     CHECK(fabs(p.tail.sequences_mean / (x.mean_decoding_sequences / (double)p.decode_instances) - 1) <= within,
@@ -1586,7 +1586,7 @@ static void poisson_against_simulation(void)
     qw.arrivals = SERVE_POISSON;
     qw.percentile = 99;
     CHECK(serve_aggregated(&qwen_pool, &g, &dp8, &qw, 2278, &p), "Qwen3-30B-A3B, 2,278 sequences: a point");
-    CHECK(serve_simulate(&qwen_pool, NULL, &qw, NULL, &p, 100000, 1, &x) == SERVE_SIM_OK, "the point simulated");
+    CHECK(serve_simulate(&qwen_pool, &qw, NULL, &p, 100000, 1, &x) == SERVE_SIM_OK, "the point simulated");
     tails_within("Qwen3-30B-A3B ", &p, &x, within);
 
     /* Qwen3-235B-A22B on the node, DP 8 x EP 8, 16,000/1,000 at random, at the batch serve
@@ -1603,7 +1603,7 @@ static void poisson_against_simulation(void)
     long_prompts.arrivals = SERVE_POISSON;
     long_prompts.percentile = 99;
     if (CHECK(serve_aggregated(&big_pool, &g, &dp8, &long_prompts, 58, &p) &&
-                  serve_simulate(&big_pool, NULL, &long_prompts, NULL, &p, 100000, 1, &x) == SERVE_SIM_OK,
+                  serve_simulate(&big_pool, &long_prompts, NULL, &p, 100000, 1, &x) == SERVE_SIM_OK,
               "Qwen3-235B-A22B, 16,000/1,000, 58 sequences: a point, simulated"))
         tails_within("Qwen3-235B-A22B 16,000/1,000 ", &p, &x, within);
 
@@ -1616,7 +1616,7 @@ static void poisson_against_simulation(void)
         return;
     struct serve_workload azure = mix_workload(&mix, 0, 0);
     CHECK(serve_aggregated(&pool, &g, &tp8, &azure, 75, &p), "Azure mix, 75 sequences, Poisson arrivals: a point");
-    CHECK(serve_simulate(&pool, NULL, &azure, &mix, &p, 100000, 1, &x) == SERVE_SIM_OK, "the point simulated");
+    CHECK(serve_simulate(&pool, &azure, &mix, &p, 100000, 1, &x) == SERVE_SIM_OK, "the point simulated");
     length_mix_release(&mix);
     tails_within("Azure ", &p, &x, within);
 
@@ -1644,7 +1644,7 @@ static void poisson_against_simulation(void)
                 serve_disaggregated(&node, &pre, &node, &dec, &code, 0, &p);
     CHECK(made && p.prefill_instances == 3 && p.decode_instances == 1, "Azure code mix: 3P1D on the node (got %lldP%lldD)",
           (long long)p.prefill_instances, (long long)p.decode_instances);
-    bool simulated = made && serve_simulate(&node, NULL, &code, &mix, &p, 100000, 1, &x) == SERVE_SIM_OK;
+    bool simulated = made && serve_simulate(&node, &code, &mix, &p, 100000, 1, &x) == SERVE_SIM_OK;
     length_mix_release(&mix);
     if (!CHECK(simulated, "the disaggregated point simulated"))
         return;
@@ -1854,7 +1854,7 @@ static void settling(void)
     /* where it settles, the analysis holds: within 10% of the simulation (400,000 requests) at p50
      * and p99 of TTFT and TPOT */
     struct sim_result x;
-    if (r.found && CHECK(serve_simulate(&node, NULL, &w, &mix, &r.best, 400000, 1, &x) == SERVE_SIM_OK,
+    if (r.found && CHECK(serve_simulate(&node, &w, &mix, &r.best, 400000, 1, &x) == SERVE_SIM_OK,
                          "the best point simulated"))
         tails_within("MLPerf Llama 2 mix, the point serve chooses: ", &r.best, &x, 0.10);
     serve_result_release(&r);
@@ -2023,7 +2023,7 @@ static void max_tokens_reservation(void)
     struct serve_point r1_point;
     struct sim_result x = {0};
     made = r1_batch > 0 && serve_aggregated(&fp4, &gb, &dp8, &r1, r1_batch, &r1_point) &&
-           serve_simulate(&fp4, &fp4, &r1, &mix, &r1_point, 100000, 1, &x) == SERVE_SIM_OK;
+           serve_simulate(&fp4, &r1, &mix, &r1_point, 100000, 1, &x) == SERVE_SIM_OK;
     length_mix_release(&mix);
     if (!CHECK(made && r1_point.meets && r1_batch <= r1_cap,
                "DeepSeek-R1 mix, max_tokens 32,768, on HGX B200: batch %lld within what the KV holds at %lld "
@@ -2114,8 +2114,8 @@ static void kv_slot_wait(void)
     int runs = 0;
     for (uint64_t seed = 1; made && seed <= 3; seed++) {
         struct sim_result x, y;
-        if (serve_simulate(&node, NULL, &r1, &mix, &p, 1000000, seed, &x) == SERVE_SIM_OK &&
-            serve_simulate(&node, NULL, &r1, &mix, &chosen, 1000000, seed, &y) == SERVE_SIM_OK) {
+        if (serve_simulate(&node, &r1, &mix, &p, 1000000, seed, &x) == SERVE_SIM_OK &&
+            serve_simulate(&node, &r1, &mix, &chosen, 1000000, seed, &y) == SERVE_SIM_OK) {
             simulated += x.ttft_s.mean / 3;
             chosen_ttft += y.ttft_s.p99 / 3;
             chosen_tpot += y.tpot_s.mean / 3;
@@ -2244,8 +2244,8 @@ static void decode_ranks_own_kv(void)
     struct sim_result x = {0}, y = {0};
     made = made && full.prefill_instances == 1 && full.decode_instances == 1 && chosen.prefill_instances == 1 &&
            chosen.decode_instances == 1 &&
-           serve_simulate(&two, &two, &r1, &mix, &full, 100000, 1, &x) == SERVE_SIM_OK &&
-           serve_simulate(&two, &two, &r1, &mix, &chosen, 400000, 1, &y) == SERVE_SIM_OK;
+           serve_simulate(&two, &r1, &mix, &full, 100000, 1, &x) == SERVE_SIM_OK &&
+           serve_simulate(&two, &r1, &mix, &chosen, 400000, 1, &y) == SERVE_SIM_OK;
     length_mix_release(&mix);
     if (!CHECK(made, "DeepSeek-R1 mix, 1P1D on two H200 nodes at 259 and 149 decode sequences: points, simulated"))
         return;
@@ -2305,7 +2305,7 @@ static void work_conserving(void)
           "the occupancy's mean %.1f against Little's law on its TPOT %.1f (%.4f req/s x 684 x %.2f ms)",
           p.tail.sequences_mean, little, p.decode.requests_per_s, p.tail.tpot_mean_s * 1e3);
     struct sim_result x;
-    if (!CHECK(serve_simulate(&c.pool, NULL, &w, NULL, &p, 200000, 1, &x) == SERVE_SIM_OK, "the point simulated"))
+    if (!CHECK(serve_simulate(&c.pool, &w, NULL, &p, 200000, 1, &x) == SERVE_SIM_OK, "the point simulated"))
         return;
     double simulated = x.mean_decoding_sequences / (double)p.decode_instances;
     CHECK(fabs(p.tail.sequences_mean / simulated - 1) <= 0.02, "the occupancy's mean %.1f against the simulation's %.1f",
@@ -2332,13 +2332,13 @@ static void clustered_cap(void)
     struct serve_point p;
     struct sim_result x;
     if (!CHECK(serve_aggregated(&c.pool, g, &node_tp8, &w, batch, &p), "a point at that batch") ||
-        !CHECK(serve_simulate(&c.pool, NULL, &w, NULL, &p, 200000, 1, &x) == SERVE_SIM_OK, "the point simulated"))
+        !CHECK(serve_simulate(&c.pool, &w, NULL, &p, 200000, 1, &x) == SERVE_SIM_OK, "the point simulated"))
         return;
     tails_within("at the targets: ", &p, &x, 0.10);
     CHECK(fabs(p.tail.ttft_s[1] / x.ttft_s.p90 - 1) <= 0.10, "TTFT p90: analysis %.0f ms, simulation %.0f ms",
           p.tail.ttft_s[1] * 1e3, x.ttft_s.p90 * 1e3);
     if (!CHECK(serve_aggregated(&c.pool, g, &node_tp8, &w, 111, &p), "111 sequences: a point") ||
-        !CHECK(serve_simulate(&c.pool, NULL, &w, NULL, &p, 200000, 1, &x) == SERVE_SIM_OK, "111 simulated"))
+        !CHECK(serve_simulate(&c.pool, &w, NULL, &p, 200000, 1, &x) == SERVE_SIM_OK, "111 simulated"))
         return;
     double share = p.tail.slot_wait_probability / x.slot_wait_share;
     CHECK(share >= 1 / 1.5 && share <= 1.5, "at 111, waiting for a slot: analysis %.1f%%, simulation %.1f%%",
@@ -2363,7 +2363,7 @@ static void clustered_cap(void)
     int64_t largest = serve_largest_batch(&bf16, g, &node_tp8, &mw, 100);
     CHECK(largest == 13, "the MLPerf 405B mix: the largest batch within the targets %lld, 13", (long long)largest);
     if (CHECK(serve_aggregated(&bf16, g, &node_tp8, &mw, largest, &p), "the mix at that batch: a point") &&
-        CHECK(serve_simulate(&bf16, NULL, &mw, &mix, &p, 400000, 1, &x) == SERVE_SIM_OK, "the mix simulated")) {
+        CHECK(serve_simulate(&bf16, &mw, &mix, &p, 400000, 1, &x) == SERVE_SIM_OK, "the mix simulated")) {
         share = p.tail.slot_wait_probability / x.slot_wait_share;
         CHECK(share >= 1 / 1.25 && share <= 1.25, "the mix, waiting for a slot: analysis %.2f%%, simulation %.2f%%",
               p.tail.slot_wait_probability * 100, x.slot_wait_share * 100);
@@ -2401,7 +2401,7 @@ static void settles_with_clumps(void)
     CHECK(grows, "the occupancy's mean grows with the batch, 149 to 153 (%.1f at 153)", last);
     struct sim_result x;
     if (CHECK(serve_aggregated(&c.pool, g, &node_tp8, &w, 152, &p), "152 sequences") &&
-        CHECK(serve_simulate(&c.pool, NULL, &w, NULL, &p, 200000, 1, &x) == SERVE_SIM_OK, "152 simulated")) {
+        CHECK(serve_simulate(&c.pool, &w, NULL, &p, 200000, 1, &x) == SERVE_SIM_OK, "152 simulated")) {
         double simulated = x.mean_decoding_sequences / (double)p.decode_instances;
         CHECK(fabs(p.tail.sequences_mean / simulated - 1) <= 0.03, "at 152: the occupancy's mean %.1f, simulated %.1f",
               p.tail.sequences_mean, simulated);
