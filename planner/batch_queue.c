@@ -48,6 +48,7 @@ struct work {
     const struct batch_queue_input *in;
     int64_t x, m, b, sizes; /* sizes: batch sizes the chain takes, min(b, levels) */
     int64_t most_phases;
+    int64_t most_up; /* laws_most at the chain solved */
     double nu, per_instance, full_mean_s, full_sd_s;
 };
 
@@ -88,8 +89,10 @@ static int64_t laws_most(const struct work *w)
 {
     int64_t most = 0;
     for (int64_t k = 1; k <= w->sizes; k++)
-        for (int r = 0; r < w->in->atoms; r++)
-            most = law_most(w, k, r) > most ? law_most(w, k, r) : most;
+        for (int r = 0; r < w->in->atoms; r++) {
+            int64_t one = law_most(w, k, r);
+            most = one > most ? one : most;
+        }
     return most;
 }
 
@@ -115,15 +118,21 @@ static bool laws_alloc(struct laws *l, int64_t most)
     return true;
 }
 
+/* What a law of 0 .. most events leaves out above most, lumped into its top. */
+static void tail_lumped(double *events, int64_t most)
+{
+    double sum = 0;
+    for (int64_t n = 0; n < most; n++)
+        sum += events[n];
+    events[most] = fmax(1 - sum, 0);
+}
+
 /* The events of a batch of k at time atom r alone, its tail lumped at the top: the chain's law. */
 static int64_t law_events(const struct work *w, int64_t k, int r, double *events)
 {
     int64_t most = law_most(w, k, r);
     poisson_law(w->nu * batch_s(w, k, r), most, events);
-    double sum = 0;
-    for (int64_t n = 0; n < most; n++)
-        sum += events[n];
-    events[most] = fmax(1 - sum, 0);
+    tail_lumped(events, most);
     return most;
 }
 
@@ -144,10 +153,7 @@ static void law_make(const struct work *w, int64_t k, int r, struct batch_law *l
             above -= l->events[n];
         }
     }
-    double sum = 0; /* the last share's law is the batch's: its tail lumped at the top */
-    for (int64_t n = 0; n < l->most; n++)
-        sum += l->events[n];
-    l->events[l->most] = fmax(1 - sum, 0);
+    tail_lumped(l->events, l->most); /* the last share's law is the batch's */
 }
 
 /* The chain on levels 1 .. levels, m phases each, in a band of `lower` and `upper` states. */
@@ -410,7 +416,7 @@ static void shares_add(double *restrict to, const double *restrict chance, doubl
 /* The places in the queue an arrival can take: the levels and the most a batch brings. */
 static int64_t gather_places(const struct work *w, int64_t levels)
 {
-    return levels + laws_most(w) / w->m + 2;
+    return levels + w->most_up / w->m + 2;
 }
 
 /* The arrivals during the batches begun at each state: their waits into the bins. A wait depends
@@ -421,10 +427,10 @@ static bool waits_gather(const struct work *w, const struct chain *c, const stru
                          double *busy_s, double *idle_s)
 {
     const int64_t m = w->m, b = w->b, atoms = w->in->atoms, shares = BATCH_QUEUE_SHARES;
-    const int64_t most_up = laws_most(w), places = gather_places(w, c->levels);
+    const int64_t places = gather_places(w, c->levels);
     double *mass = calloc((size_t)(atoms * places * shares), sizeof *mass);
     struct laws laws;
-    if (!mass || !laws_alloc(&laws, most_up)) {
+    if (!mass || !laws_alloc(&laws, w->most_up)) {
         free(mass);
         return false;
     }
@@ -669,6 +675,7 @@ static enum batch_queue_status waits_at(const struct batch_queue_input *in, int6
         levels += levels / 2 + 1;
         levels = levels < BATCH_QUEUE_MOST_LEVELS ? levels : BATCH_QUEUE_MOST_LEVELS;
     }
+    w.most_up = laws_most(&w);
     /* the longest wait: the longest batch, then every full batch before the last level's prompts */
     double longest = 0, least = INFINITY;
     for (int64_t k = 1; k <= w.sizes; k++)
