@@ -533,6 +533,9 @@ static struct doc_node *trtllm_options(const struct emit_plan *p, const struct e
 {
     bool attention_dp = p->moe && r->dp > 1;
     int64_t rank_batch = ceil_div(r->batch, r->dp);
+    /* a context server's budget stays a rank's whole: 1.0.0 refuses a prompt past max_num_tokens
+     * unless enable_chunked_prefill (off by default; emit.h) */
+    int64_t num_tokens = r->kind == EMIT_PREFILL ? SERVE_PREFILL_TOKENS_PER_RANK : batched_tokens(p, r);
     struct doc_node *root = doc_new_map();
     /* no `backend` key: deprecated in 1.0.0's BaseLlmArgs, trtllm-serve's --backend sets it */
     put_int(root, "tensor_parallel_size", attention_dp ? r->tp * r->dp : r->tp);
@@ -544,9 +547,7 @@ static struct doc_node *trtllm_options(const struct emit_plan *p, const struct e
         put_int(root, "moe_expert_parallel_size", r->ep);
     put_bool(root, "enable_attention_dp", attention_dp);
     put_int(root, "max_batch_size", ceil_div(r->running_cap, r->dp));
-    /* a context server's budget stays a rank's whole: 1.0.0 refuses a prompt past max_num_tokens
-     * unless enable_chunked_prefill (off by default; emit.h) */
-    put_int(root, "max_num_tokens", r->kind == EMIT_PREFILL ? SERVE_PREFILL_TOKENS_PER_RANK : batched_tokens(p, r));
+    put_int(root, "max_num_tokens", num_tokens);
     /* the KV dtype is KvCacheConfig.dtype (1.0.0: the PyTorch backend's; auto = the model's; the
      * 1.3.0rc25 DeepSeek-R1 guide writes "dtype: fp8", its default "auto") */
     struct doc_node *kv = doc_map_put(root, "kv_cache_config", doc_new_map());
@@ -589,11 +590,10 @@ static struct doc_node *trtllm_options(const struct emit_plan *p, const struct e
          * is the engine's default and the backend what Dynamo's 1.5.0-era TRT-LLM templates write
          * for these workers, DEFAULT (prefill.yaml and decode.yaml of disagg-multinode.yaml) */
         struct doc_node *cache = doc_map_put(root, "cache_transceiver_config", doc_new_map());
-        int64_t step = r->kind == EMIT_PREFILL ? SERVE_PREFILL_TOKENS_PER_RANK : batched_tokens(p, r);
         if (dynamo)
             put_string(cache, "backend", "DEFAULT");
         else
-            put_int(cache, "max_tokens_in_buffer", p->isl > step ? p->isl : step);
+            put_int(cache, "max_tokens_in_buffer", p->isl > num_tokens ? p->isl : num_tokens);
         /* the context server runs without the overlap scheduler, as TensorRT-LLM's disaggregated
          * examples configure it (not supported there in disaggregated context servers; Dynamo's
          * template: "Overlap scheduler not currently supported in prefill only workers"; the key
