@@ -78,11 +78,28 @@
  * waits are gathered on a grid of BATCH_QUEUE_WAIT_BINS bins, each given at its weighted mean wait
  * and its own batch's mean and standard deviation.
  *
+ * The take. An engine whose budget is tokens (SGLang's --chunked-prefill-size, vLLM's
+ * --max-num-batched-tokens) takes prompts while their tokens fit and splits the one that passes
+ * it, so where lengths vary a batch finishes K prompts, K random: many short ones, or none while a
+ * long one spans budgets. Given a take law, the instance with q waiting finishes all q when q <= K
+ * (an exhausted batch, its time batch_s row q) and otherwise K of them in a batch of the whole
+ * budget (full_s): K is drawn afresh each batch (the caller's law is the count of a budget's window
+ * in the token stream, equilibrium renewal: E[K] the budget over the mean prompt). Above
+ * take_most waiting every batch is full, the walk's step -K m + n (its Cramer-Lundberg root taking
+ * K's law too). A waiting prompt's full batches ahead are those before the one it starts in, e
+ * with P(e >= i) = P(K_1 + .. + K_i <= p - 2) (the p - 1 ahead of it not all finished; at the head
+ * none: the batches a long prompt spans are its own time, the caller's), exact to place
+ * BATCH_QUEUE_EXACT_PLACES + 1 and beyond it normal, mean (p - 2) / E[K] + 1/2 and variance
+ * (p - 2) Var(K) / E[K]^3 (the renewal count's); its place in its own batch is p - e b, within
+ * [1, b + 1] (the prompts ahead not finished before it share its batch: up to a budget of them,
+ * then itself). A law of K = b alone is the count's chain step for step (its waits differ where the
+ * p - 1 ahead fill whole batches: the count knows the next starts afresh).
+ *
  * Exact, to the grids, for x = 1 (M/G^[b]/1 with a batch time by size) and where m = x; b = 1 and
  * a fixed time is E_x/D/1, x = 1 with it M/D/1 (test_batch_queue); beyond m = x, carried.
  * Not modelled: a router that balances by load (join the shortest queue shares the instances
- * better when batches cost little fixed time), a batch cut by tokens rather than prompts (the
- * caller's b is its prompts at the mean length). Deterministic: no random numbers, fixed order. */
+ * better when batches cost little fixed time), the take's K following the prompts that wait (drawn
+ * afresh, not from the lengths the queue holds). Deterministic: no random numbers, fixed order. */
 #ifndef RACKPLAN_BATCH_QUEUE_H
 #define RACKPLAN_BATCH_QUEUE_H
 
@@ -101,19 +118,29 @@
 #define BATCH_QUEUE_MOST_USE 0.995
 #define BATCH_QUEUE_CASE_LEAST 1e-10
 #define BATCH_QUEUE_WAIT_BINS 256
+#define BATCH_QUEUE_MOST_TAKE 256
+#define BATCH_QUEUE_EXACT_PLACES 128
 
 struct batch_queue_input {
     double arrivals_per_s; /* lambda, the pool's */
     int64_t instances;     /* x >= 1 */
     int64_t batch;         /* b >= 1: the most prompts a batch takes */
     int atoms;             /* 1 .. BATCH_QUEUE_ATOMS */
-    /* a batch of k prompts (1 <= k <= b) takes batch_s[(k - 1) atoms + r] seconds (> 0, finite)
-     * with chance batch_weight[(k - 1) atoms + r] (>= 0, summing to 1 over r < atoms) */
+    /* a batch of k prompts (1 <= k <= b; with a take law, 1 <= k <= take_most, the batches that
+     * take every prompt waiting) takes batch_s[(k - 1) atoms + r] seconds (> 0, finite) with
+     * chance batch_weight[(k - 1) atoms + r] (>= 0, summing to 1 over r < atoms) */
     const double *batch_s, *batch_weight;
+    /* A token budget's take law ("The take" above); take NULL: none, every batch takes min(q, b).
+     * take[j], j = 0 .. take_most (<= BATCH_QUEUE_MOST_TAKE), the chance a batch with more waiting
+     * finishes j prompts (>= 0, summing to 1, its mean at least 0.5); full_s[r] and full_weight[r]
+     * (r < atoms, as above) the time of a batch that spends its budget. */
+    int64_t take_most;
+    const double *take, *full_s, *full_weight;
 };
 
 /* The wait's law: `count` atoms of chance weight[i] (summing to 1), wait wait_s[i] and own batch
- * of own_prompts[i] prompts on average (in [1, b]), own_sd[i] their standard deviation. */
+ * of own_prompts[i] prompts on average (in [1, b]; with a take law [1, b + 1], the last the prompt
+ * itself after a budget's worth of others), own_sd[i] their standard deviation. */
 struct batch_queue_waits {
     int64_t count;
     double weight[BATCH_QUEUE_WAIT_BINS + 1], wait_s[BATCH_QUEUE_WAIT_BINS + 1], own_prompts[BATCH_QUEUE_WAIT_BINS + 1],
@@ -139,5 +166,29 @@ enum batch_queue_status {
 };
 
 enum batch_queue_status batch_queue_waits(const struct batch_queue_input *in, struct batch_queue_waits *out);
+
+/* A budget of tokens' take law, from the prompts' lengths (the tokens each computes): on a grid of
+ * BATCH_QUEUE_TAKE_CELLS cells a budget (a length at its nearest cell, at least one), the budget's
+ * window of the token stream in equilibrium, its first prompt the residual of the one split
+ * before it (the discrete renewal's, P(R = i) = P(L >= i) / E[L]): P(K >= j) = P(R + S_{j - 1} <=
+ * budget), S the sum of j - 1 lengths, so E[K] is the budget over the mean length (to the grid), and
+ * K = b exactly for prompts of budget / b alike on the grid. Kept to the last j whose chance is at
+ * least BATCH_QUEUE_CASE_LEAST (at most BATCH_QUEUE_MOST_TAKE), the rest lumped there. An exhausted
+ * batch of k takes S_k tokens given that they fit (it mostly follows another exhausted batch or an
+ * idle time, so its first prompt is whole; R + S_{k - 1} where k whole ones never fit): its law cut
+ * into BATCH_QUEUE_TAKE_ATOMS parts of equal chance, each at its mean. */
+#define BATCH_QUEUE_TAKE_CELLS 64
+#define BATCH_QUEUE_TAKE_ATOMS 4
+
+struct batch_queue_take {
+    int64_t most;                                /* take_most */
+    double take[BATCH_QUEUE_MOST_TAKE + 1];      /* P(K = j), j = 0 .. most */
+    double tokens[BATCH_QUEUE_MOST_TAKE][BATCH_QUEUE_TAKE_ATOMS]; /* [k - 1][a]: an exhausted batch of k */
+};
+
+/* `count` lengths (> 0, finite) of chance weight (>= 0, some > 0) and the budget (> 0, finite), in
+ * tokens. BATCH_QUEUE_INVALID for an input outside its range. */
+enum batch_queue_status batch_queue_take_law(const double *tokens, const double *weight, int64_t count, double budget,
+                                             struct batch_queue_take *out);
 
 #endif

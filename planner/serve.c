@@ -2882,28 +2882,99 @@ static int64_t priced_instances(int64_t x)
     return (SERVE_REGULAR_INSTANCES + steps - 1) / steps; /* the fewest instances at its step */
 }
 
-/* Under Poisson arrivals the pool's wait, round-robin over its instances (batch_queue.h): a
- * batch's time by size, a length mix spreading it (k prompts' tokens at their mean, varying as
- * the sum of k: the prompt bins drawn in to the mean by sqrt(k)), and each prompt's own batch
- * from the chain. False when an instance cannot keep up. */
+/* A prefill server's budget of tokens a batch at batches of b: b prompts' computed tokens at the
+ * mean (the engine flags emit writes: SGLang's --chunked-prefill-size, vLLM's
+ * --max-num-batched-tokens). */
+static double prefill_budget_tokens(const struct serve_workload *w, int64_t b)
+{
+    return ceil((double)b * prefilled_tokens(w));
+}
+
+/* The take law of a prefill server's budget (batch_queue_take_law) over the prompts' computed
+ * tokens at their tail bins. */
+static struct batch_queue_take *prefill_take(const struct serve_workload *w, const struct serve_instance *prefill)
+{
+    double isl[SERVE_PROMPT_TAIL_BINS], weight[SERVE_PROMPT_TAIL_BINS];
+    int64_t bins = prompt_tail_bins(w, isl, weight);
+    for (int64_t i = 0; i < bins; i++)
+        isl[i] = fmax(isl[i] * (1 - w->prefix_hit), 1);
+    struct batch_queue_take *take = xmalloc(sizeof *take);
+    if (batch_queue_take_law(isl, weight, bins, prefill_budget_tokens(w, prefill->batch), take) != BATCH_QUEUE_OK)
+        abort(); /* the bins and the budget are positive and finite */
+    return take;
+}
+
+/* A batch that spends its budget (take's K finished, the prompt after them split: K + 1 prompts,
+ * the budget's tokens; the simulation's prefill_batch) at BATCH_QUEUE_TAKE_ATOMS parts of K's law
+ * of equal chance, each its part's mean time, into full_s. */
+static void full_batch_atoms(const struct serve_workload *w, const struct serve_instance *prefill,
+                             const struct batch_queue_take *take, double *full_s)
+{
+    double budget = prefill_budget_tokens(w, prefill->batch), mean = prefilled_tokens(w);
+    double part = 1.0 / BATCH_QUEUE_TAKE_ATOMS, filled = 0, timed = 0;
+    int a = 0;
+    for (int64_t j = 0; j <= take->most && a < BATCH_QUEUE_TAKE_ATOMS; j++) {
+        double left = take->take[j], prompts = (double)(j + 1);
+        double t = serve_prefill_batch_at(prefill, prompts, mean > 0 ? budget / (prompts * mean) : 1);
+        while (left > 0 && a < BATCH_QUEUE_TAKE_ATOMS) {
+            double put = fmin(left, part - filled);
+            timed += put * t;
+            filled += put;
+            left -= put;
+            if (filled >= part * (1 - 1e-12)) {
+                full_s[a++] = timed / filled;
+                filled = timed = 0;
+            }
+        }
+    }
+    for (; a < BATCH_QUEUE_TAKE_ATOMS; a++) /* rounding left a part short */
+        full_s[a] = filled > 0 ? timed / filled : full_s[a > 0 ? a - 1 : 0];
+}
+
+/* Under Poisson arrivals the pool's wait, round-robin over its instances (batch_queue.h): prompts
+ * alike, a batch of k prompts takes their count's time; lengths that vary, the engine's budget of
+ * tokens takes them (prefill_take: a batch that takes every prompt waiting at their lengths, one
+ * that spends the budget at the count it touches, full_batch_atoms). Each prompt's own batch from
+ * the chain. False when an instance cannot keep up. */
 static bool round_robin_ttft(const struct serve_workload *w, const struct serve_instance *prefill, double transfer_s,
                              double arrivals_per_s, int64_t instances, struct ttft_mix *mix, double *wait_s)
 {
-    double isl[SERVE_PROMPT_BINS], weight[SERVE_PROMPT_BINS], mean = (double)w->isl;
-    int64_t bins = prompt_bins(w, isl, weight), b = prefill->batch;
-    int atoms = (int)bins;
-    double *times = xmalloc((size_t)(b * atoms) * sizeof *times);
-    double *chances = xmalloc((size_t)(b * atoms) * sizeof *chances);
-    for (int64_t k = 1; k <= b; k++)
-        for (int r = 0; r < atoms; r++) {
-            double drawn_in = mean + (isl[r] - mean) / sqrt((double)k);
-            times[(k - 1) * atoms + r] = serve_prefill_batch_at(prefill, (double)k, mean > 0 ? drawn_in / mean : 1);
-            chances[(k - 1) * atoms + r] = weight[r];
-        }
+    double mean = (double)w->isl;
+    const int64_t b = prefill->batch;
     int64_t priced = priced_instances(instances); /* the same share, at the regularity priced */
     struct batch_queue_input in = {.arrivals_per_s = arrivals_per_s * (double)priced / (double)instances,
-                                   .instances = priced, .batch = b, .atoms = atoms, .batch_s = times,
-                                   .batch_weight = chances};
+                                   .instances = priced, .batch = b, .atoms = 1};
+    struct batch_queue_take *take = NULL;
+    double full_s[BATCH_QUEUE_TAKE_ATOMS], full_weight[BATCH_QUEUE_TAKE_ATOMS], *times, *chances;
+    if (w->lengths.prompt_tail_bins > 1) {
+        take = prefill_take(w, prefill);
+        const double computed = prefilled_tokens(w);
+        times = xmalloc((size_t)(take->most * BATCH_QUEUE_TAKE_ATOMS) * sizeof *times);
+        chances = xmalloc((size_t)(take->most * BATCH_QUEUE_TAKE_ATOMS) * sizeof *chances);
+        for (int64_t k = 1; k <= take->most; k++)
+            for (int a = 0; a < BATCH_QUEUE_TAKE_ATOMS; a++) {
+                times[(k - 1) * BATCH_QUEUE_TAKE_ATOMS + a] =
+                    serve_prefill_batch_at(prefill, (double)k, take->tokens[k - 1][a] / ((double)k * computed));
+                chances[(k - 1) * BATCH_QUEUE_TAKE_ATOMS + a] = 1.0 / BATCH_QUEUE_TAKE_ATOMS;
+            }
+        full_batch_atoms(w, prefill, take, full_s);
+        for (int a = 0; a < BATCH_QUEUE_TAKE_ATOMS; a++)
+            full_weight[a] = 1.0 / BATCH_QUEUE_TAKE_ATOMS;
+        in.atoms = BATCH_QUEUE_TAKE_ATOMS;
+        in.take_most = take->most;
+        in.take = take->take;
+        in.full_s = full_s;
+        in.full_weight = full_weight;
+    } else {
+        times = xmalloc((size_t)b * sizeof *times);
+        chances = xmalloc((size_t)b * sizeof *chances);
+        for (int64_t k = 1; k <= b; k++) {
+            times[k - 1] = serve_prefill_batch_at(prefill, (double)k, 1);
+            chances[k - 1] = 1;
+        }
+    }
+    in.batch_s = times;
+    in.batch_weight = chances;
     struct batch_queue_waits *waits = xmalloc(sizeof *waits);
     bool kept_up = batch_queue_waits(&in, waits) == BATCH_QUEUE_OK;
     if (kept_up) {
@@ -2913,7 +2984,7 @@ static bool round_robin_ttft(const struct serve_workload *w, const struct serve_
         for (int64_t i = 0; i < waits->count; i++)
             for (int side = 0; side < 2; side++) { /* its batch's prompts at their mean -+ their sd */
                 double own = waits->own_prompts[i] + (side ? 1 : -1) * waits->own_sd[i];
-                own = fmin(fmax(own, 1), (double)b);
+                own = fmin(fmax(own, 1), (double)(take ? b + 1 : b)); /* a budget's others, then itself */
                 for (int64_t j = 0; j < own_bins; j++) {
                     double kv = mean > 0 ? own_isl[j] / mean : 1;
                     ttft_mix_add(mix, waits->weight[i] * own_weight[j] / 2,
@@ -2924,6 +2995,7 @@ static bool round_robin_ttft(const struct serve_workload *w, const struct serve_
         *wait_s = waits->mean_wait_s;
     }
     free(waits);
+    free(take);
     free(times);
     free(chances);
     return kept_up;
