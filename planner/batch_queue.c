@@ -61,7 +61,8 @@ struct work {
     int64_t most_phases;
     int64_t most_up; /* laws_most at the chain solved */
     double nu, per_instance, full_mean_s, full_sd_s;
-    double *ahead; /* with a law: P(e >= i) at places 1 .. ahead_places, [i ahead_places + p - 1] */
+    double *ahead; /* with a law: P(K_1 + .. + K_i <= s), s = 0 .. ahead_places - 1, at [i ahead_places + s]
+                    * (ahead_make): P(e >= i) at place s + 2 */
     int64_t ahead_rows, ahead_places;
 };
 
