@@ -298,7 +298,7 @@ static bool chain_solve(struct work *w, int64_t levels, struct chain *c)
     }
     for (int64_t k = 1; k <= w->sizes; k++) { /* the exhausted: level k, all k */
         int64_t most = kind_events(w, k, events, law);
-        double chance = w->count ? 1 : w->at_least[k];
+        double chance = w->at_least[k];
         if (chance > 0)
             for (int64_t i = (k - 1) * m; i < k * m; i++)
                 row_moves(w, c, i, k, chance, events, most);
@@ -573,7 +573,7 @@ static bool waits_gather(const struct work *w, const struct chain *c, const stru
         const int64_t k = step <= w->sizes ? step : 0; /* the exhausted of 1 .. sizes, then the full */
         int64_t most_left = 0;
         if (k > 0) {
-            double chance = w->count ? 1 : w->at_least[k];
+            double chance = w->at_least[k];
             for (int64_t phase = 0; phase < m; phase++)
                 start[phase] = c->pi[state_of(w, c, k, phase)] * chance;
         } else {
@@ -704,8 +704,6 @@ static double full_batch_drift(const struct work *w, double theta)
     for (int r = 0; r < w->in->atoms; r++)
         if (w->full_weight[r] > 0)
             sum += w->full_weight[r] * exp(exponent[r] - largest);
-    if (w->count)
-        return largest + log(sum) - theta * (double)(w->b * w->m);
     double taken = 0;
     for (int64_t j = w->least_take; j <= w->kmax; j++)
         if (w->take[j] > 0)
@@ -747,7 +745,7 @@ static double top_gathers(const struct work *w)
     if (!p)
         return 0;
     for (int64_t j = w->least_take; j <= w->kmax; j++) {
-        double taken = w->count ? 1 : w->take[j];
+        double taken = w->take[j];
         if (!(taken > 0))
             continue;
         const int64_t down = j * w->m;
@@ -808,28 +806,25 @@ static enum batch_queue_status waits_at(const struct batch_queue_input *in, int6
     }
     if (w.count) { /* K = b alone; the full batch is b's */
         w.take[w.b] = 1;
-        w.least_take = w.b;
         w.exhausted = w.b - 1;
         w.full_s = in->batch_s + (w.b - 1) * in->atoms;
         w.full_weight = in->batch_weight + (w.b - 1) * in->atoms;
-        w.take_mean = (double)w.b;
     } else {
         memcpy(w.take, in->take, (size_t)(w.kmax + 1) * sizeof *w.take);
-        w.least_take = 0;
-        while (w.least_take < w.kmax && !(w.take[w.least_take] > 0))
-            w.least_take++;
-        for (int64_t j = w.kmax; j >= 0; j--)
-            w.at_least[j] = w.at_least[j + 1] + w.take[j];
-        double second_take = 0;
-        for (int64_t j = 0; j <= w.kmax; j++) {
-            w.take_mean += (double)j * w.take[j];
-            second_take += (double)(j * j) * w.take[j];
-        }
-        w.take_var = fmax(second_take - w.take_mean * w.take_mean, 0);
         w.exhausted = w.kmax;
         w.full_s = in->full_s;
         w.full_weight = in->full_weight;
     }
+    while (w.least_take < w.kmax && !(w.take[w.least_take] > 0))
+        w.least_take++;
+    for (int64_t j = w.kmax; j >= 0; j--)
+        w.at_least[j] = w.at_least[j + 1] + w.take[j];
+    double second_take = 0;
+    for (int64_t j = 0; j <= w.kmax; j++) {
+        w.take_mean += (double)j * w.take[j];
+        second_take += (double)(j * j) * w.take[j];
+    }
+    w.take_var = fmax(second_take - w.take_mean * w.take_mean, 0);
     double second = 0;
     for (int r = 0; r < in->atoms; r++) {
         w.full_mean_s += w.full_weight[r] * w.full_s[r];
@@ -1036,27 +1031,38 @@ enum batch_queue_status batch_queue_waits(const struct batch_queue_input *in, st
     return status;
 }
 
-/* The law on cells 0 .. g (`law`, summing to `total`) cut into BATCH_QUEUE_TAKE_ATOMS parts of
- * equal chance, each part's mean cell times `cell` into tokens. */
-static void take_atoms(const double *law, int64_t g, double total, double cell, double *tokens)
+void batch_queue_equal_parts(const double *value, const double *chance, int64_t count, double total,
+                             double *part_mean)
 {
     double part = total / BATCH_QUEUE_TAKE_ATOMS, filled = 0, weighed = 0;
     int a = 0;
-    for (int64_t i = 0; i <= g && a < BATCH_QUEUE_TAKE_ATOMS; i++) {
-        double left = law[i];
+    for (int64_t i = 0; i < count && a < BATCH_QUEUE_TAKE_ATOMS; i++) {
+        double left = chance[i];
         while (left > 0 && a < BATCH_QUEUE_TAKE_ATOMS) {
             double put = fmin(left, part - filled);
-            weighed += put * (double)i;
+            weighed += put * value[i];
             filled += put;
             left -= put;
             if (filled >= part * (1 - 1e-12)) {
-                tokens[a++] = weighed / filled * cell;
+                part_mean[a++] = weighed / filled;
                 filled = weighed = 0;
             }
         }
     }
-    for (; a < BATCH_QUEUE_TAKE_ATOMS; a++) /* rounding left a part short: at the last cell's */
-        tokens[a] = filled > 0 ? weighed / filled * cell : (double)g * cell;
+    for (; a < BATCH_QUEUE_TAKE_ATOMS; a++) /* rounding left a part short */
+        part_mean[a] = filled > 0 ? weighed / filled : a > 0 ? part_mean[a - 1] : value[count - 1];
+}
+
+/* The law on cells 0 .. g (`law`, summing to `total`) cut into BATCH_QUEUE_TAKE_ATOMS parts of
+ * equal chance, each part's mean cell times `cell` into tokens. */
+static void take_atoms(const double *law, int64_t g, double total, double cell, double *tokens)
+{
+    double cells[BATCH_QUEUE_TAKE_CELLS + 1];
+    for (int64_t i = 0; i <= g; i++)
+        cells[i] = (double)i;
+    batch_queue_equal_parts(cells, law, g + 1, total, tokens);
+    for (int a = 0; a < BATCH_QUEUE_TAKE_ATOMS; a++)
+        tokens[a] *= cell;
 }
 
 enum batch_queue_status batch_queue_take_law(const double *tokens, const double *weight, int64_t count, double budget,

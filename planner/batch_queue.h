@@ -186,6 +186,12 @@ struct batch_queue_take {
     double tokens[BATCH_QUEUE_MOST_TAKE][BATCH_QUEUE_TAKE_ATOMS]; /* [k - 1][a]: an exhausted batch of k */
 };
 
+/* Values value[i] (rising) of chance chance[i] (i < count >= 1, summing to total > 0) cut into
+ * BATCH_QUEUE_TAKE_ATOMS parts of equal chance, each at its mean value, into part_mean: the take's
+ * token atoms and its caller's full batch times. */
+void batch_queue_equal_parts(const double *value, const double *chance, int64_t count, double total,
+                             double *part_mean);
+
 /* `count` lengths (> 0, finite) of chance weight (>= 0, some > 0) and the budget (> 0, finite), in
  * tokens. BATCH_QUEUE_INVALID for an input outside its range. */
 enum batch_queue_status batch_queue_take_law(const double *tokens, const double *weight, int64_t count, double budget,

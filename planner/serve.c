@@ -2911,24 +2911,12 @@ static void full_batch_atoms(const struct serve_workload *w, const struct serve_
                              const struct batch_queue_take *take, double *full_s)
 {
     double budget = prefill_budget_tokens(w, prefill->batch), mean = prefilled_tokens(w);
-    double part = 1.0 / BATCH_QUEUE_TAKE_ATOMS, filled = 0, timed = 0;
-    int a = 0;
-    for (int64_t j = 0; j <= take->most && a < BATCH_QUEUE_TAKE_ATOMS; j++) {
-        double left = take->take[j], prompts = (double)(j + 1);
-        double t = serve_prefill_batch_at(prefill, prompts, mean > 0 ? budget / (prompts * mean) : 1);
-        while (left > 0 && a < BATCH_QUEUE_TAKE_ATOMS) {
-            double put = fmin(left, part - filled);
-            timed += put * t;
-            filled += put;
-            left -= put;
-            if (filled >= part * (1 - 1e-12)) {
-                full_s[a++] = timed / filled;
-                filled = timed = 0;
-            }
-        }
+    double t[BATCH_QUEUE_MOST_TAKE + 1];
+    for (int64_t j = 0; j <= take->most; j++) {
+        double prompts = (double)(j + 1);
+        t[j] = serve_prefill_batch_at(prefill, prompts, mean > 0 ? budget / (prompts * mean) : 1);
     }
-    for (; a < BATCH_QUEUE_TAKE_ATOMS; a++) /* rounding left a part short */
-        full_s[a] = filled > 0 ? timed / filled : full_s[a > 0 ? a - 1 : 0];
+    batch_queue_equal_parts(t, take->take, take->most + 1, 1, full_s);
 }
 
 /* Under Poisson arrivals the pool's wait, round-robin over its instances (batch_queue.h): prompts
@@ -4492,7 +4480,7 @@ enum serve_sim_status serve_simulate(const struct serve_pool *decode_pool, const
         prices.kept = calloc(SIM_PRICES_KEPT, sizeof *prices.kept); /* none kept: each priced anew */
     if (p->mode == SERVE_DISAGGREGATED) {
         c.prefill_instances = p->prefill_instances;
-        c.prefill_batch_tokens = (int64_t)ceil((double)p->prefill.batch * prefilled_tokens(w));
+        c.prefill_batch_tokens = (int64_t)prefill_budget_tokens(w, p->prefill.batch);
         if (c.prefill_batch_tokens < 1)
             c.prefill_batch_tokens = 1;
         c.kv_transfer_s = p->kv_transfer_s;
